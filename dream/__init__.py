@@ -1,0 +1,1 @@
+"""The dream worker: refines long-term memory while the agent is idle."""

@@ -1,0 +1,1 @@
+"""The MCP edge of dreamwell: tools, transports and the command line."""

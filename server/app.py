@@ -1,0 +1,104 @@
+"""build_server(): the MCP server with its tools, over stores opened lazily."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.mcpserver import MCPServer
+from pydantic import BaseModel, ValidationError
+
+from dreamwell.server.config import Settings
+from dreamwell.server.runtime import Runtime
+from dreamwell.server.tools import register_tools, text_result
+
+logger = logging.getLogger(__name__)
+
+SWEEP_SECONDS = 3600.0
+INSTRUCTIONS = (
+    "dreamwell is your memory. search_memory before answering questions about the user or past "
+    "work; save_memory for durable facts, preferences and lessons; working memory is short-lived "
+    "scratch space in your own namespace."
+)
+
+
+def _argument_errors(tool: str, err: ValidationError) -> str:
+    problems = []
+    for item in err.errors(include_url=False, include_input=False):
+        where = ".".join(str(p) for p in item["loc"]) or "arguments"
+        problems.append(f"{where}: {item['msg']}")
+    return f"Invalid arguments for {tool}: " + "; ".join(problems) + ". Nothing was changed."
+
+
+def _arg_model(mcp: MCPServer, name: str) -> type[BaseModel] | None:
+    """The pydantic model the SDK validates a tool's arguments with (None if unknown)."""
+    tool = mcp._tool_manager.get_tool(name)
+    model = getattr(getattr(tool, "fn_metadata", None), "arg_model", None)
+    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
+
+
+def _clear_argument_errors(mcp: MCPServer) -> Any:
+    """Middleware: invalid tool arguments get a short, specific message instead of the SDK's
+    pydantic dump (which repeats the caller's whole input)."""
+
+    async def middleware(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        if ctx.method == "tools/call" and ctx.params is not None:
+            name = str(ctx.params.get("name", ""))
+            args = ctx.params.get("arguments") or {}
+            model = _arg_model(mcp, name)
+            if model is not None and isinstance(args, dict):
+                try:
+                    model.model_validate(args)
+                except ValidationError as err:
+                    return text_result(_argument_errors(name, err), error=True)
+        return await call_next(ctx)
+
+    return middleware
+
+
+def build_server(settings: Settings, runtime: Runtime | None = None) -> MCPServer[Runtime]:
+    """The MCP server. Its lifespan (entered per connection on some transports) only starts
+    opening the stores; process-wide background work belongs to `serve`."""
+    runtime = runtime or Runtime(settings)
+
+    @asynccontextmanager
+    async def lifespan(_server: MCPServer[Runtime]) -> AsyncIterator[Runtime]:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_warm, runtime)
+            yield runtime
+            tg.cancel_scope.cancel()
+
+    mcp: MCPServer[Runtime] = MCPServer(
+        name="dreamwell",
+        instructions=INSTRUCTIONS,
+        version="0.1.0",
+        lifespan=lifespan,
+        log_level=settings.log_level,
+    )
+    mcp._lowlevel_server.middleware.append(_clear_argument_errors(mcp))
+    register_tools(mcp, runtime)
+    return mcp
+
+
+async def _warm(runtime: Runtime) -> None:
+    """Open the default stores in the background so the first tool call is fast; start-up and
+    tools/list never wait for it."""
+    if not runtime.settings.tenant_tokens():
+        try:
+            await runtime.tenant("")
+        except Exception:  # a tool call will report it in words; keep the session alive
+            logger.exception("could not open the stores in %s", runtime.settings.data_dir)
+
+
+async def sweep_forever(runtime: Runtime) -> None:
+    while True:
+        await anyio.sleep(SWEEP_SECONDS)
+        for tenant in runtime.opened():
+            removed = await anyio.to_thread.run_sync(tenant.working.sweep)
+            if removed:
+                logger.info("swept %d expired working-memory entries", removed)

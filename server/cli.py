@@ -1,0 +1,92 @@
+"""`dreamwell serve`: the command line."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+from pydantic import ValidationError
+
+from dreamwell.server.config import LOOPBACK, Settings
+
+logger = logging.getLogger("dreamwell")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dreamwell", description="MCP memory server.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the MCP server")
+    serve.add_argument("--transport", choices=["stdio", "sse", "http"])
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+    serve.add_argument("--data-dir")
+    serve.add_argument(
+        "--namespace", help="pin the working-memory namespace, e.g. patrol/heartbeat"
+    )
+    serve.add_argument("--token", help="bearer token required on HTTP transports")
+    serve.add_argument("--tokens-file", help="JSON object of bearer token -> tenant name")
+    serve.add_argument("--stateless-http", action="store_true", default=None)
+    serve.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    return parser
+
+
+def settings_from(args: argparse.Namespace, keys: Sequence[str]) -> Settings:
+    """Flags beat environment variables; a bad value is one line on stderr and exit code 2."""
+    given: dict[str, Any] = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
+    try:
+        settings = Settings(**given)
+        settings.tenant_tokens()
+    except ValidationError as err:
+        first = err.errors()[0]
+        key = ".".join(str(p) for p in first["loc"])
+        sys.stderr.write(f"dreamwell: bad setting {key}={first.get('input')!r}: {first['msg']}\n")
+        raise SystemExit(2) from None
+    except (OSError, ValueError) as err:
+        sys.stderr.write(f"dreamwell: bad setting tokens_file: {err}\n")
+        raise SystemExit(2) from None
+    return settings
+
+
+def _serve(settings: Settings) -> None:
+    from dreamwell.server.serve import serve
+
+    if (
+        settings.transport != "stdio"
+        and settings.host not in LOOPBACK
+        and not settings.tenant_tokens()
+    ):
+        sys.stderr.write(
+            f"dreamwell: refusing to bind {settings.host}: a non-loopback address needs bearer "
+            "tokens (--token or --tokens-file)\n"
+        )
+        raise SystemExit(2)
+    anyio.run(serve, settings)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    if args.command == "serve":
+        settings = settings_from(
+            args,
+            [
+                "transport",
+                "host",
+                "port",
+                "data_dir",
+                "namespace",
+                "token",
+                "tokens_file",
+                "stateless_http",
+                "log_level",
+            ],
+        )
+        logging.basicConfig(
+            stream=sys.stderr,
+            level=settings.log_level,
+            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        )
+        _serve(settings)

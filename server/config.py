@@ -1,0 +1,56 @@
+"""Settings: the one place that reads environment variables (prefix DREAMWELL_)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "dreamwell"
+
+
+class Settings(BaseSettings):
+    """Every setting; CLI flags override the environment, which overrides these defaults."""
+
+    model_config = SettingsConfigDict(env_prefix="DREAMWELL_", extra="forbid", frozen=True)
+
+    data_dir: Path = Field(default_factory=default_data_dir)
+    transport: Literal["stdio", "sse", "http"] = "stdio"
+    host: str = "127.0.0.1"
+    port: int = Field(default=8765, ge=0, le=65535)
+    namespace: str | None = None
+    token: str | None = None
+    tokens_file: Path | None = None
+    stateless_http: bool = False
+    wm_ttl_minutes: int = Field(default=5, ge=1, le=10_080)
+    wm_max_per_namespace: int = Field(default=50, ge=1, le=10_000)
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
+
+    @field_validator("data_dir")
+    @classmethod
+    def _absolute(cls, value: Path) -> Path:
+        return value.expanduser().resolve()
+
+    def tenant_tokens(self) -> dict[str, str]:
+        """Bearer token -> tenant name. `token` maps to tenant 'default'; a tokens file is a
+        JSON object {"token": "tenant", ...}."""
+        tokens: dict[str, str] = {}
+        if self.token:
+            tokens[self.token] = "default"
+        if self.tokens_file is not None:
+            data = json.loads(self.tokens_file.read_text(encoding="utf-8"))
+            if not isinstance(data, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in data.items()
+            ):
+                raise ValueError("tokens file must be a JSON object of token -> tenant name")
+            tokens.update(data)
+        return tokens

@@ -1,0 +1,102 @@
+"""SSE and streamable HTTP: ASGI apps behind optional bearer-token auth, served by uvicorn."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+from typing import Any
+
+import uvicorn
+from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from dreamwell.server.config import LOOPBACK, Settings
+from dreamwell.server.runtime import TENANT_SCOPE_KEY
+
+logger = logging.getLogger(__name__)
+
+
+class BearerAuth:
+    """Every HTTP request needs `Authorization: Bearer <token>`; the token names the tenant."""
+
+    def __init__(self, app: ASGIApp, tokens: dict[str, str]) -> None:
+        self.app = app
+        self.tokens = tokens
+
+    def _tenant(self, scope: Scope) -> str | None:
+        for name, value in scope.get("headers", []):
+            if name.lower() == b"authorization":
+                scheme, _, token = value.decode("latin-1").partition(" ")
+                if scheme.lower() != "bearer":
+                    return None
+                for known, tenant in self.tokens.items():
+                    if hmac.compare_digest(known.encode(), token.strip().encode()):
+                        return tenant
+        return None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        tenant = self._tenant(scope)
+        if tenant is None:
+            body = json.dumps(
+                {
+                    "error": "unauthorized",
+                    "error_description": "a valid Authorization: Bearer token is required",
+                }
+            )
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"www-authenticate", b'Bearer realm="dreamwell"'),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": body.encode()})
+            return
+        scope[TENANT_SCOPE_KEY] = tenant
+        await self.app(scope, receive, send)
+
+
+def _security(host: str) -> TransportSecuritySettings | None:
+    if host in LOOPBACK:
+        return TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+        )
+    return None  # a non-loopback bind requires bearer tokens instead
+
+
+def build_asgi(mcp: MCPServer[Any], settings: Settings) -> ASGIApp:
+    security = _security(settings.host)
+    app: ASGIApp
+    if settings.transport == "sse":
+        app = mcp.sse_app(transport_security=security, host=settings.host)
+    else:
+        app = mcp.streamable_http_app(
+            transport_security=security,
+            host=settings.host,
+            stateless_http=settings.stateless_http,
+        )
+    tokens = settings.tenant_tokens()
+    return BearerAuth(app, tokens) if tokens else app
+
+
+def uvicorn_server(app: ASGIApp, settings: Settings, fd: int | None = None) -> uvicorn.Server:
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        fd=fd,
+        log_level=settings.log_level.lower(),
+        access_log=False,
+        lifespan="on",
+    )
+    return uvicorn.Server(config)

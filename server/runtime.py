@@ -1,0 +1,105 @@
+"""Per-process state behind the tools: stores per tenant, opened lazily off the event loop."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from dreamwell.server.config import Settings
+from dreamwell.stores import LongTermStore, WorkingMemory, check_own_namespace, new_id
+
+logger = logging.getLogger(__name__)
+
+NAMESPACE_HEADER = "dreamwell-namespace"
+TENANT_SCOPE_KEY = "dreamwell.tenant"
+_ACTIVITY_EVERY = 5.0
+
+
+@dataclass(frozen=True)
+class Tenant:
+    data_dir: Path
+    longterm: LongTermStore
+    working: WorkingMemory
+
+
+class Runtime:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.process_namespace = settings.namespace or f"session/{new_id()}"
+        self._tenants: dict[str, Tenant] = {}
+        self._opening: anyio.Lock | None = None
+        self._last_touch = 0.0
+
+    def tenant_dir(self, tenant: str) -> Path:
+        root = self.settings.data_dir
+        return root if tenant == "" else root / "tenants" / tenant
+
+    def _open(self, tenant: str) -> Tenant:
+        started = time.perf_counter()
+        data_dir = self.tenant_dir(tenant)
+        opened = Tenant(
+            data_dir,
+            LongTermStore(data_dir),
+            WorkingMemory(
+                data_dir,
+                default_ttl_minutes=self.settings.wm_ttl_minutes,
+                max_per_namespace=self.settings.wm_max_per_namespace,
+            ),
+        )
+        logger.info(
+            "opened stores in %s (%.0f ms)", data_dir, 1000 * (time.perf_counter() - started)
+        )
+        return opened
+
+    async def tenant(self, name: str = "") -> Tenant:
+        found = self._tenants.get(name)
+        if found is not None:
+            return found
+        if self._opening is None:
+            self._opening = anyio.Lock()
+        async with self._opening:
+            if name not in self._tenants:
+                self._tenants[name] = await anyio.to_thread.run_sync(self._open, name)
+        return self._tenants[name]
+
+    def opened(self) -> list[Tenant]:
+        return list(self._tenants.values())
+
+    def touch(self, tenant: Tenant) -> None:
+        """Record tool traffic in the data directory (the dream worker yields to it)."""
+        now = time.monotonic()
+        if now - self._last_touch < _ACTIVITY_EVERY:
+            return
+        self._last_touch = now
+        marker = tenant.data_dir / ".activity"
+        try:
+            marker.touch()
+        except OSError as exc:  # pragma: no cover - a read-only data dir still serves reads
+            logger.warning("cannot mark activity at %s: %s", marker, exc)
+
+    def caller(self, request: Any) -> tuple[str, str]:
+        """(tenant, namespace) of the caller of this request (SPEC §2).
+
+        `request` is the transport's HTTP request, or None on stdio and in-memory sessions."""
+        if request is None:
+            return "", self.process_namespace
+        scope = getattr(request, "scope", {})
+        tenant = str(scope.get(TENANT_SCOPE_KEY, ""))
+        if self.settings.namespace:
+            return tenant, self.settings.namespace
+        headers = request.headers
+        pinned = headers.get(NAMESPACE_HEADER)
+        if pinned:
+            return tenant, check_own_namespace(pinned.strip())
+        session = headers.get("mcp-session-id") or request.query_params.get("session_id")
+        if session:
+            digest = hashlib.sha256(f"{tenant}\0{session}".encode()).hexdigest()[:12]
+            return tenant, f"session/{digest}"
+        return tenant, self.process_namespace

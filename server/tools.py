@@ -1,0 +1,175 @@
+"""The eight tools of SPEC §3, and nothing else."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import CallToolResult, TextContent
+from pydantic import Field
+
+from dreamwell.server import render
+from dreamwell.server.runtime import Runtime, Tenant
+from dreamwell.stores import (
+    MAX_CONTENT_CHARS,
+    MAX_QUERY_CHARS,
+    StoreError,
+    utcnow,
+)
+from dreamwell.stores.working import MAX_TTL_MINUTES, check_prefix
+
+TagsArg = Annotated[
+    str | list[Annotated[str, Field(max_length=64)]] | None,
+    Field(description='Tags: \'a, b\' or ["a", "b"]', max_length=2000),
+]
+CategoryArg = Annotated[
+    str | None,
+    Field(description="Category path, e.g. user-preferences/timezone", max_length=200),
+]
+QueryArg = Annotated[
+    str | None, Field(description="Words to search for", max_length=MAX_QUERY_CHARS)
+]
+NamespaceArg = Annotated[
+    str | None, Field(description="Namespace prefix, e.g. patrol/heartbeat", max_length=256)
+]
+
+
+def text_result(text: str, error: bool = False) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=error)
+
+
+def register_tools(mcp: MCPServer, runtime: Runtime) -> None:
+    async def call(ctx: Context, work: Callable[[Tenant, str], str]) -> CallToolResult:
+        tenant_name, namespace = runtime.caller(ctx.request_context.request)
+        try:
+            tenant = await runtime.tenant(tenant_name)
+            runtime.touch(tenant)
+            text = await anyio.to_thread.run_sync(work, tenant, namespace)
+        except StoreError as exc:
+            return text_result(str(exc), error=True)
+        return text_result(text)
+
+    @mcp.tool(
+        description="Save a fact, preference or lesson to long-term memory.",
+        structured_output=False,
+    )
+    async def save_memory(
+        content: Annotated[
+            str,
+            Field(description="The fact to remember", min_length=1, max_length=MAX_CONTENT_CHARS),
+        ],
+        ctx: Context,
+        category: CategoryArg = None,
+        tags: TagsArg = None,
+    ) -> CallToolResult:
+        return await call(
+            ctx, lambda t, _ns: render.saved(t.longterm.save(content, category, tags))
+        )
+
+    @mcp.tool(
+        description="Search long-term memory (keywords + meaning). No query: most recent.",
+        structured_output=False,
+    )
+    async def search_memory(
+        ctx: Context,
+        query: QueryArg = None,
+        category: Annotated[
+            str | None, Field(description="Category prefix", max_length=200)
+        ] = None,
+        tags: TagsArg = None,
+    ) -> CallToolResult:
+        def work(t: Tenant, _ns: str) -> str:
+            hits = t.longterm.search(query, category, tags, limit=20)
+            return render.found([h.entry for h in hits], utcnow())
+
+        return await call(ctx, work)
+
+    @mcp.tool(description="Delete one long-term memory by its id.", structured_output=False)
+    async def delete_memory(
+        id: Annotated[
+            str, Field(description="Memory id from search_memory", min_length=1, max_length=64)
+        ],
+        ctx: Context,
+    ) -> CallToolResult:
+        return await call(ctx, lambda t, _ns: render.deleted(t.longterm.delete(id.strip())))
+
+    @mcp.tool(description="List long-term memory categories with counts.", structured_output=False)
+    async def list_memory_categories(ctx: Context) -> CallToolResult:
+        return await call(ctx, lambda t, _ns: render.categories(t.longterm.categories()))
+
+    @mcp.tool(
+        description="Store scratch data under a key in your namespace, with a TTL.",
+        structured_output=False,
+    )
+    async def save_to_working_memory(
+        key: Annotated[
+            str, Field(description="Key, e.g. draft_reply", min_length=1, max_length=256)
+        ],
+        data: Annotated[
+            str, Field(description="The value to store (≤ 1 MiB)", max_length=1024 * 1024)
+        ],
+        ctx: Context,
+        ttl_minutes: Annotated[
+            int | None, Field(description="Minutes to keep (default 5)", ge=1, le=MAX_TTL_MINUTES)
+        ] = None,
+        category: CategoryArg = None,
+        tags: TagsArg = None,
+    ) -> CallToolResult:
+        def work(t: Tenant, ns: str) -> str:
+            now = utcnow()
+            outcome = t.working.save(ns, key, data, ttl_minutes, category, tags, now=now)
+            return render.wm_saved(outcome, now)
+
+        return await call(ctx, work)
+
+    @mcp.tool(
+        description="Read a working-memory entry: plain key (yours) or full path.",
+        structured_output=False,
+    )
+    async def get_from_working_memory(
+        key: Annotated[
+            str, Field(description="Plain key or full path", min_length=1, max_length=256)
+        ],
+        ctx: Context,
+    ) -> CallToolResult:
+        return await call(ctx, lambda t, ns: t.working.get(key, ns).value)
+
+    @mcp.tool(
+        description="List working-memory keys (default: your namespace).", structured_output=False
+    )
+    async def list_working_memory(ctx: Context, namespace: NamespaceArg = None) -> CallToolResult:
+        def work(t: Tenant, ns: str) -> str:
+            prefix = check_prefix(namespace) if namespace else ns
+            return render.wm_list(prefix, t.working.listing(prefix), prefix == ns, utcnow())
+
+        return await call(ctx, work)
+
+    @mcp.tool(
+        description="Search working memory by words, category or tags.", structured_output=False
+    )
+    async def search_working_memory(
+        ctx: Context,
+        query: QueryArg = None,
+        category: CategoryArg = None,
+        tags: TagsArg = None,
+        namespace: NamespaceArg = None,
+    ) -> CallToolResult:
+        def work(t: Tenant, ns: str) -> str:
+            prefix = check_prefix(namespace) if namespace else ns
+            found = t.working.search(prefix, query, category, tags)
+            filters = [
+                (k, v)
+                for k, v in (("query", query), ("category", category), ("tags", _tags_text(tags)))
+                if v
+            ]
+            return render.wm_search(prefix, filters, found, utcnow())
+
+        return await call(ctx, work)
+
+
+def _tags_text(tags: Any) -> str | None:
+    if tags is None or isinstance(tags, str):
+        return tags
+    return ", ".join(str(t) for t in tags)

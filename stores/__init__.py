@@ -1,0 +1,42 @@
+"""Storage layer of dreamwell: long-term memory (LanceDB + Tantivy) and working memory."""
+
+from dreamwell.stores.errors import InvalidInput, NotFound, StoreBusy, StoreError
+from dreamwell.stores.longterm import Hit, LongTermStore, SaveResult, write_atomic
+from dreamwell.stores.model import (
+    MAX_CONTENT_CHARS,
+    MAX_QUERY_CHARS,
+    MemoryEntry,
+    WorkingEntry,
+    check_category,
+    check_tags,
+    fold_text,
+    new_id,
+    utcnow,
+)
+from dreamwell.stores.ranking import rank_hits
+from dreamwell.stores.working import TOP_SEGMENTS, SaveOutcome, WorkingMemory, check_own_namespace
+
+__all__ = [
+    "MAX_CONTENT_CHARS",
+    "MAX_QUERY_CHARS",
+    "TOP_SEGMENTS",
+    "Hit",
+    "InvalidInput",
+    "LongTermStore",
+    "MemoryEntry",
+    "NotFound",
+    "SaveOutcome",
+    "SaveResult",
+    "StoreBusy",
+    "StoreError",
+    "WorkingEntry",
+    "WorkingMemory",
+    "check_category",
+    "check_own_namespace",
+    "check_tags",
+    "fold_text",
+    "new_id",
+    "rank_hits",
+    "utcnow",
+    "write_atomic",
+]

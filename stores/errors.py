@@ -1,0 +1,17 @@
+"""Domain errors of the storage layer; their text tells the caller what to do next."""
+
+
+class StoreError(Exception):
+    """Base class: the message is safe and useful to show to an agent."""
+
+
+class InvalidInput(StoreError):
+    """An argument was rejected before anything was written."""
+
+
+class NotFound(StoreError):
+    """The addressed entry does not exist (or has expired)."""
+
+
+class StoreBusy(StoreError):
+    """Another process held the data directory's write lock for too long."""

@@ -1,0 +1,162 @@
+"""Records and the validation rules of SPEC §1, shared by both stores."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from dreamwell.stores.errors import InvalidInput
+
+MAX_CONTENT_CHARS = 32_000
+MAX_CATEGORY_CHARS = 200
+MAX_TAG_CHARS = 64
+MAX_TAGS = 32
+MAX_KEY_CHARS = 256
+MAX_VALUE_BYTES = 1024 * 1024
+MAX_QUERY_CHARS = 10_000
+
+_CATEGORY_RE = re.compile(r"^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$")
+_SEGMENT_RE = re.compile(r"^[A-Za-z0-9_.:-]+$")
+_TAG_BAD = re.compile(r"[\x00-\x1f,]")
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+@dataclass(frozen=True)
+class MemoryEntry:
+    id: str
+    content: str
+    category: str | None
+    tags: tuple[str, ...]
+    created_at: datetime
+    updated_at: datetime
+    last_seen_at: datetime
+    reinforcement_count: int = 1
+    importance: float = 0.5
+    score: float = 0.0
+    last_used_at: datetime | None = None
+    decayed_at: datetime | None = None
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    archived_at: datetime | None = None
+
+    @property
+    def live(self) -> bool:
+        return self.archived_at is None
+
+
+@dataclass(frozen=True)
+class WorkingEntry:
+    key: str
+    value: str
+    stored_at: datetime
+    expires_at: datetime
+    category: str | None = None
+    tags: tuple[str, ...] = ()
+
+
+def fold_text(text: str) -> str:
+    """Case, whitespace and punctuation folded: the identity used for exact duplicates."""
+    norm = unicodedata.normalize("NFKC", text).casefold()
+    kept = "".join(ch if ch.isalnum() else " " for ch in norm)
+    return " ".join(kept.split())
+
+
+def check_content(content: str) -> str:
+    if not content.strip():
+        raise InvalidInput("content is empty; pass the fact to remember as text.")
+    if len(content) > MAX_CONTENT_CHARS:
+        raise InvalidInput(
+            f"content is {len(content)} characters; the limit is {MAX_CONTENT_CHARS}. "
+            "Split it into several memories."
+        )
+    return content.strip()
+
+
+def check_category(category: str | None) -> str | None:
+    """A category path such as `user-preferences/timezone`; None or '' means none."""
+    if category is None or category == "":
+        return None
+    if len(category) > MAX_CATEGORY_CHARS:
+        raise InvalidInput(
+            f"category is {len(category)} characters; the limit is {MAX_CATEGORY_CHARS}."
+        )
+    if not _CATEGORY_RE.match(category):
+        raise InvalidInput(
+            f"category '{category}' is not valid: use segments of letters, digits, '_' or '-' "
+            "joined by '/', such as 'user-preferences/timezone'."
+        )
+    return category
+
+
+def check_tags(tags: str | Iterable[str] | None) -> tuple[str, ...]:
+    """Tags as a comma-separated string or a list; lowercased, de-duplicated, order kept."""
+    if tags is None:
+        return ()
+    raw = tags.split(",") if isinstance(tags, str) else list(tags)
+    out: list[str] = []
+    for item in raw:
+        if not isinstance(item, str):
+            raise InvalidInput('tags must be strings: pass \'a, b\' or ["a", "b"].')
+        tag = " ".join(item.split()).lower()
+        if not tag:
+            continue
+        if len(tag) > MAX_TAG_CHARS:
+            raise InvalidInput(f"tag '{tag[:20]}…' is longer than {MAX_TAG_CHARS} characters.")
+        if _TAG_BAD.search(tag):
+            raise InvalidInput(f"tag '{tag}' contains a control character or comma.")
+        if tag not in out:
+            out.append(tag)
+    if len(out) > MAX_TAGS:
+        raise InvalidInput(f"{len(out)} tags given; at most {MAX_TAGS} are allowed.")
+    return tuple(out)
+
+
+def check_query(query: str | None) -> str:
+    if query is None:
+        return ""
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidInput(f"query is {len(query)} characters; the limit is {MAX_QUERY_CHARS}.")
+    return query.strip()
+
+
+def key_segments(key: str, what: str = "key") -> list[str]:
+    """Split a working-memory key into validated segments (no empty, '.', '..' segments)."""
+    if not key:
+        raise InvalidInput(f"{what} is empty.")
+    if len(key) > MAX_KEY_CHARS:
+        raise InvalidInput(f"{what} is {len(key)} characters; the limit is {MAX_KEY_CHARS}.")
+    segments = key.split("/")
+    for seg in segments:
+        if seg in ("", ".", "..") or not _SEGMENT_RE.match(seg):
+            raise InvalidInput(
+                f"{what} '{key}' is not valid: segments are letters, digits, '_', '.', ':' or '-', "
+                "separated by single '/', with no empty, '.' or '..' segment."
+            )
+    return segments
+
+
+def check_namespace(namespace: str) -> str:
+    """A namespace: exactly two segments (`session/abc123`)."""
+    if len(key_segments(namespace, "namespace")) != 2:
+        raise InvalidInput(
+            f"namespace '{namespace}' must have two segments, such as 'session/abc123'."
+        )
+    return namespace
+
+
+def category_prefixes(category: str | None) -> list[str]:
+    """'a/b/c' -> ['a', 'a/b', 'a/b/c']: the terms a category-prefix filter matches."""
+    if not category:
+        return []
+    parts = category.split("/")
+    return ["/".join(parts[: i + 1]) for i in range(len(parts))]

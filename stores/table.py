@@ -1,0 +1,157 @@
+"""The durable long-term records in LanceDB: the only module that imports lancedb/pyarrow."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from dreamwell.stores.model import MemoryEntry
+
+logger = logging.getLogger(__name__)
+
+TABLE = "memories"
+_TS = pa.timestamp("us", tz="UTC")
+
+
+def _schema(dim: int) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("content", pa.string(), nullable=False),
+            pa.field("category", pa.string()),
+            pa.field("tags", pa.list_(pa.string())),
+            pa.field("created_at", _TS, nullable=False),
+            pa.field("updated_at", _TS, nullable=False),
+            pa.field("last_seen_at", _TS, nullable=False),
+            pa.field("reinforcement_count", pa.int64(), nullable=False),
+            pa.field("importance", pa.float64(), nullable=False),
+            pa.field("score", pa.float64(), nullable=False),
+            pa.field("last_used_at", _TS),
+            pa.field("decayed_at", _TS),
+            pa.field("metadata", pa.string(), nullable=False),
+            pa.field("archived_at", _TS),
+            # The embedder slot: a vector per entry, null until computed, and which model made it.
+            pa.field("vector", pa.list_(pa.float32(), dim)),
+            pa.field("vector_model", pa.string()),
+        ]
+    )
+
+
+_RECORD_COLUMNS = [f.name for f in _schema(1) if f.name not in ("vector", "vector_model")]
+
+
+def _row(entry: MemoryEntry, vector: Sequence[float] | None, model: str | None) -> dict[str, Any]:
+    return {
+        "id": entry.id,
+        "content": entry.content,
+        "category": entry.category,
+        "tags": list(entry.tags),
+        "created_at": entry.created_at,
+        "updated_at": entry.updated_at,
+        "last_seen_at": entry.last_seen_at,
+        "reinforcement_count": entry.reinforcement_count,
+        "importance": entry.importance,
+        "score": entry.score,
+        "last_used_at": entry.last_used_at,
+        "decayed_at": entry.decayed_at,
+        "metadata": json.dumps(dict(entry.metadata), sort_keys=True),
+        "archived_at": entry.archived_at,
+        "vector": list(vector) if vector is not None else None,
+        "vector_model": model if vector is not None else None,
+    }
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
+def _entry(row: dict[str, Any]) -> MemoryEntry:
+    created = _aware(row["created_at"])
+    assert created is not None
+    return MemoryEntry(
+        id=row["id"],
+        content=row["content"],
+        category=row["category"],
+        tags=tuple(row["tags"] or ()),
+        created_at=created,
+        updated_at=_aware(row["updated_at"]) or created,
+        last_seen_at=_aware(row["last_seen_at"]) or created,
+        reinforcement_count=int(row["reinforcement_count"]),
+        importance=float(row["importance"]),
+        score=float(row["score"]),
+        last_used_at=_aware(row["last_used_at"]),
+        decayed_at=_aware(row["decayed_at"]),
+        metadata=json.loads(row["metadata"] or "{}"),
+        archived_at=_aware(row["archived_at"]),
+    )
+
+
+def _quote(ids: Iterable[str]) -> str:
+    # ids are validated 12-hex strings or come from our own records; quote defensively anyway
+    return ", ".join("'" + i.replace("'", "''") + "'" for i in ids)
+
+
+class MemoryTable:
+    """LanceDB table `memories` under `path`, read at its latest version on every call."""
+
+    def __init__(self, path: Path, dim: int) -> None:
+        import lancedb  # imported here: it takes seconds, and start-up must not wait for it
+
+        self._db = lancedb.connect(path, read_consistency_interval=timedelta(0))
+        self.dim = dim
+        self._table = self._db.create_table(TABLE, schema=_schema(dim), exist_ok=True)
+        existing = self._table.schema.field("vector").type.list_size
+        if existing != dim:
+            self.dim = int(existing)
+
+    @property
+    def version(self) -> int:
+        return int(self._table.version)
+
+    def entries(self) -> list[MemoryEntry]:
+        rows = self._table.search().select(_RECORD_COLUMNS).limit(None).to_arrow().to_pylist()
+        return [_entry(row) for row in rows]
+
+    def add(
+        self,
+        entries: Sequence[MemoryEntry],
+        vectors: Sequence[Sequence[float] | None] = (),
+        model: str | None = None,
+    ) -> None:
+        vecs = list(vectors) or [None] * len(entries)
+        data = pa.Table.from_pylist(
+            [_row(e, v, model) for e, v in zip(entries, vecs, strict=True)],
+            schema=_schema(self.dim),
+        )
+        self._table.add(data)
+
+    def update(self, entries: Sequence[MemoryEntry]) -> None:
+        """Rewrite the record columns of existing entries; vectors stay as they are."""
+        if not entries:
+            return
+        data = pa.Table.from_pylist(
+            [
+                {k: v for k, v in _row(e, None, None).items() if k in _RECORD_COLUMNS}
+                for e in entries
+            ],
+            schema=pa.schema([_schema(self.dim).field(c) for c in _RECORD_COLUMNS]),
+        )
+        self._table.merge_insert("id").when_matched_update_all().execute(data)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        if ids:
+            self._table.delete(f"id IN ({_quote(ids)})")
+
+    def count(self) -> int:
+        return int(self._table.count_rows())
+
+    def optimize(self, keep_versions_for: timedelta) -> None:
+        self._table.optimize(cleanup_older_than=keep_versions_for)

@@ -1,0 +1,181 @@
+"""BM25 through Tantivy: the only module that imports tantivy.
+
+Documents carry an id, the searchable body, category prefixes and tags. Queries are built
+from our own tokens (never the query parser), so no user text can make a search raise.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import tantivy
+
+from dreamwell.stores.model import category_prefixes
+
+logger = logging.getLogger(__name__)
+
+_ANALYZER = "dreamwell"
+_MAX_QUERY_TERMS = 256
+_WRITER_HEAP = 15_000_000
+# Han, Hiragana, Katakana, Hangul: no spaces between words, so each character is a token.
+_CJK = re.compile(r"([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff])")
+
+
+@dataclass(frozen=True)
+class IndexDoc:
+    id: str
+    content: str
+    category: str | None
+    tags: tuple[str, ...]
+
+
+def document_text(content: str, category: str | None, tags: Iterable[str]) -> str:
+    """SPEC §4: content + tags + category, with '/' and '-' read as spaces."""
+    text = " ".join([content, " ".join(tags), category or ""])
+    return text.replace("/", " ").replace("-", " ")
+
+
+def _prepare(text: str) -> str:
+    return _CJK.sub(r" \1 ", text)
+
+
+def _analyzer() -> tantivy.TextAnalyzer:
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.remove_long(60))
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.ascii_fold())
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )
+
+
+def _schema() -> tantivy.Schema:
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("id", stored=True, tokenizer_name="raw")
+    builder.add_text_field("body", stored=False, tokenizer_name=_ANALYZER)
+    builder.add_text_field("cat", stored=False, tokenizer_name="raw")
+    builder.add_text_field("tag", stored=False, tokenizer_name="raw")
+    return builder.build()
+
+
+class IndexWriter:
+    """A writer held only for one batch of changes (Tantivy allows one writer per index)."""
+
+    def __init__(self, writer: tantivy.IndexWriter) -> None:
+        self._writer = writer
+
+    def upsert(self, doc: IndexDoc) -> None:
+        self.delete(doc.id)
+        self._writer.add_document(
+            tantivy.Document(
+                id=doc.id,
+                body=_prepare(document_text(doc.content, doc.category, doc.tags)),
+                cat=category_prefixes(doc.category),
+                tag=list(doc.tags),
+            )
+        )
+
+    def delete(self, doc_id: str) -> None:
+        self._writer.delete_documents_by_term("id", doc_id)
+
+    def clear(self) -> None:
+        self._writer.delete_all_documents()
+
+
+class TextIndex:
+    """A Tantivy index on disk (`path`) or in RAM (`path=None`)."""
+
+    def __init__(self, path: Path | None) -> None:
+        self._path = path
+        self._analyzer = _analyzer()
+        self._index = self._open()
+
+    def _open(self) -> tantivy.Index:
+        schema = _schema()
+        if self._path is None:
+            index = tantivy.Index(schema)
+        else:
+            self._path.mkdir(parents=True, exist_ok=True)
+            try:
+                index = tantivy.Index(schema, path=str(self._path), reuse=True)
+            except ValueError as exc:
+                logger.warning("text index at %s is unreadable (%s); recreating", self._path, exc)
+                shutil.rmtree(self._path)
+                self._path.mkdir(parents=True)
+                index = tantivy.Index(schema, path=str(self._path), reuse=False)
+        index.register_tokenizer(_ANALYZER, self._analyzer)
+        return index
+
+    def recreate(self) -> None:
+        """Throw the on-disk index away and start empty (used when it is corrupt)."""
+        if self._path is not None:
+            shutil.rmtree(self._path, ignore_errors=True)
+        self._index = self._open()
+
+    @contextmanager
+    def writing(self) -> Iterator[IndexWriter]:
+        """Open a writer, yield it, commit and release it. Callers hold the store's lock."""
+        writer = self._index.writer(heap_size=_WRITER_HEAP, num_threads=1)
+        try:
+            yield IndexWriter(writer)
+            writer.commit()
+        except BaseException:
+            writer.rollback()
+            raise
+        finally:
+            writer.wait_merging_threads()
+        self._index.reload()
+
+    def reload(self) -> None:
+        self._index.reload()
+
+    def doc_count(self) -> int:
+        return int(self._index.searcher().num_docs)
+
+    def terms(self, text: str) -> list[str]:
+        """The distinct index terms of `text`, in order, capped."""
+        seen: dict[str, None] = {}
+        for term in self._analyzer.analyze(_prepare(text)):
+            seen.setdefault(term, None)
+            if len(seen) >= _MAX_QUERY_TERMS:
+                break
+        return list(seen)
+
+    def search(
+        self,
+        query: str,
+        limit: int,
+        category: str | None = None,
+        tags: Iterable[str] = (),
+    ) -> list[tuple[str, float]]:
+        """(id, bm25) best first; filters apply before the top-k cut. No terms: no hits."""
+        terms = self.terms(query)
+        if not terms or limit <= 0:
+            return []
+        schema = self._index.schema
+        should = [
+            (tantivy.Occur.Should, tantivy.Query.term_query(schema, "body", term)) for term in terms
+        ]
+        clauses = [(tantivy.Occur.Must, tantivy.Query.boolean_query(should))]
+        clauses += self._filters(schema, category, tags)
+        searcher = self._index.searcher()
+        hits = searcher.search(tantivy.Query.boolean_query(clauses), limit).hits
+        return [(str(searcher.doc(addr)["id"][0]), float(score)) for score, addr in hits]
+
+    @staticmethod
+    def _filters(
+        schema: tantivy.Schema, category: str | None, tags: Iterable[str]
+    ) -> list[tuple[tantivy.Occur, tantivy.Query]]:
+        out = []
+        if category:
+            out.append((tantivy.Occur.Must, tantivy.Query.term_query(schema, "cat", category)))
+        for tag in tags:
+            out.append((tantivy.Occur.Must, tantivy.Query.term_query(schema, "tag", tag)))
+        return out

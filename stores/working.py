@@ -1,0 +1,269 @@
+"""Working memory: TTL scratch space in path namespaces, persisted per top-level segment.
+
+Files `working-memory/{session,patrol,subagent}.json` are rewritten atomically under a
+cross-process lock (read, change, write), and re-read whenever another process changed them,
+so several server processes on one data directory share one working memory.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from dreamwell.stores.errors import InvalidInput, NotFound, StoreBusy
+from dreamwell.stores.longterm import write_atomic
+from dreamwell.stores.model import (
+    MAX_VALUE_BYTES,
+    WorkingEntry,
+    check_category,
+    check_query,
+    check_tags,
+    key_segments,
+    utcnow,
+)
+from dreamwell.stores.text_index import IndexDoc, TextIndex
+
+logger = logging.getLogger(__name__)
+
+TOP_SEGMENTS = ("session", "patrol", "subagent")
+MAX_TTL_MINUTES = 10_080
+
+
+@dataclass(frozen=True)
+class SaveOutcome:
+    entry: WorkingEntry
+    evicted: str | None
+
+
+def check_prefix(prefix: str) -> str:
+    """A namespace prefix for reads: one or more whole segments under a known top segment."""
+    prefix = prefix.strip().rstrip("/")
+    segments = key_segments(prefix, "namespace")
+    if segments[0] not in TOP_SEGMENTS:
+        raise InvalidInput(
+            f"namespace '{prefix}' must start with one of: {', '.join(TOP_SEGMENTS)}."
+        )
+    return prefix
+
+
+def check_own_namespace(namespace: str) -> str:
+    segments = key_segments(namespace, "namespace")
+    if len(segments) != 2 or segments[0] not in TOP_SEGMENTS:
+        raise InvalidInput(
+            f"namespace '{namespace}' must be two segments starting with one of "
+            f"{', '.join(TOP_SEGMENTS)}, such as 'session/abc123'."
+        )
+    return namespace
+
+
+def under(key: str, prefix: str) -> bool:
+    return key == prefix or key.startswith(prefix + "/")
+
+
+def _to_json(e: WorkingEntry) -> dict[str, object]:
+    return {
+        "key": e.key,
+        "value": e.value,
+        "stored_at": e.stored_at.isoformat(),
+        "expires_at": e.expires_at.isoformat(),
+        "category": e.category,
+        "tags": list(e.tags),
+    }
+
+
+def _from_json(d: dict[str, object]) -> WorkingEntry:
+    return WorkingEntry(
+        key=str(d["key"]),
+        value=str(d["value"]),
+        stored_at=datetime.fromisoformat(str(d["stored_at"])),
+        expires_at=datetime.fromisoformat(str(d["expires_at"])),
+        category=None if d.get("category") is None else str(d["category"]),
+        tags=tuple(str(t) for t in d.get("tags") or ()),  # type: ignore[attr-defined]
+    )
+
+
+class WorkingMemory:
+    def __init__(
+        self,
+        data_dir: Path,
+        default_ttl_minutes: int = 5,
+        max_per_namespace: int = 50,
+        lock_timeout: float = 15.0,
+    ) -> None:
+        self._dir = data_dir / "working-memory"
+        self._dir.mkdir(parents=True, exist_ok=True)
+        self.default_ttl_minutes = default_ttl_minutes
+        self.max_per_namespace = max_per_namespace
+        self._flock = FileLock(str(self._dir / ".lock"), timeout=lock_timeout)
+        self._mutex = threading.RLock()
+        self._files: dict[str, tuple[int, int]] = {}
+        self._entries: dict[str, WorkingEntry] = {}
+
+    # ---- persistence ----------------------------------------------------------------------
+    def _path(self, top: str) -> Path:
+        return self._dir / f"{top}.json"
+
+    def _stamp(self, top: str) -> tuple[int, int]:
+        try:
+            st = self._path(top).stat()
+            return (st.st_mtime_ns, st.st_size)
+        except FileNotFoundError:
+            return (0, 0)
+
+    def _load(self, top: str, now: datetime) -> None:
+        stamp = self._stamp(top)
+        if self._files.get(top) == stamp:
+            return
+        for key in [k for k in self._entries if k.split("/", 1)[0] == top]:
+            del self._entries[key]
+        try:
+            raw = json.loads(self._path(top).read_text(encoding="utf-8")) if stamp[0] else []
+            for item in raw:
+                entry = _from_json(item)
+                if entry.expires_at > now:
+                    self._entries[entry.key] = entry
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            logger.error(
+                "working memory file %s is unreadable (%s); ignoring it", self._path(top), exc
+            )
+        self._files[top] = stamp
+
+    def _refresh(self, now: datetime) -> None:
+        for top in TOP_SEGMENTS:
+            self._load(top, now)
+
+    def _persist(self, top: str) -> None:
+        items = [_to_json(e) for k, e in sorted(self._entries.items()) if k.startswith(top + "/")]
+        write_atomic(self._path(top), json.dumps(items, ensure_ascii=False))
+        self._files[top] = self._stamp(top)
+
+    def _lock(self) -> FileLock:
+        try:
+            self._flock.acquire()
+        except Timeout as exc:
+            raise StoreBusy("working memory is locked by another process; try again.") from exc
+        return self._flock
+
+    # ---- keys -----------------------------------------------------------------------------
+    @staticmethod
+    def resolve(key: str, namespace: str) -> str:
+        """A full path stays as it is; a plain key is placed under `namespace`."""
+        segments = key_segments(key.strip())
+        if len(segments) >= 3 and segments[0] in TOP_SEGMENTS:
+            return "/".join(segments)
+        full = f"{namespace}/{'/'.join(segments)}"
+        key_segments(full)
+        return full
+
+    # ---- operations -----------------------------------------------------------------------
+    def save(
+        self,
+        namespace: str,
+        key: str,
+        value: str,
+        ttl_minutes: int | None = None,
+        category: str | None = None,
+        tags: str | Iterable[str] | None = None,
+        now: datetime | None = None,
+    ) -> SaveOutcome:
+        now = now or utcnow()
+        full = self.resolve(key, namespace)
+        if not under(full, namespace) or full == namespace:
+            raise InvalidInput(
+                f"cannot write '{full}': writes go to your own namespace '{namespace}'. "
+                "Pass a plain key such as 'notes' instead."
+            )
+        ttl = self.default_ttl_minutes if ttl_minutes is None else ttl_minutes
+        if not 1 <= ttl <= MAX_TTL_MINUTES:
+            raise InvalidInput(
+                f"ttl_minutes must be between 1 and {MAX_TTL_MINUTES} (7 days); got {ttl}."
+            )
+        if len(value.encode("utf-8")) > MAX_VALUE_BYTES:
+            raise InvalidInput("data is larger than 1 MiB; store it in smaller chunks.")
+        entry = WorkingEntry(
+            full,
+            value,
+            now,
+            now + timedelta(minutes=ttl),
+            check_category(category),
+            check_tags(tags),
+        )
+        top = full.split("/", 1)[0]
+        with self._mutex, self._lock():
+            self._refresh(now)
+            evicted = None
+            in_ns = [e for e in self._entries.values() if under(e.key, namespace)]
+            if full not in self._entries and len(in_ns) >= self.max_per_namespace:
+                victim = min(in_ns, key=lambda e: (e.expires_at, e.key))
+                del self._entries[victim.key]
+                evicted = victim.key
+            self._entries[full] = entry
+            self._persist(top)
+        return SaveOutcome(entry, evicted)
+
+    def get(self, key: str, namespace: str, now: datetime | None = None) -> WorkingEntry:
+        now = now or utcnow()
+        full = self.resolve(key, namespace)
+        with self._mutex:
+            self._refresh(now)
+            entry = self._entries.get(full)
+        if entry is None or entry.expires_at <= now:
+            raise NotFound(f"Working memory entry '{full}' not found or has expired.")
+        return entry
+
+    def listing(self, prefix: str, now: datetime | None = None) -> list[WorkingEntry]:
+        now = now or utcnow()
+        prefix = check_prefix(prefix)
+        with self._mutex:
+            self._refresh(now)
+            found = [
+                e for e in self._entries.values() if under(e.key, prefix) and e.expires_at > now
+            ]
+        return sorted(found, key=lambda e: e.key)
+
+    def search(
+        self,
+        prefix: str,
+        query: str | None = None,
+        category: str | None = None,
+        tags: str | Iterable[str] | None = None,
+        limit: int = 20,
+        now: datetime | None = None,
+    ) -> list[WorkingEntry]:
+        text = check_query(query)
+        cat = check_category(category)
+        tag_list = check_tags(tags)
+        candidates = {e.key: e for e in self.listing(prefix, now)}
+        if not text:
+            chosen = [e for e in candidates.values() if _matches(e, cat, tag_list)]
+            return sorted(chosen, key=lambda e: e.stored_at, reverse=True)[:limit]
+        index = TextIndex(None)
+        with index.writing() as writer:
+            for e in candidates.values():
+                writer.upsert(IndexDoc(e.key, e.value, e.category, e.tags))
+        return [candidates[k] for k, _ in index.search(text, limit, cat, tag_list)]
+
+    def sweep(self, now: datetime | None = None) -> int:
+        """Drop expired entries from memory and from the files; returns how many."""
+        now = now or utcnow()
+        with self._mutex, self._lock():
+            self._refresh(now)
+            expired = [k for k, e in self._entries.items() if e.expires_at <= now]
+            for k in expired:
+                del self._entries[k]
+            for top in {k.split("/", 1)[0] for k in expired}:
+                self._persist(top)
+        return len(expired)
+
+
+def _matches(e: WorkingEntry, category: str | None, tags: tuple[str, ...]) -> bool:
+    if category is not None and not (e.category and under(e.category, category)):
+        return False
+    return all(t in e.tags for t in tags)
