@@ -34,6 +34,16 @@ class Settings(BaseSettings):
     wm_ttl_minutes: int = Field(default=5, ge=1, le=10_080)
     wm_max_per_namespace: int = Field(default=50, ge=1, le=10_000)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
+    # recall
+    embedder: Literal["minilm", "ollama", "none"] = "minilm"
+    ollama_embed_model: str = "nomic-embed-text"
+    min_similarity: float | None = Field(default=None, ge=-1.0, le=1.0)
+    # the LLM behind the dream worker (and Ollama embeddings); no host = no LLM
+    ollama_host: str | None = None
+    ollama_model: str = "llama3.2"
+    ollama_timeout: float = Field(default=120.0, gt=0, le=3600)
+    # dreaming inside `serve` (off unless set), e.g. "12h", "30m"
+    dream_every: str | None = None
 
     @field_validator("data_dir")
     @classmethod

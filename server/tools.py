@@ -21,8 +21,10 @@ from dreamwell.stores import (
 from dreamwell.stores.working import MAX_TTL_MINUTES, check_prefix
 
 TagsArg = Annotated[
-    str | list[Annotated[str, Field(max_length=64)]] | None,
-    Field(description='Tags: \'a, b\' or ["a", "b"]', max_length=2000),
+    Annotated[str, Field(max_length=2200)]
+    | Annotated[list[Annotated[str, Field(max_length=64)]], Field(max_length=32)]
+    | None,
+    Field(description='Tags: \'a, b\' or ["a", "b"]'),
 ]
 CategoryArg = Annotated[
     str | None,

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from filelock import FileLock, Timeout
@@ -40,6 +40,18 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_DIM = 384
 _CANDIDATES = 100
+_JOURNAL = 256
+_JOURNAL_IDS = 1000
+
+
+@dataclass(frozen=True)
+class _State:
+    """longterm.state: the last writer's generation, the LanceDB version it left, and which
+    ids each recent generation changed (None: too many to list)."""
+
+    generation: int
+    version: int
+    journal: dict[int, list[str] | None]
 
 
 @dataclass(frozen=True)
@@ -80,16 +92,44 @@ class LongTermStore:
         self._entries: dict[str, MemoryEntry] = {}
         self._dups: dict[tuple[str, str], str] = {}
         self._generation = -1
+        self._touched: set[str] = set()
         with self._writing(check_index=True):
             pass
 
     # ---- coordination -------------------------------------------------------------------
-    def _read_state(self) -> dict[str, int]:
+    def _read_state(self) -> _State:
         try:
             data = json.loads(self._state_path.read_text(encoding="utf-8"))
-            return {"generation": int(data["generation"]), "version": int(data["version"])}
+            journal = {int(g): (None if ids is None else [str(i) for i in ids])
+                       for g, ids in data.get("journal", [])}
+            return _State(int(data["generation"]), int(data["version"]), journal)
         except (OSError, ValueError, KeyError, TypeError):
-            return {"generation": -1, "version": -1}
+            return _State(-1, -1, {})
+
+    def _write_state(self, old: _State, generation: int) -> None:
+        touched = sorted(self._touched) if len(self._touched) <= _JOURNAL_IDS else None
+        journal = [[g, ids] for g, ids in sorted(old.journal.items()) if g > generation - _JOURNAL]
+        journal.append([generation, touched])
+        state = {"generation": generation, "version": self._table.version, "journal": journal}
+        write_atomic(self._state_path, json.dumps(state))
+        self._generation = generation
+
+    def _catch_up(self, state: _State) -> None:
+        """Load what other processes changed: just the journalled ids when the journal covers
+        every generation since ours, else everything."""
+        wanted = range(self._generation + 1, state.generation + 1)
+        ids: set[str] = set()
+        for g in wanted:
+            changed = state.journal.get(g)
+            if changed is None or self._generation < 0:
+                self._load_entries()
+                break
+            ids.update(changed)
+        else:
+            found = {e.id: e for e in self._table.get(sorted(ids))}
+            self._forget(ids - found.keys())
+            self._remember(found.values())
+        self._index.reload()
 
     def _load_entries(self) -> None:
         self._entries = {e.id: e for e in self._table.entries()}
@@ -140,33 +180,30 @@ class LongTermStore:
             try:
                 state = self._read_state()
                 version = self._table.version
-                if check_index or state["version"] != version or self._generation == -1:
+                if check_index or state.version != version or self._generation == -1:
                     self._load_entries()
-                    if state["version"] != version or not self._index_in_step():
+                    if state.version != version or not self._index_in_step():
                         self._rebuild_index()
-                elif state["generation"] != self._generation:
-                    self._load_entries()
-                    self._index.reload()
-                generation = max(state["generation"], self._generation) + 1
+                elif state.generation != self._generation:
+                    self._catch_up(state)
+                generation = max(state.generation, self._generation) + 1
+                self._touched = set()
                 try:
                     yield
                 except BaseException:
                     self._generation = -1  # reload everything before the next use
                     raise
-                state = {"generation": generation, "version": self._table.version}
-                write_atomic(self._state_path, json.dumps(state))
-                self._generation = generation
+                self._write_state(state, generation)
             finally:
                 self._flock.release()
 
     def _fresh(self) -> None:
         """Pick up what other processes wrote (cheap when nothing changed)."""
         state = self._read_state()
-        if state["generation"] != self._generation or self._generation == -1:
+        if state.generation != self._generation or self._generation == -1:
             with self._mutex:
-                self._load_entries()
-                self._index.reload()
-                self._generation = state["generation"]
+                self._catch_up(state)
+                self._generation = state.generation
 
     # ---- writes ---------------------------------------------------------------------------
     def save(
@@ -216,6 +253,7 @@ class LongTermStore:
 
     def _remember(self, entries: Iterable[MemoryEntry]) -> None:
         for e in entries:
+            self._touched.add(e.id)
             old = self._entries.get(e.id)
             if old is not None:
                 self._dups.pop(_dup_key(old.category, old.content), None)
@@ -225,6 +263,7 @@ class LongTermStore:
 
     def _forget(self, ids: Iterable[str]) -> None:
         for i in ids:
+            self._touched.add(i)
             old = self._entries.pop(i, None)
             if old is not None and self._dups.get(_dup_key(old.category, old.content)) == i:
                 del self._dups[_dup_key(old.category, old.content)]
@@ -255,6 +294,13 @@ class LongTermStore:
             self._write_index(upserts, removed=deletes)
             self._forget(deletes)
             self._remember(upserts)
+
+    def maintain(self, keep_versions_for: timedelta = timedelta(days=7)) -> None:
+        """Compact LanceDB fragments, drop old versions and rebuild the index, so a long-lived
+        store stays fast. Runs under the write lock like any write."""
+        with self._writing():
+            self._table.optimize(keep_versions_for)
+            self._rebuild_index()
 
     # ---- reads ----------------------------------------------------------------------------
     def get(self, entry_id: str) -> MemoryEntry | None:

@@ -120,6 +120,12 @@ class MemoryTable:
         rows = self._table.search().select(_RECORD_COLUMNS).limit(None).to_arrow().to_pylist()
         return [_entry(row) for row in rows]
 
+    def get(self, ids: Sequence[str]) -> list[MemoryEntry]:
+        if not ids:
+            return []
+        query = self._table.search().where(f"id IN ({_quote(ids)})").select(_RECORD_COLUMNS)
+        return [_entry(row) for row in query.limit(None).to_arrow().to_pylist()]
+
     def add(
         self,
         entries: Sequence[MemoryEntry],

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -144,12 +145,16 @@ class WorkingMemory:
         write_atomic(self._path(top), json.dumps(items, ensure_ascii=False))
         self._files[top] = self._stamp(top)
 
-    def _lock(self) -> FileLock:
+    @contextmanager
+    def _lock(self) -> Iterator[None]:
         try:
             self._flock.acquire()
         except Timeout as exc:
             raise StoreBusy("working memory is locked by another process; try again.") from exc
-        return self._flock
+        try:
+            yield
+        finally:
+            self._flock.release()
 
     # ---- keys -----------------------------------------------------------------------------
     @staticmethod

@@ -1,0 +1,5 @@
+"""`python -m dreamwell.server` is the `dreamwell` command."""
+
+from dreamwell.server.cli import main
+
+main()

@@ -1,0 +1,48 @@
+"""Shared fixtures: every test builds its own server and stores on tmp_path."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from dreamwell.server.app import build_server
+from dreamwell.server.config import Settings
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(data_dir=tmp_path / "data", embedder="none")
+
+
+@pytest.fixture
+async def client(settings: Settings) -> AsyncIterator[Client]:
+    async with Client(build_server(settings)) as c:
+        yield c
+
+
+async def call(client: Client, tool: str, **args: object) -> tuple[bool, str]:
+    """(is_error, text) of one tool call."""
+    result = await client.call_tool(tool, dict(args))
+    texts = [c.text for c in result.content if getattr(c, "type", "") == "text"]
+    assert len(texts) == 1, result
+    return bool(result.is_error), texts[0]
+
+
+async def ok(client: Client, tool: str, **args: object) -> str:
+    error, text = await call(client, tool, **args)
+    assert not error, text
+    return text
+
+
+async def fails(client: Client, tool: str, **args: object) -> str:
+    error, text = await call(client, tool, **args)
+    assert error, text
+    return text

@@ -1,0 +1,62 @@
+"""Layers point one way: server → dream → stores, server → stores; nothing imports server."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ALLOWED = {"stores": {"stores"}, "dream": {"dream", "stores"},
+           "server": {"server", "dream", "stores"}}
+HOMES = {"tantivy": {"stores/text_index.py"}, "lancedb": {"stores/table.py"},
+         "pyarrow": {"stores/table.py"}, "onnxruntime": {"stores/embedding.py"}}
+
+
+def imports(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            names.append("<relative>")
+    return names
+
+
+def test_imports_follow_the_layers_and_are_absolute() -> None:
+    wrong = []
+    for layer, allowed in ALLOWED.items():
+        for path in (ROOT / layer).rglob("*.py"):
+            for name in imports(path):
+                parts = name.split(".")
+                if name == "<relative>" or parts[0] in ALLOWED:
+                    wrong.append(f"{path.relative_to(ROOT)}: {name}")
+                elif parts[0] == "dreamwell" and len(parts) > 1 and parts[1] not in allowed:
+                    wrong.append(f"{path.relative_to(ROOT)}: {name}")
+    assert wrong == []
+
+
+def test_each_third_party_storage_library_has_one_home() -> None:
+    wrong = []
+    for layer in ALLOWED:
+        for path in (ROOT / layer).rglob("*.py"):
+            rel = str(path.relative_to(ROOT))
+            for name in imports(path):
+                home = HOMES.get(name.split(".")[0])
+                if home is not None and rel not in home:
+                    wrong.append(f"{rel}: {name}")
+    assert wrong == []
+
+
+def test_only_the_server_speaks_mcp_and_reads_the_environment() -> None:
+    wrong = []
+    for layer in ("stores", "dream"):
+        for path in (ROOT / layer).rglob("*.py"):
+            text = path.read_text(encoding="utf-8")
+            if any(n.split(".")[0] in ("mcp", "uvicorn", "starlette") for n in imports(path)):
+                wrong.append(str(path))
+            if "os.environ[" in text or "os.getenv" in text or "environ.get" in text:
+                wrong.append(str(path))
+    assert wrong == []

@@ -1,0 +1,111 @@
+"""Two real stdio server processes on one data directory, and a process killed mid-write."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+
+from dreamwell.stores import LongTermStore
+from tests.conftest import ok
+
+pytestmark = pytest.mark.anyio
+
+
+def stdio_params(data_dir: Path) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "dreamwell.server", "serve", "--data-dir", str(data_dir)],
+        env={**os.environ, "DREAMWELL_EMBEDDER": "none"},
+    )
+
+
+async def visible(client: Client, query: str, needle: str) -> None:
+    """Wait (at most 1 s) until a search in `client` returns `needle`."""
+    with anyio.fail_after(1.0):
+        while needle not in await ok(client, "search_memory", query=query):
+            await anyio.sleep(0.01)
+
+
+async def test_two_servers_on_one_data_dir_see_every_write_within_a_second(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    async with Client(stdio_params(data)) as one, Client(stdio_params(data)) as two:
+        clients = (one, two)
+        for client in clients:  # both have opened their stores before the clock starts
+            await ok(client, "list_memory_categories")
+        for i in range(200):
+            writer, reader = clients[i % 2], clients[(i + 1) % 2]
+            await ok(writer, "save_memory", content=f"shared fact number{i}", category="mp")
+            await visible(reader, f"number{i}", f"shared fact number{i}")
+        for client in clients:
+            assert await ok(client, "list_memory_categories") == "Memory categories:\n- mp (200)"
+    assert len(LongTermStore(data).entries()) == 200
+
+
+def _rpc(proc: subprocess.Popen[bytes], message: dict[str, object]) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write((json.dumps(message) + "\n").encode())
+    proc.stdin.flush()
+
+
+def test_a_server_killed_mid_write_keeps_every_acknowledged_write(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    acked: list[str] = []
+    with subprocess.Popen(
+        [sys.executable, "-m", "dreamwell.server", "serve", "--data-dir", str(data)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "DREAMWELL_EMBEDDER": "none"},
+    ) as proc:
+        _rpc(
+            proc,
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "kill-test", "version": "1"},
+                },
+            },
+        )
+        assert proc.stdout is not None
+        assert b'"id":0' in proc.stdout.readline()
+        _rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        for i in range(1, 150):  # pipelined: many writes are in flight when the kill lands
+            _rpc(
+                proc,
+                {
+                    "jsonrpc": "2.0",
+                    "id": i,
+                    "method": "tools/call",
+                    "params": {
+                        "name": "save_memory",
+                        "arguments": {"content": f"durable fact {i}"},
+                    },
+                },
+            )
+        while len(acked) < 60:
+            line = proc.stdout.readline()
+            match = re.search(r"Saved memory \[([0-9a-f]{12})\]", line.decode())
+            if match:
+                acked.append(match.group(1))
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    store = LongTermStore(data)
+    ids = {e.id for e in store.entries()}
+    assert set(acked) <= ids
+    for entry in store.entries():
+        assert entry.id in [h.entry.id for h in store.search(entry.content)]
+    store.save("after the crash")
+    assert [h.entry.content for h in store.search("crash")] == ["after the crash"]
