@@ -14,6 +14,7 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, ValidationError
 
 from dreamwell.server.config import Settings
+from dreamwell.server.recall import register_recall
 from dreamwell.server.runtime import Runtime
 from dreamwell.server.tools import register_tools, text_result
 
@@ -82,6 +83,7 @@ def build_server(settings: Settings, runtime: Runtime | None = None) -> MCPServe
     )
     mcp._lowlevel_server.middleware.append(_clear_argument_errors(mcp))
     register_tools(mcp, runtime)
+    register_recall(mcp, runtime)
     return mcp
 
 
@@ -93,6 +95,22 @@ async def _warm(runtime: Runtime) -> None:
             await runtime.tenant("")
         except Exception:  # a tool call will report it in words; keep the session alive
             logger.exception("could not open the stores in %s", runtime.settings.data_dir)
+    warm = getattr(runtime.embedder, "warm", None)
+    if warm is not None:
+        try:
+            await anyio.to_thread.run_sync(warm)
+        except Exception:  # recall falls back to keywords; the save path logs it too
+            logger.exception("could not load the embedder")
+
+
+async def backfill_forever(runtime: Runtime, idle: float = 30.0) -> None:
+    """Embed entries that have no vector yet (Ollama embeddings, a switched embedder, entries
+    a failed embedding left behind). Keyword search covers them meanwhile."""
+    while True:
+        done = 0
+        for tenant in runtime.opened():
+            done += await anyio.to_thread.run_sync(tenant.longterm.backfill)
+        await anyio.sleep(0 if done else idle)
 
 
 async def sweep_forever(runtime: Runtime) -> None:

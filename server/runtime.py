@@ -13,13 +13,24 @@ import anyio
 import anyio.to_thread
 
 from dreamwell.server.config import Settings
-from dreamwell.stores import LongTermStore, WorkingMemory, check_own_namespace, new_id
+from dreamwell.stores import (
+    Embedder,
+    LongTermStore,
+    OllamaEmbedder,
+    OnnxMiniLM,
+    WorkingMemory,
+    check_own_namespace,
+    new_id,
+)
 
 logger = logging.getLogger(__name__)
 
 NAMESPACE_HEADER = "dreamwell-namespace"
 TENANT_SCOPE_KEY = "dreamwell.tenant"
 _ACTIVITY_EVERY = 5.0
+# Cosine below this is ignored in hybrid ranking (SPEC §4), per embedder; tuned on the
+# LoCoMo dev split for MiniLM (tests/bench/tune_hybrid.py), the seed's 0.5 for nomic.
+MIN_SIMILARITY = {"minilm": 0.2, "ollama": 0.5}
 
 
 @dataclass(frozen=True)
@@ -36,6 +47,17 @@ class Runtime:
         self._tenants: dict[str, Tenant] = {}
         self._opening: anyio.Lock | None = None
         self._last_touch = 0.0
+        self.embedder = self._embedder()
+
+    def _embedder(self) -> Embedder | None:
+        s = self.settings
+        if s.embedder == "minilm":
+            return OnnxMiniLM()
+        if s.embedder == "ollama":
+            return OllamaEmbedder(
+                s.ollama_host or "http://127.0.0.1:11434", s.ollama_embed_model, s.ollama_timeout
+            )
+        return None
 
     def tenant_dir(self, tenant: str) -> Path:
         root = self.settings.data_dir
@@ -46,7 +68,16 @@ class Runtime:
         data_dir = self.tenant_dir(tenant)
         opened = Tenant(
             data_dir,
-            LongTermStore(data_dir),
+            LongTermStore(
+                data_dir,
+                embedder=self.embedder,
+                embed_on_save=self.settings.embedder == "minilm",
+                min_similarity=(
+                    self.settings.min_similarity
+                    if self.settings.min_similarity is not None
+                    else MIN_SIMILARITY.get(self.settings.embedder, 0.0)
+                ),
+            ),
             WorkingMemory(
                 data_dir,
                 default_ttl_minutes=self.settings.wm_ttl_minutes,

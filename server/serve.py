@@ -6,7 +6,7 @@ import logging
 
 import anyio
 
-from dreamwell.server.app import build_server, sweep_forever
+from dreamwell.server.app import backfill_forever, build_server, sweep_forever
 from dreamwell.server.config import Settings
 from dreamwell.server.http import build_asgi, uvicorn_server
 from dreamwell.server.runtime import Runtime
@@ -19,6 +19,7 @@ async def serve(settings: Settings) -> None:
     mcp = build_server(settings, runtime)
     async with anyio.create_task_group() as tg:
         tg.start_soon(sweep_forever, runtime)
+        tg.start_soon(backfill_forever, runtime)
         if settings.transport == "stdio":
             await mcp.run_stdio_async()
         else:

@@ -1,5 +1,6 @@
 """Storage layer of dreamwell: long-term memory (LanceDB + Tantivy) and working memory."""
 
+from dreamwell.stores.embedding import Embedder, EmbedderError, OllamaEmbedder, OnnxMiniLM
 from dreamwell.stores.errors import InvalidInput, NotFound, StoreBusy, StoreError
 from dreamwell.stores.longterm import Hit, LongTermStore, SaveResult, write_atomic
 from dreamwell.stores.model import (
@@ -20,11 +21,15 @@ __all__ = [
     "MAX_CONTENT_CHARS",
     "MAX_QUERY_CHARS",
     "TOP_SEGMENTS",
+    "Embedder",
+    "EmbedderError",
     "Hit",
     "InvalidInput",
     "LongTermStore",
     "MemoryEntry",
     "NotFound",
+    "OllamaEmbedder",
+    "OnnxMiniLM",
     "SaveOutcome",
     "SaveResult",
     "StoreBusy",

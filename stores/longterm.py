@@ -20,6 +20,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from dreamwell.stores.embedding import Embedder, EmbedderError
 from dreamwell.stores.errors import NotFound, StoreBusy
 from dreamwell.stores.model import (
     MAX_TAGS,
@@ -35,10 +36,10 @@ from dreamwell.stores.model import (
 from dreamwell.stores.ranking import rank_hits
 from dreamwell.stores.table import MemoryTable
 from dreamwell.stores.text_index import IndexDoc, TextIndex
+from dreamwell.stores.vectors import VectorMirror
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_DIM = 384
 _CANDIDATES = 100
 _JOURNAL = 256
 _JOURNAL_IDS = 1000
@@ -76,21 +77,43 @@ def write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def matches(e: MemoryEntry, category: str | None, tags: Sequence[str]) -> bool:
+    """Live, under the category prefix (segment boundary) and carrying every tag."""
+    if not e.live or not all(t in e.tags for t in tags):
+        return False
+    cat = e.category or ""
+    return category is None or cat == category or cat.startswith(category + "/")
+
+
 def _dup_key(category: str | None, content: str) -> tuple[str, str]:
     return (category or "", fold_text(content) or content)
 
 
 class LongTermStore:
-    def __init__(self, data_dir: Path, *, dim: int = DEFAULT_DIM, lock_timeout: float = 15.0):
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        embedder: Embedder | None = None,
+        embed_on_save: bool = True,
+        min_similarity: float = 0.0,
+        lock_timeout: float = 15.0,
+    ) -> None:
+        """`embedder` adds vector recall; with `embed_on_save` a save embeds its text before
+        writing (the embedded model needs ~5 ms), else `backfill()` embeds in the background."""
         data_dir.mkdir(parents=True, exist_ok=True)
         self.data_dir = data_dir
+        self.embedder = embedder
+        self.embed_on_save = embed_on_save
+        self.min_similarity = min_similarity
         self._mutex = threading.RLock()
         self._flock = FileLock(str(data_dir / "write.lock"), timeout=lock_timeout)
         self._state_path = data_dir / "longterm.state"
-        self._table = MemoryTable(data_dir / "lancedb", dim)
+        self._table = MemoryTable(data_dir / "lancedb")
         self._index = TextIndex(data_dir / "index")
         self._entries: dict[str, MemoryEntry] = {}
         self._dups: dict[tuple[str, str], str] = {}
+        self._vectors = VectorMirror()
         self._generation = -1
         self._touched: set[str] = set()
         with self._writing(check_index=True):
@@ -100,8 +123,10 @@ class LongTermStore:
     def _read_state(self) -> _State:
         try:
             data = json.loads(self._state_path.read_text(encoding="utf-8"))
-            journal = {int(g): (None if ids is None else [str(i) for i in ids])
-                       for g, ids in data.get("journal", [])}
+            journal = {
+                int(g): (None if ids is None else [str(i) for i in ids])
+                for g, ids in data.get("journal", [])
+            }
             return _State(int(data["generation"]), int(data["version"]), journal)
         except (OSError, ValueError, KeyError, TypeError):
             return _State(-1, -1, {})
@@ -129,10 +154,14 @@ class LongTermStore:
             found = {e.id: e for e in self._table.get(sorted(ids))}
             self._forget(ids - found.keys())
             self._remember(found.values())
+            if self.embedder is not None:
+                self._vectors.put(self._table.vectors(self.embedder.name, sorted(found)))
         self._index.reload()
 
     def _load_entries(self) -> None:
         self._entries = {e.id: e for e in self._table.entries()}
+        if self.embedder is not None:
+            self._vectors.replace_all(self._table.vectors(self.embedder.name))
         self._dups = {
             _dup_key(e.category, e.content): e.id for e in self._entries.values() if e.live
         }
@@ -219,6 +248,9 @@ class LongTermStore:
         category = check_category(category)
         tag_list = check_tags(tags)
         now = now or utcnow()
+        with self._mutex:
+            known = self._dups.get(_dup_key(category, content))
+        vectors = self._embed([content]) if known is None else {}
         with self._writing():
             existing_id = self._dups.get(_dup_key(category, content))
             if existing_id is not None:
@@ -246,10 +278,52 @@ class LongTermStore:
                 last_seen_at=now,
                 metadata=dict(metadata or {}),
             )
-            self._table.add([entry])
+            vector = vectors.get(content)
+            self._table.add([entry], [vector], self.embedder.name if self.embedder else None)
             self._write_index([entry])
             self._remember([entry])
+            if vector is not None:
+                self._vectors.put({entry.id: vector})
             return SaveResult(entry, reinforced=False)
+
+    def _embed(self, texts: Sequence[str]) -> dict[str, list[float]]:
+        """Vectors for texts when embedding happens on save; {} otherwise or on failure."""
+        if self.embedder is None or not self.embed_on_save or not texts:
+            return {}
+        try:
+            return dict(zip(texts, self.embedder.embed(list(texts)), strict=True))
+        except EmbedderError as exc:
+            logger.warning("embedding failed (%s); the vector will be backfilled", exc)
+            return {}
+
+    def backfill(self, batch: int = 64) -> int:
+        """Embed up to `batch` live entries that have no vector from the current embedder.
+        Returns how many got one; 0 when nothing is missing or the embedder is unavailable."""
+        if self.embedder is None:
+            return 0
+        self._fresh()
+        with self._mutex:
+            missing = [e for e in self._entries.values() if e.live and e.id not in self._vectors]
+        missing = missing[:batch]
+        if not missing:
+            return 0
+        try:
+            vectors = self.embedder.embed([e.content for e in missing])
+        except EmbedderError as exc:
+            logger.warning("backfill paused: %s", exc)
+            return 0
+        found = {e.id: v for e, v in zip(missing, vectors, strict=True)}
+        with self._writing():
+            found = {i: v for i, v in found.items() if i in self._entries}
+            self._table.set_vectors(found, self.embedder.name)
+            self._vectors.put(found)
+            self._touched.update(found)
+        return len(found)
+
+    def missing_vectors(self) -> int:
+        self._fresh()
+        with self._mutex:
+            return sum(1 for e in self._entries.values() if e.live and e.id not in self._vectors)
 
     def _remember(self, entries: Iterable[MemoryEntry]) -> None:
         for e in entries:
@@ -262,6 +336,8 @@ class LongTermStore:
                 self._dups[_dup_key(e.category, e.content)] = e.id
 
     def _forget(self, ids: Iterable[str]) -> None:
+        ids = list(ids)
+        self._vectors.drop(ids)
         for i in ids:
             self._touched.add(i)
             old = self._entries.pop(i, None)
@@ -284,11 +360,16 @@ class LongTermStore:
     def apply(self, upserts: Sequence[MemoryEntry] = (), deletes: Sequence[str] = ()) -> None:
         """Write whole entries (new or changed, live or archived) and hard-delete ids, in one
         locked step. This is how the dream worker changes the store."""
+        with self._mutex:
+            fresh = [e for e in upserts if e.id not in self._entries and e.live]
+        vectors = self._embed([e.content for e in fresh])
         with self._writing():
             new = [e for e in upserts if e.id not in self._entries]
             changed = [e for e in upserts if e.id in self._entries]
             if new:
-                self._table.add(new)
+                model = self.embedder.name if self.embedder else None
+                self._table.add(new, [vectors.get(e.content) for e in new], model)
+                self._vectors.put({e.id: vectors[e.content] for e in new if e.content in vectors})
             self._table.update(changed)
             self._table.delete(list(deletes))
             self._write_index(upserts, removed=deletes)
@@ -323,23 +404,36 @@ class LongTermStore:
         category = check_category(category)
         tag_list = check_tags(tags)
         self._fresh()
-        with self._mutex:
-            if not text:
+        if not text:
+            with self._mutex:
                 return self._recent(category, tag_list, limit)
+        query_vector = self._query_vector(text)
+        with self._mutex:
             bm25 = self._index.search(text, _CANDIDATES, category, tag_list)
             entries = dict(self._entries)
-        ranked = rank_hits(bm25, [], {i: entries[i].importance for i, _ in bm25 if i in entries})
+            cosine = []
+            if query_vector is not None:
+                cosine = self._vectors.search(
+                    query_vector,
+                    _CANDIDATES,
+                    lambda i: i in entries and matches(entries[i], category, tag_list),
+                )
+        importance = {i: entries[i].importance for i, _ in [*bm25, *cosine] if i in entries}
+        ranked = rank_hits(bm25, cosine, importance, self.min_similarity)
         return [Hit(entries[i], s) for i, s in ranked[:limit] if i in entries]
 
-    def _recent(self, category: str | None, tags: Sequence[str], limit: int) -> list[Hit]:
-        def matches(e: MemoryEntry) -> bool:
-            if not e.live or not all(t in e.tags for t in tags):
-                return False
-            cat = e.category or ""
-            return category is None or cat == category or cat.startswith(category + "/")
+    def _query_vector(self, text: str) -> list[float] | None:
+        if self.embedder is None or len(self._vectors) == 0:
+            return None
+        try:
+            return self.embedder.embed([text])[0]
+        except EmbedderError as exc:
+            logger.warning("query embedding failed (%s); keyword search only", exc)
+            return None
 
+    def _recent(self, category: str | None, tags: Sequence[str], limit: int) -> list[Hit]:
         chosen = sorted(
-            (e for e in self._entries.values() if matches(e)),
+            (e for e in self._entries.values() if matches(e, category, tags)),
             key=lambda e: (e.last_seen_at, e.created_at),
             reverse=True,
         )

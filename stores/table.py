@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ TABLE = "memories"
 _TS = pa.timestamp("us", tz="UTC")
 
 
-def _schema(dim: int) -> pa.Schema:
+def _schema() -> pa.Schema:
     return pa.schema(
         [
             pa.field("id", pa.string(), nullable=False),
@@ -36,14 +36,16 @@ def _schema(dim: int) -> pa.Schema:
             pa.field("decayed_at", _TS),
             pa.field("metadata", pa.string(), nullable=False),
             pa.field("archived_at", _TS),
-            # The embedder slot: a vector per entry, null until computed, and which model made it.
-            pa.field("vector", pa.list_(pa.float32(), dim)),
+            # The embedder slot: a vector per entry, null until computed, and the model that made
+            # it. Variable length, so switching to an embedder of another dimension needs no
+            # migration: vectors of any other model are ignored and re-embedded.
+            pa.field("vector", pa.list_(pa.float32())),
             pa.field("vector_model", pa.string()),
         ]
     )
 
 
-_RECORD_COLUMNS = [f.name for f in _schema(1) if f.name not in ("vector", "vector_model")]
+_RECORD_COLUMNS = [f.name for f in _schema() if f.name not in ("vector", "vector_model")]
 
 
 def _row(entry: MemoryEntry, vector: Sequence[float] | None, model: str | None) -> dict[str, Any]:
@@ -102,15 +104,11 @@ def _quote(ids: Iterable[str]) -> str:
 class MemoryTable:
     """LanceDB table `memories` under `path`, read at its latest version on every call."""
 
-    def __init__(self, path: Path, dim: int) -> None:
+    def __init__(self, path: Path) -> None:
         import lancedb  # imported here: it takes seconds, and start-up must not wait for it
 
         self._db = lancedb.connect(path, read_consistency_interval=timedelta(0))
-        self.dim = dim
-        self._table = self._db.create_table(TABLE, schema=_schema(dim), exist_ok=True)
-        existing = self._table.schema.field("vector").type.list_size
-        if existing != dim:
-            self.dim = int(existing)
+        self._table = self._db.create_table(TABLE, schema=_schema(), exist_ok=True)
 
     @property
     def version(self) -> int:
@@ -135,7 +133,7 @@ class MemoryTable:
         vecs = list(vectors) or [None] * len(entries)
         data = pa.Table.from_pylist(
             [_row(e, v, model) for e, v in zip(entries, vecs, strict=True)],
-            schema=_schema(self.dim),
+            schema=_schema(),
         )
         self._table.add(data)
 
@@ -148,7 +146,26 @@ class MemoryTable:
                 {k: v for k, v in _row(e, None, None).items() if k in _RECORD_COLUMNS}
                 for e in entries
             ],
-            schema=pa.schema([_schema(self.dim).field(c) for c in _RECORD_COLUMNS]),
+            schema=pa.schema([_schema().field(c) for c in _RECORD_COLUMNS]),
+        )
+        self._table.merge_insert("id").when_matched_update_all().execute(data)
+
+    def vectors(self, model: str, ids: Sequence[str] | None = None) -> dict[str, list[float]]:
+        """Vectors made by `model` (all, or of `ids`)."""
+        where = f"vector_model = {_quote([model])}"
+        if ids is not None:
+            if not ids:
+                return {}
+            where += f" AND id IN ({_quote(ids)})"
+        query = self._table.search().where(where).select(["id", "vector"]).limit(None)
+        return {row["id"]: row["vector"] for row in query.to_arrow().to_pylist()}
+
+    def set_vectors(self, vectors: Mapping[str, Sequence[float]], model: str) -> None:
+        if not vectors:
+            return
+        data = pa.Table.from_pylist(
+            [{"id": i, "vector": list(v), "vector_model": model} for i, v in vectors.items()],
+            schema=pa.schema([_schema().field(c) for c in ("id", "vector", "vector_model")]),
         )
         self._table.merge_insert("id").when_matched_update_all().execute(data)
 

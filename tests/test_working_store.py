@@ -72,7 +72,7 @@ def test_nothing_is_written_outside_the_data_directory(tmp_path: Path) -> None:
     data = tmp_path / "data"
     wm = WorkingMemory(data)
     for key in ("../../escape", "..", "session/../../x", "/etc/passwd", "a/../../b"):
-        with pytest.raises(InvalidInput, match="is not valid|own namespace"):
+        with pytest.raises(InvalidInput, match=r"is not valid|own namespace"):
             wm.save(NS, key, "v")
     outside = {p for p in tmp_path.rglob("*") if data not in p.parents and p != data}
     assert outside == set()

@@ -1,0 +1,141 @@
+"""The MCP prompt `recall(message, max_tokens?)`: the seeds' per-turn memory injection."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable
+from typing import Annotated
+
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS
+from pydantic import Field
+
+from dreamwell.server.render import duration
+from dreamwell.server.runtime import Runtime, Tenant
+from dreamwell.stores import MemoryEntry, StoreError, WorkingEntry, fold_text, utcnow
+
+RECALLED = "Recalled from long-term memory (relevant to this message):"
+OWN = (
+    "Working memory (scratch space — use search_working_memory or get_from_working_memory "
+    "to retrieve):"
+)
+PATROL = (
+    "Patrol findings in working memory (use get_from_working_memory with the full key to read):"
+)
+MAX_RECALLED = 8
+FIRST_TURN_RECENT = 5
+DEFAULT_TOKENS = 1000
+_CALLERS_KEPT = 1024
+
+
+class Injected:
+    """Which memory ids each caller has already been shown (bounded, least recent dropped)."""
+
+    def __init__(self) -> None:
+        self._seen: OrderedDict[tuple[str, str], set[str]] = OrderedDict()
+
+    def first_turn(self, caller: tuple[str, str]) -> bool:
+        return caller not in self._seen
+
+    def fresh(self, caller: tuple[str, str], entries: Iterable[MemoryEntry]) -> list[MemoryEntry]:
+        seen = self._seen.get(caller, set())
+        return [e for e in entries if e.id not in seen]
+
+    def mark(self, caller: tuple[str, str], ids: Iterable[str]) -> None:
+        seen = self._seen.setdefault(caller, set())
+        seen.update(ids)
+        self._seen.move_to_end(caller)
+        while len(self._seen) > _CALLERS_KEPT:
+            self._seen.popitem(last=False)
+
+
+def _wm_line(entry: WorkingEntry) -> str:
+    parts = [f"expires in {duration(entry.expires_at - utcnow())}"]
+    if entry.category:
+        parts.append(f"category: {entry.category}")
+    if entry.tags:
+        parts.append("tags: " + ", ".join(entry.tags))
+    return f"- {entry.key}: " + ", ".join(parts)
+
+
+def _fill(sections: list[tuple[str, list[str]]], budget_chars: int) -> str:
+    """Whole lines in order of relevance while they fit; a header only with a line under it."""
+    out: list[str] = []
+    used = 0
+    for header, lines in sections:
+        taken: list[str] = []
+        for line in lines:
+            cost = len(line) + 1 + (0 if taken else len(header) + 2)
+            if used + cost > budget_chars:
+                continue
+            taken.append(line)
+            used += cost
+        if taken:
+            out.append("\n".join([header, *taken]))
+    return "\n\n".join(out)
+
+
+def build_block(
+    tenant: Tenant,
+    namespace: str,
+    message: str,
+    injected: Injected,
+    caller: tuple[str, str],
+    max_tokens: int,
+) -> str:
+    hits = (
+        [h.entry for h in tenant.longterm.search(message, limit=MAX_RECALLED * 3)]
+        if message.strip()
+        else []
+    )
+    if not hits and injected.first_turn(caller):
+        hits = [h.entry for h in tenant.longterm.search(None, limit=FIRST_TURN_RECENT)]
+    folded: set[str] = set()
+    recalled: list[MemoryEntry] = []
+    for entry in injected.fresh(caller, hits):
+        key = fold_text(entry.content)
+        if key not in folded and len(recalled) < MAX_RECALLED:
+            folded.add(key)
+            recalled.append(entry)
+    lines = [f"- [{e.id}] ({e.category or 'general'}): {e.content}" for e in recalled]
+    sections = [(RECALLED, lines), (OWN, [_wm_line(e) for e in tenant.working.listing(namespace)])]
+    if not namespace.startswith("patrol/"):
+        sections.append((PATROL, [_wm_line(e) for e in tenant.working.listing("patrol")]))
+    block = _fill(sections, max_tokens * 4)
+    shown = {e.id for e in recalled if f"[{e.id}]" in block}
+    injected.mark(caller, shown)
+    return block or "Nothing recalled: long-term and working memory have nothing for this yet."
+
+
+def register_recall(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
+    injected = Injected()
+
+    @mcp.prompt(
+        description="Memory context for a user message: recalled memories not yet shown "
+        "in this session, plus working-memory keys."
+    )
+    async def recall(
+        message: Annotated[str, Field(description="The user's message", max_length=10_000)],
+        ctx: Context,
+        max_tokens: Annotated[
+            str | None, Field(description="Budget (≈ chars/4), default 1000")
+        ] = None,
+    ) -> str:
+        budget = DEFAULT_TOKENS
+        if max_tokens not in (None, ""):
+            if not max_tokens.strip().isdigit() or not 50 <= int(max_tokens) <= 32_000:
+                raise MCPError(
+                    INVALID_PARAMS,
+                    f"max_tokens must be a whole number from 50 to 32000; got {max_tokens!r}",
+                )
+            budget = int(max_tokens)
+        tenant_name, namespace = runtime.caller(ctx.request_context.request)
+        try:
+            tenant = await runtime.tenant(tenant_name)
+            return await anyio.to_thread.run_sync(
+                build_block, tenant, namespace, message, injected, (tenant_name, namespace), budget
+            )
+        except StoreError as exc:
+            raise MCPError(INVALID_PARAMS, str(exc)) from exc

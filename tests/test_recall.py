@@ -1,0 +1,226 @@
+"""Hybrid recall: ranking rules, vectors beside the records, backfill, embedder switching and
+the `recall` prompt — through real stores and a real MCP client."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from mcp import Client
+
+from dreamwell.server.app import build_server
+from dreamwell.server.config import Settings
+from dreamwell.stores import EmbedderError, LongTermStore, OnnxMiniLM, rank_hits
+from dreamwell.stores.ranking import minmax
+
+ids = st.text(alphabet="abcdef0123456789", min_size=1, max_size=4)
+bm25_scores = st.integers(0, 5000).map(lambda x: x / 100)  # BM25 scores as Tantivy gives them
+scored = st.lists(st.tuples(ids, bm25_scores), max_size=12, unique_by=lambda t: t[0])
+cosines = st.lists(st.tuples(ids, st.floats(-1.0, 1.0)), max_size=12, unique_by=lambda t: t[0])
+
+
+@given(scored, cosines, st.floats(0.0, 1.0))
+def test_hybrid_ranks_the_union_of_both_searches_best_first(
+    bm25: list[tuple[str, float]], cos: list[tuple[str, float]], min_sim: float
+) -> None:
+    ranked = rank_hits(bm25, cos, {}, min_sim)
+    kept = {i for i, s in cos if s >= min_sim}
+    assert {i for i, _ in ranked} == {i for i, _ in bm25} | kept
+    scores = [s for _, s in ranked]
+    assert scores == sorted(scores, reverse=True)
+    assert all(0.0 <= s <= 1.0 for s in scores)
+
+
+@given(scored)
+def test_without_vectors_the_order_is_plain_bm25(bm25: list[tuple[str, float]]) -> None:
+    raw = dict(bm25)
+    ranked = [i for i, _ in rank_hits(bm25, [], {})]
+    assert all(raw[a] >= raw[b] for a, b in itertools.pairwise(ranked))
+
+
+@given(scored, st.floats(0.0, 1.0), st.floats(0.0, 1.0))
+def test_importance_scales_the_score_between_half_and_full(
+    bm25: list[tuple[str, float]], low: float, high: float
+) -> None:
+    if not bm25:
+        return
+    low, high = sorted((low, high))
+    target = bm25[0][0]
+    a = dict(rank_hits(bm25, [], {target: low}))[target]
+    b = dict(rank_hits(bm25, [], {target: high}))[target]
+    assert a <= b + 1e-12
+    assert math.isclose(
+        dict(rank_hits(bm25, [], {target: 1.0}))[target],
+        2 * dict(rank_hits(bm25, [], {target: 0.0}))[target],
+    )
+
+
+def test_minmax_maps_candidates_onto_zero_one() -> None:
+    assert minmax([("a", 2.0), ("b", 4.0), ("c", 3.0)]) == {"a": 0.0, "b": 1.0, "c": 0.5}
+    assert minmax([("a", 0.3)]) == {"a": 1.0}
+    assert minmax([]) == {}
+
+
+class HashEmbedder:
+    """Deterministic fake: a unit vector per word bag (hashlib, never hash())."""
+
+    def __init__(self, name: str = "fake", dim: int = 16, broken: bool = False) -> None:
+        self._name, self._dim, self.broken = name, dim, broken
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if self.broken:
+            raise EmbedderError("fake embedder is down")
+        out = []
+        for text in texts:
+            v = [0.0] * self._dim
+            for word in text.lower().split():
+                h = hashlib.sha256(word.encode()).digest()
+                v[h[0] % self._dim] += 1.0
+            norm = math.sqrt(sum(x * x for x in v)) or 1.0
+            out.append([x / norm for x in v])
+        return out
+
+
+def test_a_failing_embedder_never_blocks_a_save_and_backfill_catches_up(tmp_path: Path) -> None:
+    fake = HashEmbedder(broken=True)
+    store = LongTermStore(tmp_path, embedder=fake)
+    store.save("the cat sat on the mat")
+    assert store.missing_vectors() == 1
+    assert [h.entry.content for h in store.search("cat")] == ["the cat sat on the mat"]
+    fake.broken = False
+    assert store.backfill() == 1 and store.missing_vectors() == 0
+
+
+def test_backfill_after_a_restart_embeds_what_was_saved_without_vectors(tmp_path: Path) -> None:
+    plain = LongTermStore(tmp_path)  # no embedder: BM25 only
+    for i in range(5):
+        plain.save(f"fact {i} about harbours")
+    store = LongTermStore(tmp_path, embedder=HashEmbedder(), embed_on_save=False)
+    assert store.missing_vectors() == 5
+    assert store.backfill(batch=3) == 3 and store.backfill(batch=3) == 2
+    again = LongTermStore(tmp_path, embedder=HashEmbedder())
+    assert again.missing_vectors() == 0
+
+
+def test_switching_embedder_ignores_old_vectors_and_reembeds_without_mixing(tmp_path: Path) -> None:
+    first = LongTermStore(tmp_path, embedder=HashEmbedder("small", dim=8))
+    first.save("penguins live in antarctica")
+    switched = LongTermStore(tmp_path, embedder=HashEmbedder("large", dim=32))
+    assert switched.missing_vectors() == 1
+    assert [h.entry.content for h in switched.search("penguins")] == ["penguins live in antarctica"]
+    assert switched.backfill() == 1
+    switched.save("emperor penguins huddle")
+    assert len(switched.search("penguins")) == 2
+
+
+def test_vector_recall_finds_a_paraphrase_keywords_miss(tmp_path: Path) -> None:
+    store = LongTermStore(tmp_path, embedder=OnnxMiniLM(), min_similarity=0.2)
+    store.save("The user is based in Chicago, Illinois", "user-preferences/location")
+    store.save("Deploys happen on Tuesdays", "project-context/release")
+    hits = store.search("which city does the person live in")
+    assert hits and hits[0].entry.content.startswith("The user is based in Chicago")
+
+
+def test_vector_search_applies_filters_before_top_k(tmp_path: Path) -> None:
+    store = LongTermStore(tmp_path, embedder=HashEmbedder(), embed_on_save=True)
+    for i in range(30):
+        store.save(f"ocean waves note {i}", "noise")
+    store.save("ocean waves", "rare", "keep")
+    hits = store.search("ocean waves", category="rare", tags="keep")
+    assert [h.entry.content for h in hits] == ["ocean waves"]
+
+
+# ---- the recall prompt ------------------------------------------------------------------------
+async def recall_text(client: Client, message: str, max_tokens: str | None = None) -> str:
+    args = (
+        {"message": message}
+        if max_tokens is None
+        else {"message": message, "max_tokens": max_tokens}
+    )
+    result = await client.get_prompt("recall", args)
+    assert len(result.messages) == 1
+    return result.messages[0].content.text  # type: ignore[union-attr]
+
+
+@pytest.mark.anyio
+async def test_recall_injects_each_memory_once_per_caller(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    server = build_server(Settings(data_dir=data, embedder="none"))
+    async with Client(server) as one:
+        await one.call_tool(
+            "save_memory",
+            {"content": "User is in Chicago (UTC-6)", "category": "user-preferences/timezone"},
+        )
+        await one.call_tool("save_memory", {"content": "Oolong is the favourite drink"})
+        first = await recall_text(one, "Chicago timezone")
+        assert first.startswith("Recalled from long-term memory (relevant to this message):\n")
+        assert "(user-preferences/timezone): User is in Chicago (UTC-6)" in first
+        again = await recall_text(one, "Chicago timezone again")
+        assert "User is in Chicago" not in again
+        assert "Oolong" not in first
+        tea = await recall_text(one, "oolong")
+        assert "(general): Oolong is the favourite drink" in tea
+    other = build_server(Settings(data_dir=data, embedder="none", namespace="session/other"))
+    async with Client(other) as two:
+        assert "User is in Chicago" in await recall_text(two, "Chicago timezone")
+
+
+@pytest.mark.anyio
+async def test_first_turn_without_hits_falls_back_to_recent_memories(tmp_path: Path) -> None:
+    async with Client(build_server(Settings(data_dir=tmp_path, embedder="none"))) as c:
+        for i in range(7):
+            await c.call_tool("save_memory", {"content": f"fact number {i}"})
+        first = await recall_text(c, "zebra")
+        assert first.count("\n- [") == 5
+        assert "No" not in first.splitlines()[0]
+        second = await recall_text(c, "zebra")
+        assert "Recalled" not in second
+
+
+@pytest.mark.anyio
+async def test_recall_lists_working_memory_keys_never_values(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    patrol = build_server(Settings(data_dir=data, embedder="none", namespace="patrol/heartbeat"))
+    async with Client(patrol) as p:
+        await p.call_tool(
+            "save_to_working_memory",
+            {"key": "latest_alert", "data": "SECRET-42", "ttl_minutes": 240, "category": "finding"},
+        )
+    async with Client(build_server(Settings(data_dir=data, embedder="none"))) as c:
+        await c.call_tool(
+            "save_to_working_memory", {"key": "draft", "data": "VALUE-7", "tags": "email"}
+        )
+        block = await recall_text(c, "anything")
+        assert "Working memory (scratch space" in block and "/draft: expires in 4m" in block
+        assert "tags: email" in block
+        assert "Patrol findings in working memory" in block
+        assert "- patrol/heartbeat/latest_alert: expires in 3h59m, category: finding" in block
+        assert "SECRET-42" not in block and "VALUE-7" not in block
+
+
+@pytest.mark.anyio
+async def test_recall_fits_its_token_budget_and_collapses_duplicates(tmp_path: Path) -> None:
+    async with Client(build_server(Settings(data_dir=tmp_path, embedder="none"))) as c:
+        for i in range(8):
+            await c.call_tool("save_memory", {"content": f"alpha detail {i} " + "x" * 150})
+        await c.call_tool("save_memory", {"content": "Alpha twin", "category": "a"})
+        await c.call_tool("save_memory", {"content": "alpha twin!", "category": "b"})
+        block = await recall_text(c, "alpha twin", max_tokens="100")
+        assert len(block) <= 400
+        assert block.count("lpha twin") == 1
+        with pytest.raises(Exception, match="max_tokens must be a whole number"):
+            await recall_text(c, "alpha", max_tokens="lots")
