@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import ctypes
+import ctypes.util
 import logging
 import sys
 from collections.abc import Sequence
@@ -14,6 +16,7 @@ from pydantic import ValidationError
 from dreamwell.server.config import LOOPBACK, Settings
 
 logger = logging.getLogger("dreamwell")
+_M_ARENA_MAX = -8  # mallopt parameter number in glibc's malloc.h
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -67,7 +70,20 @@ def _serve(settings: Settings) -> None:
     anyio.run(serve, settings)
 
 
+def _few_malloc_arenas() -> None:
+    """glibc gives each thread that allocates its own arena; with LanceDB's, Tantivy's and
+    onnxruntime's thread pools that fragmented a server to ~530 MB RSS after a few hundred
+    saves, against ~320 MB with two arenas. Must run before those threads start."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+            libc.mallopt(_M_ARENA_MAX, 2)
+        except (OSError, AttributeError):  # not glibc (musl, ...): nothing to tune
+            pass
+
+
 def main(argv: Sequence[str] | None = None) -> None:
+    _few_malloc_arenas()
     args = _parser().parse_args(argv)
     if args.command == "serve":
         settings = settings_from(

@@ -38,6 +38,8 @@ class Settings(BaseSettings):
     embedder: Literal["minilm", "ollama", "none"] = "minilm"
     ollama_embed_model: str = "nomic-embed-text"
     min_similarity: float | None = Field(default=None, ge=-1.0, le=1.0)
+    # share of keywords in hybrid ranking: 1 = BM25 only, 0 = vectors only (for measuring)
+    keyword_weight: float = Field(default=0.6, ge=0.0, le=1.0)
     # the LLM behind the dream worker (and Ollama embeddings); no host = no LLM
     ollama_host: str | None = None
     ollama_model: str = "llama3.2"

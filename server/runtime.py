@@ -72,6 +72,7 @@ class Runtime:
                 data_dir,
                 embedder=self.embedder,
                 embed_on_save=self.settings.embedder == "minilm",
+                keyword_weight=self.settings.keyword_weight,
                 min_similarity=(
                     self.settings.min_similarity
                     if self.settings.min_similarity is not None

@@ -33,7 +33,7 @@ from dreamwell.stores.model import (
     new_id,
     utcnow,
 )
-from dreamwell.stores.ranking import rank_hits
+from dreamwell.stores.ranking import KEYWORD_WEIGHT, rank_hits
 from dreamwell.stores.table import MemoryTable
 from dreamwell.stores.text_index import IndexDoc, TextIndex
 from dreamwell.stores.vectors import VectorMirror
@@ -97,6 +97,7 @@ class LongTermStore:
         embedder: Embedder | None = None,
         embed_on_save: bool = True,
         min_similarity: float = 0.0,
+        keyword_weight: float = KEYWORD_WEIGHT,
         lock_timeout: float = 15.0,
     ) -> None:
         """`embedder` adds vector recall; with `embed_on_save` a save embeds its text before
@@ -106,6 +107,7 @@ class LongTermStore:
         self.embedder = embedder
         self.embed_on_save = embed_on_save
         self.min_similarity = min_similarity
+        self.keyword_weight = keyword_weight
         self._mutex = threading.RLock()
         self._flock = FileLock(str(data_dir / "write.lock"), timeout=lock_timeout)
         self._state_path = data_dir / "longterm.state"
@@ -407,9 +409,11 @@ class LongTermStore:
         if not text:
             with self._mutex:
                 return self._recent(category, tag_list, limit)
-        query_vector = self._query_vector(text)
+        query_vector = self._query_vector(text) if self.keyword_weight < 1 else None
         with self._mutex:
-            bm25 = self._index.search(text, _CANDIDATES, category, tag_list)
+            bm25 = []
+            if self.keyword_weight > 0:
+                bm25 = self._index.search(text, _CANDIDATES, category, tag_list)
             entries = dict(self._entries)
             cosine = []
             if query_vector is not None:
@@ -419,7 +423,7 @@ class LongTermStore:
                     lambda i: i in entries and matches(entries[i], category, tag_list),
                 )
         importance = {i: entries[i].importance for i, _ in [*bm25, *cosine] if i in entries}
-        ranked = rank_hits(bm25, cosine, importance, self.min_similarity)
+        ranked = rank_hits(bm25, cosine, importance, self.min_similarity, self.keyword_weight)
         return [Hit(entries[i], s) for i, s in ranked[:limit] if i in entries]
 
     def _query_vector(self, text: str) -> list[float] | None:

@@ -16,6 +16,7 @@ from dreamwell.stores.model import MemoryEntry
 logger = logging.getLogger(__name__)
 
 TABLE = "memories"
+_CACHE_BYTES = 32 * 1024 * 1024
 _TS = pa.timestamp("us", tz="UTC")
 
 
@@ -107,7 +108,12 @@ class MemoryTable:
     def __init__(self, path: Path) -> None:
         import lancedb  # imported here: it takes seconds, and start-up must not wait for it
 
-        self._db = lancedb.connect(path, read_consistency_interval=timedelta(0))
+        # Small caches: the defaults keep every table version's metadata (hundreds of MB
+        # after a few thousand single-row writes); our own mirror serves the reads.
+        session = lancedb.Session(
+            index_cache_size_bytes=_CACHE_BYTES, metadata_cache_size_bytes=_CACHE_BYTES
+        )
+        self._db = lancedb.connect(path, read_consistency_interval=timedelta(0), session=session)
         self._table = self._db.create_table(TABLE, schema=_schema(), exist_ok=True)
 
     @property
