@@ -17,6 +17,7 @@ from dreamwell.server.config import Settings
 from dreamwell.server.recall import register_recall
 from dreamwell.server.runtime import Runtime
 from dreamwell.server.tools import register_tools, text_result
+from dreamwell.stores import StoreError
 
 logger = logging.getLogger(__name__)
 
@@ -109,14 +110,29 @@ async def backfill_forever(runtime: Runtime, idle: float = 30.0) -> None:
     while True:
         done = 0
         for tenant in runtime.opened():
-            done += await anyio.to_thread.run_sync(tenant.longterm.backfill)
+            try:
+                done += await anyio.to_thread.run_sync(tenant.longterm.backfill)
+            except (StoreError, OSError) as exc:  # e.g. the store is busy: later
+                logger.warning("backfill in %s paused: %s", tenant.data_dir, exc)
         await anyio.sleep(0 if done else idle)
 
 
-async def sweep_forever(runtime: Runtime) -> None:
+async def sweep_forever(runtime: Runtime, period: float = SWEEP_SECONDS) -> None:
+    """Hourly: drop expired working memory, and compact long-term storage that has been
+    written to since the last compaction (each save adds a LanceDB fragment and version)."""
+    compacted: dict[str, int] = {}
     while True:
-        await anyio.sleep(SWEEP_SECONDS)
+        await anyio.sleep(period)
         for tenant in runtime.opened():
-            removed = await anyio.to_thread.run_sync(tenant.working.sweep)
-            if removed:
+            key = str(tenant.data_dir)
+            try:
+                if tenant.longterm.version() != compacted.get(key):
+                    await anyio.to_thread.run_sync(tenant.longterm.maintain)
+                    compacted[key] = tenant.longterm.version()
+            except (StoreError, OSError) as exc:  # try again next hour
+                logger.warning("compaction of %s skipped: %s", key, exc)
+            try:
+                removed = await anyio.to_thread.run_sync(tenant.working.sweep)
                 logger.info("swept %d expired working-memory entries", removed)
+            except (StoreError, OSError) as exc:
+                logger.warning("working-memory sweep of %s skipped: %s", key, exc)

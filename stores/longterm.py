@@ -385,6 +385,10 @@ class LongTermStore:
             self._table.optimize(keep_versions_for)
             self._rebuild_index()
 
+    def version(self) -> int:
+        """The LanceDB table version: changes with every write by any process."""
+        return self._table.version
+
     # ---- reads ----------------------------------------------------------------------------
     def get(self, entry_id: str) -> MemoryEntry | None:
         self._fresh()

@@ -106,6 +106,7 @@ class WorkingMemory:
         self._mutex = threading.RLock()
         self._files: dict[str, tuple[int, int]] = {}
         self._entries: dict[str, WorkingEntry] = {}
+        self._stale: set[str] = set()
 
     # ---- persistence ----------------------------------------------------------------------
     def _path(self, top: str) -> Path:
@@ -130,6 +131,8 @@ class WorkingMemory:
                 entry = _from_json(item)
                 if entry.expires_at > now:
                     self._entries[entry.key] = entry
+                else:
+                    self._stale.add(top)  # on disk still: the next sweep rewrites the file
         except (OSError, ValueError, KeyError, TypeError) as exc:
             logger.error(
                 "working memory file %s is unreadable (%s); ignoring it", self._path(top), exc
@@ -263,8 +266,9 @@ class WorkingMemory:
             expired = [k for k, e in self._entries.items() if e.expires_at <= now]
             for k in expired:
                 del self._entries[k]
-            for top in {k.split("/", 1)[0] for k in expired}:
+            for top in {k.split("/", 1)[0] for k in expired} | self._stale:
                 self._persist(top)
+            self._stale.clear()
         return len(expired)
 
 

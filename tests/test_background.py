@@ -1,0 +1,54 @@
+"""The server's background work: hourly sweep + compaction, and the embedding backfill."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import anyio
+import pytest
+
+from dreamwell.server.app import backfill_forever, sweep_forever
+from dreamwell.server.config import Settings
+from dreamwell.server.runtime import Runtime
+from dreamwell.stores import LongTermStore, WorkingMemory, utcnow
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_the_sweep_drops_expired_working_memory_and_compacts(tmp_path: Path) -> None:
+    WorkingMemory(tmp_path).save(
+        "session/a", "old", "v", ttl_minutes=1, now=utcnow() - timedelta(minutes=5)
+    )
+    WorkingMemory(tmp_path).save("session/a", "new", "v", ttl_minutes=60)
+    runtime = Runtime(Settings(data_dir=tmp_path, embedder="none"))
+    tenant = await runtime.tenant()
+    for i in range(5):  # five writes, five LanceDB fragments to compact
+        tenant.longterm.save(f"compact me {i}")
+    before = tenant.longterm.version()
+    wm_file = tmp_path / "working-memory" / "session.json"
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sweep_forever, runtime, 0.01)
+            while len(json.loads(wm_file.read_text())) != 1 or tenant.longterm.version() == before:
+                await anyio.sleep(0.01)
+            tg.cancel_scope.cancel()
+    assert [e["key"] for e in json.loads(wm_file.read_text())] == ["session/a/new"]
+    assert len(tenant.longterm.search("compact")) == 5
+
+
+async def test_backfill_embeds_memories_saved_without_vectors(tmp_path: Path) -> None:
+    plain = LongTermStore(tmp_path)
+    for i in range(3):
+        plain.save(f"sailing trip number {i}")
+    runtime = Runtime(Settings(data_dir=tmp_path, embedder="minilm"))
+    tenant = await runtime.tenant()
+    assert tenant.longterm.missing_vectors() == 3
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(backfill_forever, runtime, 0.01)
+            while tenant.longterm.missing_vectors():
+                await anyio.sleep(0.01)
+            tg.cancel_scope.cancel()
+    assert LongTermStore(tmp_path, embedder=runtime.embedder).missing_vectors() == 0
