@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -42,6 +43,7 @@ logger = logging.getLogger(__name__)
 
 _CANDIDATES = 100
 _JOURNAL = 256
+_RECHECK_SECONDS = 0.25
 _JOURNAL_IDS = 1000
 
 
@@ -118,6 +120,8 @@ class LongTermStore:
         self._vectors = VectorMirror()
         self._generation = -1
         self._touched: set[str] = set()
+        self._state_stamp: tuple[int, int, int] | None = None
+        self._state_read_at = 0.0
         with self._writing(check_index=True):
             pass
 
@@ -164,6 +168,7 @@ class LongTermStore:
         self._entries = {e.id: e for e in self._table.entries()}
         if self.embedder is not None:
             self._vectors.replace_all(self._table.vectors(self.embedder.name))
+            self._vectors.drop(i for i, e in self._entries.items() if not e.live)
         self._dups = {
             _dup_key(e.category, e.content): e.id for e in self._entries.values() if e.live
         }
@@ -229,7 +234,22 @@ class LongTermStore:
                 self._flock.release()
 
     def _fresh(self) -> None:
-        """Pick up what other processes wrote (cheap when nothing changed)."""
+        """Pick up what other processes wrote (one stat() when nothing changed)."""
+        try:
+            st = self._state_path.stat()
+            stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+        except OSError:
+            stamp = None
+        now = time.monotonic()
+        if (
+            stamp is not None
+            and stamp == self._state_stamp
+            and self._generation != -1
+            and now - self._state_read_at < _RECHECK_SECONDS
+        ):
+            return  # unchanged (re-read anyway now and then: mtime ticks can be coarse)
+        self._state_stamp = stamp
+        self._state_read_at = now
         state = self._read_state()
         if state.generation != self._generation or self._generation == -1:
             with self._mutex:
@@ -328,8 +348,19 @@ class LongTermStore:
             return sum(1 for e in self._entries.values() if e.live and e.id not in self._vectors)
 
     def _remember(self, entries: Iterable[MemoryEntry]) -> None:
+        """Take entries into the cache; the vector mirror holds live entries only."""
+        entries = list(entries)
+        revived = []
         for e in entries:
             self._touched.add(e.id)
+            old = self._entries.get(e.id)
+            if not e.live:
+                self._vectors.drop([e.id])
+            elif old is not None and not old.live:
+                revived.append(e.id)
+        if revived and self.embedder is not None:
+            self._vectors.put(self._table.vectors(self.embedder.name, revived))
+        for e in entries:
             old = self._entries.get(e.id)
             if old is not None:
                 self._dups.pop(_dup_key(old.category, old.content), None)
@@ -421,10 +452,11 @@ class LongTermStore:
             entries = dict(self._entries)
             cosine = []
             if query_vector is not None:
+                filtered = category is not None or bool(tag_list)
                 cosine = self._vectors.search(
                     query_vector,
                     _CANDIDATES,
-                    lambda i: i in entries and matches(entries[i], category, tag_list),
+                    (lambda i: matches(entries[i], category, tag_list)) if filtered else None,
                 )
         importance = {i: entries[i].importance for i, _ in [*bm25, *cosine] if i in entries}
         ranked = rank_hits(bm25, cosine, importance, self.min_similarity, self.keyword_weight)

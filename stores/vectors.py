@@ -42,9 +42,10 @@ class VectorMirror:
         self._matrix = None
 
     def search(
-        self, query: Sequence[float], limit: int, allowed: Callable[[str], bool]
+        self, query: Sequence[float], limit: int, allowed: Callable[[str], bool] | None = None
     ) -> list[tuple[str, float]]:
-        """(id, cosine) best first among ids that pass `allowed`; vectors are unit length."""
+        """(id, cosine) best first among ids that pass `allowed` (None: all); vectors are unit
+        length."""
         if self._matrix is None:
             self._ids = list(self._vectors)
             dims = {v.shape for v in self._vectors.values()}
@@ -57,12 +58,14 @@ class VectorMirror:
             )
         if not self._ids or self._matrix.shape[1] != len(query):
             return []
-        mask = np.fromiter((allowed(i) for i in self._ids), dtype=bool, count=len(self._ids))
-        if not mask.any():
-            return []
         scores = self._matrix @ np.asarray(query, dtype=np.float32)
-        scores[~mask] = -np.inf
-        k = min(limit, int(mask.sum()))
+        k = min(limit, len(self._ids))
+        if allowed is not None:
+            mask = np.fromiter((allowed(i) for i in self._ids), dtype=bool, count=len(self._ids))
+            scores[~mask] = -np.inf
+            k = min(limit, int(mask.sum()))
+        if k == 0:
+            return []
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(self._ids[i], float(scores[i])) for i in top]

@@ -7,6 +7,9 @@ import json
 import pytest
 from mcp import Client
 
+from dreamwell.server.app import build_server
+from dreamwell.server.config import Settings
+
 pytestmark = pytest.mark.anyio
 
 TOOLS = {
@@ -51,3 +54,14 @@ async def test_tools_list_stays_under_its_token_budget(client: Client) -> None:
     listing = await client.list_tools()
     text = json.dumps(listing.model_dump(mode="json", by_alias=True, exclude_none=True))
     assert len(text) < 10_000, len(text)  # ≈ 2,500 tokens
+
+
+async def test_the_2025_11_25_handshake_sees_the_same_tools_and_results(settings: Settings) -> None:
+    async with Client(build_server(settings), mode="legacy") as legacy:
+        assert {t.name for t in (await legacy.list_tools()).tools} == set(TOOLS)
+        saved = await legacy.call_tool("save_memory", {"content": "legacy era works"})
+        assert not saved.is_error
+        found = await legacy.call_tool("search_memory", {"query": "legacy"})
+        assert "legacy era works" in found.content[0].text  # type: ignore[union-attr]
+        missing = await legacy.call_tool("delete_memory", {"id": "nope"})
+        assert missing.is_error

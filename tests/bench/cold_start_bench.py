@@ -14,16 +14,26 @@ import time
 
 def once(data_dir: str) -> tuple[float, int]:
     messages = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "cold-start", "version": "1"}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "cold-start", "version": "1"},
+            },
+        },
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
     ]
     started = time.perf_counter()
-    with subprocess.Popen(["dreamwell", "serve", "--data-dir", data_dir],
-                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                          stderr=subprocess.DEVNULL) as proc:
+    with subprocess.Popen(
+        ["dreamwell", "serve", "--data-dir", data_dir],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    ) as proc:
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages).encode())
         proc.stdin.flush()
@@ -48,9 +58,11 @@ def main() -> None:
         for _ in range(args.runs):
             elapsed, size = once(tmp)
             times.append(elapsed)
-    sys.stdout.write(f"cold start to first tools/list: median {statistics.median(times):.2f} s, "
-                     f"min {min(times):.2f} s, max {max(times):.2f} s over {args.runs} runs; "
-                     f"tools/list result {size} characters\n")
+    sys.stdout.write(
+        f"cold start to first tools/list: median {statistics.median(times):.2f} s, "
+        f"min {min(times):.2f} s, max {max(times):.2f} s over {args.runs} runs; "
+        f"tools/list result {size} characters\n"
+    )
 
 
 if __name__ == "__main__":

@@ -19,16 +19,32 @@ import tempfile
 from pathlib import Path
 
 SHARED = Path(__file__).resolve().parents[3] / "shared"
-MODES = {"hybrid": [], "bm25-only": ["DREAMWELL_EMBEDDER=none"],
-         "vector-only": ["DREAMWELL_KEYWORD_WEIGHT=0"]}
+MODES = {
+    "hybrid": [],
+    "bm25-only": ["DREAMWELL_EMBEDDER=none"],
+    "vector-only": ["DREAMWELL_KEYWORD_WEIGHT=0"],
+}
 CATS = ("1-multi-hop", "2-temporal", "3-open-domain", "4-single-hop")
 
 
 def run(mode: str, env: list[str], conversations: str, out: Path) -> dict[str, object]:
-    cmd = [sys.executable, str(SHARED / "bench/memory_bench.py"), "--name", f"dreamwell-{mode}",
-           "--adapter", "dreamwell", "--server-cmd", "dreamwell serve --data-dir {data_dir}",
-           "--workload", "locomo", "--conversations", conversations, "--out", str(out),
-           "--quiet-json"]
+    cmd = [
+        sys.executable,
+        str(SHARED / "bench/memory_bench.py"),
+        "--name",
+        f"dreamwell-{mode}",
+        "--adapter",
+        "dreamwell",
+        "--server-cmd",
+        "dreamwell serve --data-dir {data_dir}",
+        "--workload",
+        "locomo",
+        "--conversations",
+        conversations,
+        "--out",
+        str(out),
+        "--quiet-json",
+    ]
     for item in env:
         cmd += ["--env", item]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
@@ -40,8 +56,10 @@ def categories_1_to_4(result: dict[str, object]) -> dict[str, float]:
     by_cat = result["recall_by_category"]
     assert isinstance(by_cat, dict)
     n = sum(by_cat[c]["n"] for c in CATS if c in by_cat)
-    return {key: sum(by_cat[c][key] * by_cat[c]["n"] for c in CATS if c in by_cat) / n
-            for key in ("recall@1", "recall@5", "recall@10", "mrr")} | {"n": n}
+    return {
+        key: sum(by_cat[c][key] * by_cat[c]["n"] for c in CATS if c in by_cat) / n
+        for key in ("recall@1", "recall@5", "recall@10", "mrr")
+    } | {"n": n}
 
 
 def main() -> None:
@@ -50,8 +68,10 @@ def main() -> None:
     parser.add_argument("--modes", default=",".join(MODES))
     args = parser.parse_args()
     out = sys.stdout
-    out.write("| mode | Q (cat 1-4) | R@1 | R@5 | R@10 | MRR | save p50/p95 ms | "
-              "search p50/p95 ms | " + " | ".join(f"R@10 {c}" for c in CATS) + " |\n")
+    out.write(
+        "| mode | Q (cat 1-4) | R@1 | R@5 | R@10 | MRR | save p50/p95 ms | "
+        "search p50/p95 ms | " + " | ".join(f"R@10 {c}" for c in CATS) + " |\n"
+    )
     out.write("|---" * (7 + len(CATS)) + "|\n")
     with tempfile.TemporaryDirectory() as tmp:
         for mode in args.modes.split(","):
@@ -66,7 +86,9 @@ def main() -> None:
                 f"{agg['recall@10']:.3f} | {agg['mrr']:.3f} | "
                 f"{save['p50_ms']:.1f}/{save['p95_ms']:.1f} | "
                 f"{search['p50_ms']:.1f}/{search['p95_ms']:.1f} | "
-                + " | ".join(f"{by_cat[c]['recall@10']:.3f}" for c in CATS) + " |\n")
+                + " | ".join(f"{by_cat[c]['recall@10']:.3f}" for c in CATS)
+                + " |\n"
+            )
             out.flush()
 
 

@@ -23,14 +23,28 @@ from dreamwell.stores import LongTermStore, MemoryEntry, OnnxMiniLM, new_id, utc
 
 SUBJECTS = ["the user", "Alice", "Bob", "the team", "our CI", "the staging cluster", "Maria"]
 VERBS = ["prefers", "dislikes", "deployed", "reviewed", "scheduled", "migrated", "wrote about"]
-OBJECTS = ["dark mode", "green tea", "the billing service", "PostgreSQL 16", "a trip to Lisbon",
-           "the quarterly report", "Rust async code", "weekly standups", "the London office",
-           "vim keybindings", "the payments API", "a hiking trip", "TypeScript strict mode"]
+OBJECTS = [
+    "dark mode",
+    "green tea",
+    "the billing service",
+    "PostgreSQL 16",
+    "a trip to Lisbon",
+    "the quarterly report",
+    "Rust async code",
+    "weekly standups",
+    "the London office",
+    "vim keybindings",
+    "the payments API",
+    "a hiking trip",
+    "TypeScript strict mode",
+]
 
 
 def sentence(rng: random.Random, i: int) -> str:
-    return (f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} "
-            f"on day {i % 365} (note {i})")
+    return (
+        f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} "
+        f"on day {i % 365} (note {i})"
+    )
 
 
 def build(data: Path, n: int) -> float:
@@ -39,16 +53,21 @@ def build(data: Path, n: int) -> float:
     started = time.perf_counter()
     now = utcnow()
     for start in range(0, n, 1000):
-        batch = [MemoryEntry(new_id(), sentence(rng, i), f"bench/{i % 20}", (f"t{i % 7}",),
-                             now, now, now) for i in range(start, min(n, start + 1000))]
+        batch = [
+            MemoryEntry(
+                new_id(), sentence(rng, i), f"bench/{i % 20}", (f"t{i % 7}",), now, now, now
+            )
+            for i in range(start, min(n, start + 1000))
+        ]
         store.apply(batch)
     return time.perf_counter() - started
 
 
 async def measure(data: Path, searches: int, env: dict[str, str]) -> list[float]:
     rng = random.Random(11)
-    params = StdioServerParameters(command="dreamwell", args=["serve", "--data-dir", str(data)],
-                                   env={**os.environ, **env})
+    params = StdioServerParameters(
+        command="dreamwell", args=["serve", "--data-dir", str(data)], env={**os.environ, **env}
+    )
     times = []
     async with Client(params) as client:
         await client.call_tool("search_memory", {"query": "warm up"})
@@ -72,8 +91,10 @@ def main() -> None:
         for mode, env in (("hybrid", {}), ("bm25-only", {"DREAMWELL_EMBEDDER": "none"})):
             times = sorted(anyio.run(measure, data, args.searches, env))
             p95 = times[int(0.95 * len(times)) - 1]
-            sys.stdout.write(f"{mode}: search p50 {statistics.median(times):.1f} ms, "
-                             f"p95 {p95:.1f} ms over {len(times)} calls at N={args.n}\n")
+            sys.stdout.write(
+                f"{mode}: search p50 {statistics.median(times):.1f} ms, "
+                f"p95 {p95:.1f} ms over {len(times)} calls at N={args.n}\n"
+            )
 
 
 if __name__ == "__main__":
