@@ -1,0 +1,38 @@
+"""README.md is part of the contract: its commands, tools, prompts and settings stay true."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from dreamwell.server.config import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+pytestmark = pytest.mark.anyio
+
+
+def commands() -> list[str]:
+    return re.findall(r"```bash\n(.+?)\n```", README.split("## Connect")[0], re.S)
+
+
+def test_readme_gives_exactly_two_commands_and_ci_runs_the_test_command() -> None:
+    install, test = commands()
+    assert install.endswith("dreamwell serve") and "pip install ." in install
+    assert test.endswith("python -m pytest -q")
+    assert test in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+async def test_readme_lists_every_tool_and_prompt(client: Client) -> None:
+    for tool in (await client.list_tools()).tools:
+        assert f"`{tool.name}(" in README, tool.name
+    for prompt in (await client.list_prompts()).prompts:
+        assert f"| `{prompt.name}` |" in README, prompt.name
+
+
+def test_readme_lists_every_setting() -> None:
+    for name in Settings.model_fields:
+        assert f"| `{name}` |" in README, name
