@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+
 from dreamwell.stores import LongTermStore, MemoryEntry, OnnxMiniLM, rank_hits, utcnow
 
 SHARED = Path(__file__).resolve().parents[3] / "shared"
@@ -96,6 +98,8 @@ def rrf(k: int = 60) -> Fusion:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--conversations", default="0-4")
+    parser.add_argument("--prf", type=int, default=0, help="feedback from the top N hits")
+    parser.add_argument("--prf-weight", type=float, default=0.5)
     args = parser.parse_args()
     bench = load_bench()
     data = json.loads((SHARED / "data/locomo-dev.json").read_text())
@@ -123,7 +127,13 @@ def main() -> None:
                     continue
                 text = qa["question"]
                 bm25 = store._index.search(text, 100)
-                vec = store._vectors.search(embedder.embed([text])[0], 100, lambda _i: True)
+                qv = embedder.embed([text])[0]
+                vec = store._vectors.search(qv, 100)
+                if args.prf:  # pseudo-relevance feedback: move the query towards the top hits
+                    top = [i for i, _ in rank_hits(bm25, vec, {})[: args.prf]]
+                    mean = np.mean([store._vectors._vectors[i] for i in top], axis=0)
+                    moved = np.asarray(qv) + args.prf_weight * mean
+                    vec = store._vectors.search((moved / np.linalg.norm(moved)).tolist(), 100)
                 runs.append(
                     (
                         [(by_id[i], s) for i, s in bm25],
