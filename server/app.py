@@ -14,6 +14,7 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, ValidationError
 
 from dreamwell.server.config import Settings
+from dreamwell.server.dream_edge import register_dream
 from dreamwell.server.recall import register_recall
 from dreamwell.server.runtime import Runtime
 from dreamwell.server.tools import register_tools, text_result
@@ -85,6 +86,7 @@ def build_server(settings: Settings, runtime: Runtime | None = None) -> MCPServe
     mcp._lowlevel_server.middleware.append(_clear_argument_errors(mcp))
     register_tools(mcp, runtime)
     register_recall(mcp, runtime)
+    register_dream(mcp, runtime)
     return mcp
 
 

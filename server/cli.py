@@ -14,6 +14,7 @@ import anyio
 from pydantic import ValidationError
 
 from dreamwell.server.config import LOOPBACK, Settings
+from dreamwell.server.dream_edge import add_cli, run_cli
 
 logger = logging.getLogger("dreamwell")
 _M_ARENA_MAX = -8  # mallopt parameter number in glibc's malloc.h
@@ -34,6 +35,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--tokens-file", help="JSON object of bearer token -> tenant name")
     serve.add_argument("--stateless-http", action="store_true", default=None)
     serve.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    serve.add_argument("--dream-every", help="dream inside the server, e.g. 12h")
+    add_cli(sub)
     return parser
 
 
@@ -85,6 +88,13 @@ def _few_malloc_arenas() -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     _few_malloc_arenas()
     args = _parser().parse_args(argv)
+    if args.command in ("dream", "log"):
+        keys = (
+            ["data_dir", "ollama_host", "ollama_model"] if args.command == "dream" else ["data_dir"]
+        )
+        settings = settings_from(args, keys)
+        logging.basicConfig(stream=sys.stderr, level=settings.log_level)
+        raise SystemExit(run_cli(args, settings))
     if args.command == "serve":
         settings = settings_from(
             args,
@@ -98,6 +108,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 "tokens_file",
                 "stateless_http",
                 "log_level",
+                "dream_every",
             ],
         )
         logging.basicConfig(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -11,6 +12,15 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_every(text: str) -> float:
+    """'12h', '30m', '1d', '90s' -> seconds (at least one minute)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd])\s*", text)
+    if not match or float(match.group(1)) * _UNITS[match.group(2)] < 60:
+        raise ValueError(f"'{text}' is not an interval like 30m, 12h or 1d (at least 1m)")
+    return float(match.group(1)) * _UNITS[match.group(2)]
 
 
 def default_data_dir() -> Path:
@@ -46,6 +56,13 @@ class Settings(BaseSettings):
     ollama_timeout: float = Field(default=120.0, gt=0, le=3600)
     # dreaming inside `serve` (off unless set), e.g. "12h", "30m"
     dream_every: str | None = None
+
+    @field_validator("dream_every")
+    @classmethod
+    def _interval(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_every(value)
+        return value
 
     @field_validator("data_dir")
     @classmethod

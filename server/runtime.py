@@ -14,7 +14,9 @@ import anyio.to_thread
 
 from dreamwell.server.config import Settings
 from dreamwell.stores import (
+    RECALL,
     Embedder,
+    JsonlLog,
     LongTermStore,
     OllamaEmbedder,
     OnnxMiniLM,
@@ -38,6 +40,7 @@ class Tenant:
     data_dir: Path
     longterm: LongTermStore
     working: WorkingMemory
+    recall_log: JsonlLog
 
 
 class Runtime:
@@ -63,7 +66,8 @@ class Runtime:
         root = self.settings.data_dir
         return root if tenant == "" else root / "tenants" / tenant
 
-    def _open(self, tenant: str) -> Tenant:
+    def open_tenant(self, tenant: str) -> Tenant:
+        """Open (blocking) the stores of a tenant; `tenant()` is the async, cached way."""
         started = time.perf_counter()
         data_dir = self.tenant_dir(tenant)
         opened = Tenant(
@@ -84,6 +88,7 @@ class Runtime:
                 default_ttl_minutes=self.settings.wm_ttl_minutes,
                 max_per_namespace=self.settings.wm_max_per_namespace,
             ),
+            JsonlLog(data_dir, RECALL),
         )
         logger.info(
             "opened stores in %s (%.0f ms)", data_dir, 1000 * (time.perf_counter() - started)
@@ -98,7 +103,7 @@ class Runtime:
             self._opening = anyio.Lock()
         async with self._opening:
             if name not in self._tenants:
-                self._tenants[name] = await anyio.to_thread.run_sync(self._open, name)
+                self._tenants[name] = await anyio.to_thread.run_sync(self.open_tenant, name)
         return self._tenants[name]
 
     def opened(self) -> list[Tenant]:

@@ -82,8 +82,12 @@ def register_tools(mcp: MCPServer, runtime: Runtime) -> None:
         ] = None,
         tags: TagsArg = None,
     ) -> CallToolResult:
-        def work(t: Tenant, _ns: str) -> str:
+        def work(t: Tenant, ns: str) -> str:
             hits = t.longterm.search(query, category, tags, limit=20)
+            if query and hits:  # which memories each caller was shown: the dream's scoring input
+                t.recall_log.append(
+                    {"caller": ns, "query": query[:500], "ids": [h.entry.id for h in hits]}
+                )
             return render.found([h.entry for h in hits], utcnow())
 
         return await call(ctx, work)

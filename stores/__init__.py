@@ -2,14 +2,18 @@
 
 from dreamwell.stores.embedding import Embedder, EmbedderError, OllamaEmbedder, OnnxMiniLM
 from dreamwell.stores.errors import InvalidInput, NotFound, StoreBusy, StoreError
+from dreamwell.stores.logs import CONVERSATION, FEEDBACK, RECALL, JsonlLog
 from dreamwell.stores.longterm import Hit, LongTermStore, SaveResult, write_atomic
 from dreamwell.stores.model import (
     MAX_CONTENT_CHARS,
     MAX_QUERY_CHARS,
     MemoryEntry,
     WorkingEntry,
+    category_prefixes,
     check_category,
     check_tags,
+    entry_from_dict,
+    entry_to_dict,
     fold_text,
     new_id,
     utcnow,
@@ -18,13 +22,17 @@ from dreamwell.stores.ranking import rank_hits
 from dreamwell.stores.working import TOP_SEGMENTS, SaveOutcome, WorkingMemory, check_own_namespace
 
 __all__ = [
+    "CONVERSATION",
+    "FEEDBACK",
     "MAX_CONTENT_CHARS",
     "MAX_QUERY_CHARS",
+    "RECALL",
     "TOP_SEGMENTS",
     "Embedder",
     "EmbedderError",
     "Hit",
     "InvalidInput",
+    "JsonlLog",
     "LongTermStore",
     "MemoryEntry",
     "NotFound",
@@ -36,9 +44,12 @@ __all__ = [
     "StoreError",
     "WorkingEntry",
     "WorkingMemory",
+    "category_prefixes",
     "check_category",
     "check_own_namespace",
     "check_tags",
+    "entry_from_dict",
+    "entry_to_dict",
     "fold_text",
     "new_id",
     "rank_hits",

@@ -160,3 +160,58 @@ def category_prefixes(category: str | None) -> list[str]:
         return []
     parts = category.split("/")
     return ["/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+_TIME_FIELDS = (
+    "created_at",
+    "updated_at",
+    "last_seen_at",
+    "last_used_at",
+    "decayed_at",
+    "archived_at",
+)
+
+
+def entry_to_dict(entry: MemoryEntry) -> dict[str, object]:
+    """A JSON-ready dict of every field (times as ISO 8601), e.g. for dream reports."""
+    out: dict[str, object] = {
+        "id": entry.id,
+        "content": entry.content,
+        "category": entry.category,
+        "tags": list(entry.tags),
+        "reinforcement_count": entry.reinforcement_count,
+        "importance": entry.importance,
+        "score": entry.score,
+        "metadata": dict(entry.metadata),
+    }
+    for name in _TIME_FIELDS:
+        value = getattr(entry, name)
+        out[name] = value.isoformat() if value is not None else None
+    return out
+
+
+def entry_from_dict(data: Mapping[str, object]) -> MemoryEntry:
+    """The inverse of entry_to_dict."""
+    times = {n: datetime.fromisoformat(str(data[n])) if data.get(n) else None for n in _TIME_FIELDS}
+    created = times["created_at"]
+    if created is None:
+        raise ValueError("an entry needs created_at")
+    tags = data.get("tags") or []
+    metadata = data.get("metadata") or {}
+    assert isinstance(tags, list) and isinstance(metadata, dict)
+    return MemoryEntry(
+        id=str(data["id"]),
+        content=str(data["content"]),
+        category=None if data.get("category") is None else str(data["category"]),
+        tags=tuple(str(t) for t in tags),
+        created_at=created,
+        updated_at=times["updated_at"] or created,
+        last_seen_at=times["last_seen_at"] or created,
+        reinforcement_count=int(str(data.get("reinforcement_count", 1))),
+        importance=float(str(data.get("importance", 0.5))),
+        score=float(str(data.get("score", 0.0))),
+        last_used_at=times["last_used_at"],
+        decayed_at=times["decayed_at"],
+        metadata={str(k): str(v) for k, v in metadata.items()},
+        archived_at=times["archived_at"],
+    )

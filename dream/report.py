@@ -1,0 +1,165 @@
+"""What a dream cycle changed: every change with before/after images and source ids, stored
+as `<data_dir>/dreams/<run>.json`, rendered as text for people and agents."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dreamwell.stores import MemoryEntry, entry_from_dict, entry_to_dict, write_atomic
+
+REPORTS = "dreams"
+
+
+@dataclass(frozen=True)
+class Change:
+    kind: str  # decay, merge, archive, anti-pattern, preference, score, used, prune
+    before: MemoryEntry | None
+    after: MemoryEntry | None
+    sources: tuple[str, ...] = ()
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "before": entry_to_dict(self.before) if self.before else None,
+            "after": entry_to_dict(self.after) if self.after else None,
+            "sources": list(self.sources),
+            "note": self.note,
+        }
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> Change:
+        return Change(
+            data["kind"],
+            entry_from_dict(data["before"]) if data.get("before") else None,
+            entry_from_dict(data["after"]) if data.get("after") else None,
+            tuple(data.get("sources") or ()),
+            str(data.get("note") or ""),
+        )
+
+
+@dataclass
+class PassResult:
+    name: str
+    status: str = "ran"  # ran, skipped, failed
+    reason: str = ""
+    changes: list[Change] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    run: str
+    started: str
+    dry_run: bool
+    llm: str | None
+    passes: list[PassResult] = field(default_factory=list)
+    finished: str = ""
+    undone: str = ""
+
+    def changes(self) -> list[Change]:
+        return [c for p in self.passes for c in p.changes]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run": self.run,
+            "started": self.started,
+            "finished": self.finished,
+            "dry_run": self.dry_run,
+            "llm": self.llm,
+            "undone": self.undone,
+            "passes": [
+                {
+                    "name": p.name,
+                    "status": p.status,
+                    "reason": p.reason,
+                    "notes": p.notes,
+                    "changes": [c.to_json() for c in p.changes],
+                }
+                for p in self.passes
+            ],
+        }
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> Report:
+        report = Report(
+            data["run"],
+            data["started"],
+            bool(data["dry_run"]),
+            data.get("llm"),
+            finished=data.get("finished", ""),
+            undone=data.get("undone", ""),
+        )
+        for p in data.get("passes", []):
+            report.passes.append(
+                PassResult(
+                    p["name"],
+                    p["status"],
+                    p.get("reason", ""),
+                    [Change.from_json(c) for c in p.get("changes", [])],
+                    list(p.get("notes", [])),
+                )
+            )
+        return report
+
+
+def save_report(data_dir: Path, report: Report) -> Path:
+    folder = data_dir / REPORTS
+    folder.mkdir(exist_ok=True)
+    path = folder / f"{report.run}.json"
+    write_atomic(path, json.dumps(report.to_json(), ensure_ascii=False, indent=1))
+    return path
+
+
+def list_reports(data_dir: Path) -> list[str]:
+    folder = data_dir / REPORTS
+    return sorted((p.stem for p in folder.glob("*.json")), reverse=True) if folder.is_dir() else []
+
+
+def load_report(data_dir: Path, run: str) -> Report:
+    """Raises KeyError for an unknown run (names are checked: no path can escape)."""
+    if run not in list_reports(data_dir):
+        raise KeyError(f"no dream report '{run}'; known: {', '.join(list_reports(data_dir)[:5])}")
+    path = data_dir / REPORTS / f"{run}.json"
+    return Report.from_json(json.loads(path.read_text(encoding="utf-8")))
+
+
+def _describe(change: Change) -> str:
+    b, a = change.before, change.after
+    if change.kind == "decay" and b and a:
+        return f"decay [{b.id}] importance {b.importance:.2f} → {a.importance:.2f}"
+    if change.kind == "merge" and a:
+        return (
+            f"merge {', '.join(change.sources)} → [{a.id}] ({a.category or 'uncategorized'},"
+            f" seen {a.reinforcement_count}×): {a.content}"
+        )
+    if change.kind in ("archive", "prune") and b:
+        why = f" ({change.note})" if change.note else ""
+        return f"{change.kind} [{b.id}]{why}: {b.content}"
+    if change.kind == "score" and b and a:
+        return f"score [{b.id}] {b.score:+.2f} → {a.score:+.2f}"
+    if change.kind == "used" and a:
+        return f"last used [{a.id}] → {a.last_used_at.isoformat() if a.last_used_at else '-'}"
+    if a:
+        return f"{change.kind} → [{a.id}] ({a.category}): {a.content}"
+    return change.kind
+
+
+def render(report: Report) -> str:
+    mode = "plan (dry run: nothing was changed)" if report.dry_run else "report"
+    lines = [f"Dream {mode} {report.run} — LLM: {report.llm or 'none'}"]
+    if report.undone:
+        lines.append(f"Undone at {report.undone}.")
+    for p in report.passes:
+        head = f"- {p.name}: {p.status}"
+        if p.reason:
+            head += f" ({p.reason})"
+        lines.append(head + (f", {len(p.changes)} change(s)" if p.status == "ran" else ""))
+        lines += [f"    {_describe(c)}" for c in p.changes[:50]]
+        if len(p.changes) > 50:
+            lines.append(f"    … and {len(p.changes) - 50} more (see the JSON report)")
+        lines += [f"    note: {n}" for n in p.notes[:20]]
+    return "\n".join(lines)

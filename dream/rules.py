@@ -1,0 +1,156 @@
+"""The host's own rules, as pure functions: decay, merge arithmetic, fact preservation,
+feedback scoring and pruning thresholds (SPEC §5, seeds 001 and 003)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from dreamwell.stores import MemoryEntry, new_id
+
+SUBJECT_TIME = "subjectTime"
+SUBJECT_START = "subjectTimeStart"
+SUBJECT_END = "subjectTimeEnd"
+HIGH_VALUE_IMPORTANCE = 0.8
+HIGH_VALUE_REINFORCEMENT = 5
+
+
+@dataclass(frozen=True)
+class DecayPolicy:
+    grace: timedelta = timedelta(days=30)
+    half_life: timedelta = timedelta(days=45)
+    floor: float = 0.10
+
+
+def decay(entry: MemoryEntry, now: datetime, policy: DecayPolicy) -> MemoryEntry:
+    """importance · 0.5^(eligible / half-life), never below the floor. `eligible` runs from the
+    later of the entry's own decay clock and the end of its grace window, so any schedule of
+    runs gives the same curve. Unchanged entries come back as they are."""
+    if policy.half_life <= timedelta(0) or entry.importance <= policy.floor:
+        return entry
+    grace_end = entry.last_seen_at + policy.grace
+    start = max(grace_end, entry.decayed_at) if entry.decayed_at else grace_end
+    if now <= start:
+        return entry
+    factor = 0.5 ** ((now - start) / policy.half_life)
+    return replace(entry, importance=max(policy.floor, entry.importance * factor), decayed_at=now)
+
+
+def high_value(entry: MemoryEntry) -> bool:
+    return (
+        entry.importance >= HIGH_VALUE_IMPORTANCE
+        or entry.reinforcement_count >= HIGH_VALUE_REINFORCEMENT
+    )
+
+
+def merge_subject_time(sources: Sequence[MemoryEntry]) -> dict[str, str]:
+    """Longest (most specific) subjectTime, earliest start, latest end."""
+    out: dict[str, str] = {}
+    points = [s.metadata[SUBJECT_TIME] for s in sources if s.metadata.get(SUBJECT_TIME)]
+    if points:
+        out[SUBJECT_TIME] = max(points, key=lambda p: (len(p), p))
+    starts = [s.metadata[SUBJECT_START] for s in sources if s.metadata.get(SUBJECT_START)]
+    if starts:
+        out[SUBJECT_START] = min(starts)
+    ends = [s.metadata[SUBJECT_END] for s in sources if s.metadata.get(SUBJECT_END)]
+    if ends:
+        out[SUBJECT_END] = max(ends)
+    return out
+
+
+def merged(
+    sources: Sequence[MemoryEntry],
+    content: str,
+    category: str | None,
+    tags: Iterable[str],
+    importance: float | None,
+    now: datetime,
+) -> MemoryEntry:
+    """The entry that replaces `sources`: created = min, last seen = max, reinforcement = sum,
+    importance = the given one or the sources' max, subject time merged, provenance kept."""
+    if not sources:
+        raise ValueError("a merge needs at least one source")
+    metadata = merge_subject_time(sources)
+    metadata["merged_from"] = ",".join(s.id for s in sources)
+    metadata["source"] = "dream"
+    return MemoryEntry(
+        id=new_id(),
+        content=content,
+        category=category,
+        tags=tuple(dict.fromkeys(tags)),
+        created_at=min(s.created_at for s in sources),
+        updated_at=now,
+        last_seen_at=max(s.last_seen_at for s in sources),
+        reinforcement_count=sum(s.reinforcement_count for s in sources),
+        importance=max(s.importance for s in sources) if importance is None else importance,
+        score=max(s.score for s in sources),
+        last_used_at=max((s.last_used_at for s in sources if s.last_used_at), default=None),
+        metadata=metadata,
+    )
+
+
+_NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
+# "may" is left out: as a verb it is no fact (a capitalised "May" mid-sentence still counts)
+_MONTHS = frozenset(
+    {
+        "january",
+        "february",
+        "march",
+        "april",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+    }
+)
+_WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
+
+
+def key_facts(text: str) -> set[str]:
+    """Numbers, dates, month names and proper nouns (capitalised words not at a sentence
+    start) — what a merge must keep."""
+    facts = {m.group(0) for m in _NUMBER.finditer(text)}
+    words = list(_WORD.finditer(text))
+    for i, match in enumerate(words):
+        word = match.group(0)
+        before = text[: match.start()].rstrip()
+        sentence_start = i == 0 or before.endswith((".", "!", "?", ":", "\n"))
+        if word.lower() in _MONTHS or (word[0].isupper() and not sentence_start):
+            facts.add(word.lower() if word.lower() in _MONTHS else word)
+    return facts
+
+
+def dropped_facts(sources: Sequence[MemoryEntry], text: str) -> list[str]:
+    """Facts of the sources that `text` no longer carries (case-insensitively)."""
+    have = text.lower()
+    lost = {f for s in sources for f in key_facts(s.content) if f.lower() not in have}
+    return sorted(lost)
+
+
+EMA_ALPHA = 0.3
+HELPFUL_TARGET = 2.0
+HARMFUL_TARGET = -3.0
+
+
+def scored(score: float, helpful: bool) -> float:
+    """One feedback judgement moves the score by EMA towards +2 (helpful) or −3 (harmful)."""
+    target = HELPFUL_TARGET if helpful else HARMFUL_TARGET
+    return score + EMA_ALPHA * (target - score)
+
+
+# Seed 003 prunes at −8 / −5 / −3, which an EMA bounded by −3 can never reach. From 0, harmful
+# judgements in a row give −0.90, −1.53, −1.97, −2.28, −2.50: five prune at once, three after
+# 90 unused days, two after 180 (a helpful judgement in between pulls the score back up).
+PRUNE_RULES = ((-2.4, timedelta(0)), (-1.9, timedelta(days=90)), (-1.5, timedelta(days=180)))
+
+
+def prunable(entry: MemoryEntry, now: datetime) -> bool:
+    if not entry.live or high_value(entry):
+        return False
+    unused = now - (entry.last_used_at or entry.created_at)
+    return any(entry.score <= limit and unused >= stale for limit, stale in PRUNE_RULES)

@@ -1,0 +1,153 @@
+"""The dream worker at the MCP edge: the `dream` prompt, report resources, the `dreamwell
+dream` and `dreamwell log` commands, and the opt-in timer inside `serve`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Annotated
+
+import anyio
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS
+from pydantic import Field
+
+from dreamwell.dream import DreamBusy, DreamOptions, OllamaLLM, render, run_cycle, undo
+from dreamwell.dream.report import list_reports, load_report
+from dreamwell.server.config import Settings, parse_every
+from dreamwell.server.runtime import Runtime, Tenant
+from dreamwell.stores import CONVERSATION, FEEDBACK, JsonlLog
+
+logger = logging.getLogger(__name__)
+
+
+def llm_for(settings: Settings) -> OllamaLLM | None:
+    if not settings.ollama_host:
+        return None
+    return OllamaLLM(settings.ollama_host, settings.ollama_model, settings.ollama_timeout)
+
+
+def dream_once(
+    tenant: Tenant, settings: Settings, dry_run: bool, options: DreamOptions | None = None
+) -> str:
+    report = run_cycle(tenant.longterm, llm_for(settings), dry_run=dry_run, options=options)
+    return render(report)
+
+
+def register_dream(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
+    @mcp.prompt(
+        description="Refine long-term memory now: apply=no (default) shows the plan, "
+        "apply=yes runs it and reports."
+    )
+    async def dream(
+        ctx: Context,
+        apply: Annotated[str, Field(description="'yes' to change memory, else a preview")] = "no",
+    ) -> str:
+        if apply.strip().lower() not in ("yes", "no", "y", "n", "true", "false", ""):
+            raise MCPError(INVALID_PARAMS, f"apply must be yes or no; got {apply!r}")
+        tenant_name, _ = runtime.caller(ctx.request_context.request)
+        tenant = await runtime.tenant(tenant_name)
+        dry = apply.strip().lower() not in ("yes", "y", "true")
+        try:  # the caller asked for it: no waiting for quiet
+            return await anyio.to_thread.run_sync(
+                dream_once, tenant, runtime.settings, dry, DreamOptions(quiet_seconds=0)
+            )
+        except DreamBusy as exc:
+            raise MCPError(INVALID_PARAMS, str(exc)) from exc
+
+    @mcp.resource("dream://reports", description="Dream cycles run on this memory, newest first")
+    async def reports() -> str:
+        tenant = await runtime.tenant("")
+        runs = list_reports(tenant.data_dir)
+        if not runs:
+            return "No dream cycles yet."
+        return "Dream reports (read dream://reports/{run}):\n" + "\n".join(f"- {r}" for r in runs)
+
+    @mcp.resource("dream://reports/{run}", description="What one dream cycle changed")
+    async def report(run: str) -> str:
+        tenant = await runtime.tenant("")
+        try:
+            return render(load_report(tenant.data_dir, run))
+        except KeyError as exc:
+            raise ResourceNotFoundError(str(exc.args[0])) from exc
+
+
+async def dream_forever(runtime: Runtime) -> None:
+    """`dream_every` inside `serve`: one cycle per interval on every open tenant."""
+    period = parse_every(runtime.settings.dream_every or "")
+    while True:
+        await anyio.sleep(period)
+        for tenant in runtime.opened():
+            try:
+                text = await anyio.to_thread.run_sync(dream_once, tenant, runtime.settings, False)
+                logger.info("%s", text)
+            except DreamBusy as exc:
+                logger.info("dream skipped: %s", exc)
+            except Exception:  # the server outlives a failed cycle
+                logger.exception("dream cycle failed")
+
+
+def add_cli(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    dream = sub.add_parser("dream", help="refine long-term memory (the dream worker)")
+    dream.add_argument("--data-dir")
+    dream.add_argument("--ollama-host")
+    dream.add_argument("--ollama-model")
+    what = dream.add_mutually_exclusive_group(required=True)
+    what.add_argument("--once", action="store_true", help="run one cycle now")
+    what.add_argument("--every", help="run a cycle every interval, e.g. 12h")
+    what.add_argument("--report", nargs="?", const="", metavar="RUN", help="print a report")
+    what.add_argument("--undo", metavar="RUN", help="revert a cycle")
+    dream.add_argument("--dry-run", action="store_true", help="with --once: plan only")
+    log = sub.add_parser("log", help="append to the conversation or feedback log")
+    log.add_argument("log", choices=["conversation", "feedback"])
+    log.add_argument("text")
+    log.add_argument("--data-dir")
+    log.add_argument("--session", default="cli")
+    log.add_argument("--role", choices=["user", "assistant"], default="user")
+    log.add_argument("--kind", default="Correction", help="Correction, helpful, harmful, ...")
+    log.add_argument("--memory-id")
+
+
+def run_cli(args: argparse.Namespace, settings: Settings) -> int:
+    runtime = Runtime(settings)
+    tenant = runtime.open_tenant("")
+    out = sys.stdout
+    if args.command == "log":
+        name = CONVERSATION if args.log == "conversation" else FEEDBACK
+        record = (
+            {"session": args.session, "role": args.role, "content": args.text}
+            if args.log == "conversation"
+            else {"session": args.session, "kind": args.kind, "detail": args.text}
+            | ({"memory_id": args.memory_id} if args.memory_id else {})
+        )
+        JsonlLog(tenant.data_dir, name).append(record)
+        return 0
+    try:
+        if args.report is not None:
+            runs = list_reports(tenant.data_dir)
+            run = args.report or (runs[0] if runs else "")
+            out.write(
+                (render(load_report(tenant.data_dir, run)) if run else "No dream cycles yet.")
+                + "\n"
+            )
+        elif args.undo:
+            out.write(render(undo(tenant.longterm, args.undo)) + "\n")
+        elif args.once:
+            out.write(dream_once(tenant, settings, args.dry_run) + "\n")
+        else:
+            period = parse_every(args.every)
+            while True:
+                try:
+                    out.write(dream_once(tenant, settings, False) + "\n")
+                except DreamBusy as exc:
+                    sys.stderr.write(f"dreamwell: {exc}\n")
+                out.flush()
+                anyio.run(anyio.sleep, period)
+    except (KeyError, ValueError, DreamBusy) as exc:
+        sys.stderr.write(f"dreamwell: {exc.args[0] if exc.args else exc}\n")
+        return 1
+    return 0

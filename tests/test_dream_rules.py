@@ -1,0 +1,159 @@
+"""The host's dream rules as pure functions: decay, merge arithmetic, fact preservation,
+scoring and pruning."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dreamwell.dream.rules import (
+    DecayPolicy,
+    decay,
+    dropped_facts,
+    high_value,
+    merge_subject_time,
+    merged,
+    prunable,
+    scored,
+)
+from dreamwell.stores import MemoryEntry
+
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+def entry(
+    content: str = "fact", importance: float = 0.9, seen: datetime = T0, **kw: object
+) -> MemoryEntry:
+    return MemoryEntry(
+        kw.pop("id", "a" * 12),
+        content,
+        kw.pop("category", None),  # type: ignore[arg-type]
+        (),
+        seen,
+        seen,
+        seen,
+        importance=importance,
+        **kw,
+    )  # type: ignore[arg-type]
+
+
+def run_decay(start: MemoryEntry, step: timedelta, until: datetime) -> MemoryEntry:
+    current, now = start, T0
+    while now < until:
+        now = min(now + step, until)
+        current = decay(current, now, DecayPolicy())
+    return current
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(0.11, 1.0), st.integers(0, 400))
+def test_decay_is_the_same_daily_weekly_or_twice_a_day(importance: float, seen_days: int) -> None:
+    start = entry(importance=importance, seen=T0 - timedelta(days=seen_days))
+    year = T0 + timedelta(days=365)
+    daily = run_decay(start, timedelta(days=1), year).importance
+    weekly = run_decay(start, timedelta(days=7), year).importance
+    twice = run_decay(start, timedelta(hours=12), year).importance
+    once = decay(start, year, DecayPolicy()).importance
+    assert abs(daily - weekly) < 1e-9 and abs(daily - twice) < 1e-9 and abs(daily - once) < 1e-9
+
+
+def test_decay_respects_grace_half_life_and_floor() -> None:
+    e = entry(importance=0.8)
+    policy = DecayPolicy()
+    assert decay(e, T0 + timedelta(days=30), policy) == e  # inside the grace window
+    after = decay(e, T0 + timedelta(days=75), policy)  # 45 days past grace: one half-life
+    assert abs(after.importance - 0.4) < 1e-12 and after.decayed_at == T0 + timedelta(days=75)
+    assert decay(e, T0 + timedelta(days=3000), policy).importance == 0.10
+    off = DecayPolicy(half_life=timedelta(0))
+    assert decay(e, T0 + timedelta(days=3000), off) == e
+
+
+def test_reinforcement_restarts_the_grace_window() -> None:
+    e = decay(entry(importance=0.8), T0 + timedelta(days=75), DecayPolicy())
+    seen_again = MemoryEntry(
+        e.id,
+        e.content,
+        None,
+        (),
+        e.created_at,
+        e.updated_at,
+        T0 + timedelta(days=80),
+        importance=e.importance,
+        decayed_at=e.decayed_at,
+    )
+    assert decay(seen_again, T0 + timedelta(days=100), DecayPolicy()) == seen_again
+
+
+stamps = st.datetimes(
+    min_value=datetime(2020, 1, 1), max_value=datetime(2030, 1, 1), timezones=st.just(timezone.utc)
+)
+
+
+@given(
+    st.lists(st.tuples(stamps, stamps, st.integers(1, 50), st.floats(0, 1)), min_size=1, max_size=8)
+)
+def test_merge_arithmetic_takes_min_created_max_seen_and_sums_reinforcement(
+    rows: list[tuple[datetime, datetime, int, float]],
+) -> None:
+    sources = [
+        MemoryEntry(f"{i:012x}", "x", None, (), min(a, b), min(a, b), max(a, b), n, imp)
+        for i, (a, b, n, imp) in enumerate(rows)
+    ]
+    m = merged(sources, "x", None, (), None, T0)
+    assert m.created_at == min(s.created_at for s in sources)
+    assert m.last_seen_at == max(s.last_seen_at for s in sources)
+    assert m.reinforcement_count == sum(s.reinforcement_count for s in sources)
+    assert m.importance == max(s.importance for s in sources)
+    assert m.metadata["merged_from"].split(",") == [s.id for s in sources]
+
+
+def test_subject_time_merge_keeps_the_most_specific_point_and_widens_the_range() -> None:
+    a = entry(metadata={"subjectTime": "2024-05", "subjectTimeStart": "2024-05-01"})
+    b = entry(metadata={"subjectTime": "2024-05-12", "subjectTimeEnd": "2024-05-20"})
+    c = entry(metadata={"subjectTimeStart": "2024-04-28", "subjectTimeEnd": "2024-05-03"})
+    assert merge_subject_time([a, b, c]) == {
+        "subjectTime": "2024-05-12",
+        "subjectTimeStart": "2024-04-28",
+        "subjectTimeEnd": "2024-05-20",
+    }
+
+
+def test_a_merge_that_drops_a_name_number_or_date_is_caught() -> None:
+    sources = [
+        entry("Met Priya in Lisbon on 12 March 2024 about the v2.3 launch"),
+        entry("The launch budget is 40,000 EUR"),
+    ]
+    assert (
+        dropped_facts(
+            sources, "Met Priya in Lisbon on 12 March 2024 about the v2.3 launch; budget 40,000 EUR"
+        )
+        == []
+    )
+    lost = dropped_facts(sources, "Met Priya about the launch; budget 40,000 EUR")
+    assert {"Lisbon", "12", "march", "2024", "2.3"} <= set(lost)
+    assert dropped_facts([entry("We may go hiking. It rained.")], "Hiking maybe; rain") == []
+
+
+def test_ema_scores_stay_between_the_targets() -> None:
+    score = 0.0
+    for _ in range(50):
+        score = scored(score, helpful=False)
+    assert -3.0 < score <= -2.99
+    assert scored(0.0, helpful=True) == 0.6
+
+
+def test_pruning_thresholds_are_reachable_and_spare_high_value_entries() -> None:
+    score = 0.0
+    for _ in range(5):
+        score = scored(score, helpful=False)
+    bad = entry(importance=0.5, score=score)
+    assert prunable(bad, T0)
+    assert not prunable(entry(importance=0.5, score=-1.6), T0 + timedelta(days=30))
+    assert prunable(entry(importance=0.5, score=-1.6), T0 + timedelta(days=200))
+    assert not prunable(entry(importance=0.85, score=-2.9), T0)
+    five = MemoryEntry(
+        "b" * 12, "x", None, (), T0, T0, T0, reinforcement_count=5, importance=0.2, score=-2.9
+    )
+    assert high_value(five) and not prunable(five, T0)
