@@ -1,0 +1,228 @@
+"""LLM passes with the real `ollama` client against a fake Ollama on 127.0.0.1: good plans,
+bad plans, broken answers, errors and time-outs. Nothing may be lost in any of them."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+
+from dreamwell.dream import DreamOptions, OllamaLLM, run_cycle
+from dreamwell.stores import CONVERSATION, FEEDBACK, JsonlLog, LongTermStore, MemoryEntry, utcnow
+from tests.fake_ollama import fake_ollama, unreachable_host
+
+QUIET = DreamOptions(quiet_seconds=0)
+A, B, C, D = "a" * 12, "b" * 12, "c" * 12, "d" * 12
+
+
+def seeded(tmp_path: Path) -> LongTermStore:
+    store = LongTermStore(tmp_path)
+    now = utcnow() - timedelta(days=2)
+    store.apply(
+        [
+            MemoryEntry(
+                A, "Standup is at 9:30 with Priya", "work/meetings", ("standup",), now, now, now
+            ),
+            MemoryEntry(
+                B,
+                "Daily standup happens at 9:30, Priya runs it",
+                "work/meetings",
+                (),
+                now,
+                now,
+                now + timedelta(hours=1),
+                reinforcement_count=2,
+            ),
+            MemoryEntry(C, "Flight to Lisbon on 12 May 2024", "travel", (), now, now, now),
+            MemoryEntry(
+                D,
+                "The user's AWS account id is 1234-5678",
+                "work/cloud",
+                (),
+                now,
+                now,
+                now,
+                importance=0.9,
+            ),
+        ]
+    )
+    return store
+
+
+def plan(to_save: list[dict[str, object]], to_delete: list[str] | None = None) -> str:
+    return json.dumps({"toDelete": to_delete or [], "toSave": to_save})
+
+
+def live_contents(store: LongTermStore) -> set[str]:
+    return {e.content for e in store.entries()}
+
+
+def all_ids(store: LongTermStore) -> set[str]:
+    return {e.id for e in store.entries(include_archived=True)}
+
+
+def dream(store: LongTermStore, host: str, timeout: float = 5.0) -> dict[str, str]:
+    report = run_cycle(store, OllamaLLM(host, "fake", timeout), options=QUIET)
+    return {p.name: f"{p.status} {p.reason}".strip() for p in report.passes}
+
+
+def test_a_good_plan_merges_with_host_arithmetic_and_archives_sources(tmp_path: Path) -> None:
+    store = seeded(tmp_path)
+    good = plan(
+        [
+            {
+                "content": "Daily standup at 9:30, run by Priya",
+                "category": "work/meetings",
+                "tags": ["standup"],
+                "sourceIds": [A, B],
+                "importance": 0.7,
+            }
+        ]
+    )
+    with fake_ollama(good) as (host, script):
+        status = dream(store, host)
+    assert status["consolidation"] == "ran"
+    merged = [e for e in store.entries() if e.category == "work/meetings"]
+    assert len(merged) == 1 and merged[0].content == "Daily standup at 9:30, run by Priya"
+    m = merged[0]
+    assert m.reinforcement_count == 3 and m.importance == 0.7
+    assert m.last_seen_at == store.get(B).last_seen_at  # type: ignore[union-attr]
+    assert not store.get(A).live and not store.get(B).live  # type: ignore[union-attr]
+    assert script.requests[0]["format"]["properties"]  # JSON-schema structured output
+    prompt = script.requests[0]["messages"][1]["content"]
+    assert f"id={A}" in prompt and "reinforced=2×" in prompt and "first=" in prompt
+
+
+def test_unknown_ids_are_ignored_and_nothing_else_changes(tmp_path: Path) -> None:
+    store = seeded(tmp_path)
+    before = live_contents(store)
+    bad = plan([{"content": "made up", "sourceIds": ["ffffffffffff"]}], ["eeeeeeeeeeee"])
+    with fake_ollama(bad) as (host, _):
+        assert dream(store, host)["consolidation"] == "ran"
+    assert live_contents(store) == before
+
+
+def test_a_merge_that_drops_a_number_or_name_is_rejected(tmp_path: Path) -> None:
+    store = seeded(tmp_path)
+    before = live_contents(store)
+    lossy = plan([{"content": "Daily standup with the team", "sourceIds": [A, B]}])
+    with fake_ollama(lossy) as (host, _):
+        dream(store, host)
+    assert live_contents(store) == before
+
+
+def test_high_value_entries_are_never_deleted_outright(tmp_path: Path) -> None:
+    store = seeded(tmp_path)
+    with fake_ollama(plan([], [D, C])) as (host, _):
+        dream(store, host)
+    assert store.get(D).live  # type: ignore[union-attr]
+    assert not store.get(C).live and C in all_ids(store)  # archived, restorable
+
+
+def test_think_preambles_and_snake_case_keys_are_accepted(tmp_path: Path) -> None:
+    store = seeded(tmp_path)
+    answer = "<think>They look alike {not json}</think> Sure: " + json.dumps(
+        {
+            "to_delete": [],
+            "to_save": [{"content": "Standup 9:30 daily, Priya runs it", "source_ids": [A, B]}],
+        }
+    )
+    with fake_ollama(answer) as (host, _):
+        assert dream(store, host)["consolidation"] == "ran"
+    assert "Standup 9:30 daily, Priya runs it" in live_contents(store)
+
+
+def test_broken_answers_errors_and_time_outs_change_nothing(tmp_path: Path) -> None:
+    for i, answer in enumerate(['{"toDelete": [', "no json at all", 500, (3.0, plan([]))]):
+        store = seeded(tmp_path / str(i))
+        before = store.entries(include_archived=True)
+        with fake_ollama(answer) as (host, _):
+            status = dream(store, host, timeout=1.0)
+        assert status["consolidation"].startswith("failed"), (answer, status)
+        assert status["decay"] == "ran" and status["maintenance"] == "ran"
+        assert store.entries(include_archived=True) == before
+
+
+def test_an_unreachable_ollama_skips_llm_passes_with_the_reason(tmp_path: Path) -> None:
+    store = seeded(tmp_path)
+    status = dream(store, unreachable_host())
+    assert status["consolidation"].startswith("skipped no LLM:")
+    assert "unreachable" in status["consolidation"]
+    assert status["exact-duplicates"] == "ran"
+
+
+def test_anti_patterns_are_mined_from_corrections(tmp_path: Path) -> None:
+    store = LongTermStore(tmp_path)
+    JsonlLog(tmp_path, FEEDBACK).append(
+        {"session": "s1", "kind": "Correction", "detail": "Stop using find /, use ripgrep"}
+    )
+    answer = json.dumps(
+        {
+            "antiPatterns": [
+                {
+                    "domain": "File Operations",
+                    "sessions": ["s1", "s-unknown"],
+                    "content": "Don't run find / to search content — instead use ripgrep",
+                }
+            ]
+        }
+    )
+    with fake_ollama(answer) as (host, _):
+        assert dream(store, host)["anti-patterns"] == "ran"
+    [entry] = store.entries()
+    assert entry.category == "anti-patterns/file-operations"
+    assert entry.tags == ("anti-pattern",) and entry.metadata["derived_from"] == "s1"
+    assert JsonlLog(tmp_path, FEEDBACK).read() == []
+
+
+def test_preferences_follow_the_thresholds_and_flag_sensitive_ones(tmp_path: Path) -> None:
+    store = LongTermStore(tmp_path)
+    log = JsonlLog(tmp_path, CONVERSATION)
+    log.append({"session": "s1", "role": "user", "content": "NO bullet points, I said!"})
+    answer = json.dumps(
+        {
+            "preferences": [
+                {
+                    "content": "Prefers prose to bullet points",
+                    "sentiment": "strong",
+                    "occurrences": 1,
+                },
+                {"content": "Likes short answers", "sentiment": "casual", "occurrences": 2},
+                {
+                    "content": "Wants card payments confirmed first",
+                    "sentiment": "mild",
+                    "occurrences": 2,
+                    "sensitive": False,
+                },
+            ]
+        }
+    )
+    with fake_ollama(answer) as (host, _):
+        assert dream(store, host)["preferences"] == "ran"
+    saved = {e.content: e for e in store.entries()}
+    assert set(saved) == {"Prefers prose to bullet points", "Wants card payments confirmed first"}
+    pref = saved["Prefers prose to bullet points"]
+    assert pref.category == "user-preferences/inferred" and pref.tags == ("inferred",)
+    assert pref.metadata == {"source": "inferred"}
+    assert (
+        saved["Wants card payments confirmed first"].metadata["requires_user_permission"] == "true"
+    )
+    assert log.read() == []
+
+
+def test_the_conversation_log_is_cleared_even_when_the_llm_fails(tmp_path: Path) -> None:
+    store = LongTermStore(tmp_path)
+    JsonlLog(tmp_path, CONVERSATION).append({"session": "s", "role": "user", "content": "hi"})
+    with fake_ollama(500) as (host, _):
+        assert dream(store, host)["preferences"].startswith("failed")
+    assert JsonlLog(tmp_path, CONVERSATION).read() == []
+
+
+def test_directive_files_replace_the_built_in_prompts(tmp_path: Path) -> None:
+    store = seeded(tmp_path)
+    (tmp_path / "dream.md").write_text("CUSTOM CONSOLIDATION RULES")
+    (tmp_path / "memory-rules.md").write_text("CUSTOM MEMORY RULES")
+    with fake_ollama(plan([])) as (host, script):
+        dream(store, host)
+    system = script.requests[0]["messages"][0]["content"]
+    assert system == "CUSTOM CONSOLIDATION RULES\n\nCUSTOM MEMORY RULES"
