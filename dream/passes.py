@@ -17,7 +17,16 @@ from pydantic import Field
 from dreamwell.dream import directives
 from dreamwell.dream.llm import LLM, Answer, ask_for
 from dreamwell.dream.report import Change, PassResult
-from dreamwell.dream.rules import DecayPolicy, decay, dropped_facts, high_value, merged, prunable
+from dreamwell.dream.rules import (
+    DecayPolicy,
+    decay,
+    distinct_episodes,
+    dropped_facts,
+    high_value,
+    merged,
+    prunable,
+    unrelated_sources,
+)
 from dreamwell.dream.rules import scored as ema
 from dreamwell.stores import (
     InvalidInput,
@@ -149,6 +158,13 @@ def apply_plan(
         lost = dropped_facts(sources, item.content)
         if lost:
             notes.append(f"rejected merge of {ids}: it drops {', '.join(lost[:8])}")
+            continue
+        apart = distinct_episodes(sources)
+        if apart:
+            notes.append(f"rejected merge of {ids}: distinct episodes ({apart[0]} / {apart[1]})")
+            continue
+        if unrelated_sources(sources):
+            notes.append(f"rejected merge of {ids}: the sources have too little in common")
             continue
         try:
             category = check_category(item.category) if item.category else sources[0].category

@@ -111,17 +111,155 @@ _MONTHS = frozenset(
 _WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
 
 
+# Capitalised at a sentence start, these are ordinary words; any other capitalised word is
+# taken for a name (conservative: a merge that drops it is rejected).
+_STARTERS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "i",
+        "we",
+        "you",
+        "he",
+        "she",
+        "it",
+        "they",
+        "me",
+        "my",
+        "our",
+        "your",
+        "his",
+        "her",
+        "its",
+        "their",
+        "this",
+        "that",
+        "these",
+        "those",
+        "there",
+        "here",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "how",
+        "if",
+        "then",
+        "so",
+        "but",
+        "and",
+        "or",
+        "nor",
+        "yet",
+        "also",
+        "as",
+        "at",
+        "by",
+        "for",
+        "from",
+        "in",
+        "into",
+        "of",
+        "on",
+        "onto",
+        "to",
+        "with",
+        "without",
+        "about",
+        "after",
+        "before",
+        "during",
+        "since",
+        "until",
+        "while",
+        "because",
+        "although",
+        "though",
+        "once",
+        "every",
+        "each",
+        "some",
+        "any",
+        "all",
+        "most",
+        "many",
+        "much",
+        "more",
+        "less",
+        "no",
+        "not",
+        "none",
+        "one",
+        "both",
+        "either",
+        "neither",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "has",
+        "have",
+        "had",
+        "do",
+        "does",
+        "did",
+        "can",
+        "could",
+        "will",
+        "would",
+        "shall",
+        "should",
+        "may",
+        "might",
+        "must",
+        "user",
+        "users",
+        "please",
+        "note",
+        "today",
+        "yesterday",
+        "tomorrow",
+        "always",
+        "never",
+        "often",
+        "usually",
+        "sometimes",
+        "maybe",
+        "yes",
+        "ok",
+        "okay",
+        "hey",
+        "hi",
+        "hello",
+        "thanks",
+        "just",
+        "only",
+        "still",
+        "even",
+        "very",
+        "really",
+    ]
+)
+
+
 def key_facts(text: str) -> set[str]:
-    """Numbers, dates, month names and proper nouns (capitalised words not at a sentence
-    start) — what a merge must keep."""
+    """Numbers, dates, month names and proper nouns — what a merge must keep."""
     facts = {m.group(0) for m in _NUMBER.finditer(text)}
     words = list(_WORD.finditer(text))
     for i, match in enumerate(words):
         word = match.group(0)
         before = text[: match.start()].rstrip()
         sentence_start = i == 0 or before.endswith((".", "!", "?", ":", "\n"))
-        if word.lower() in _MONTHS or (word[0].isupper() and not sentence_start):
-            facts.add(word.lower() if word.lower() in _MONTHS else word)
+        if word.lower() in _MONTHS:
+            facts.add(word.lower())
+        elif word[0].isupper() and not (sentence_start and word.lower() in _STARTERS):
+            facts.add(word)
     return facts
 
 
@@ -130,6 +268,37 @@ def dropped_facts(sources: Sequence[MemoryEntry], text: str) -> list[str]:
     have = text.lower()
     lost = {f for s in sources for f in key_facts(s.content) if f.lower() not in have}
     return sorted(lost)
+
+
+def distinct_episodes(sources: Sequence[MemoryEntry]) -> tuple[str, str] | None:
+    """Two sources that each carry a fact the other lacks (another date, number, person or
+    place) describe different things: (a fact of one, a fact of the other), else None."""
+    for i, a in enumerate(sources):
+        for b in sources[i + 1 :]:
+            only_a = [f for f in key_facts(a.content) if f.lower() not in b.content.lower()]
+            only_b = [f for f in key_facts(b.content) if f.lower() not in a.content.lower()]
+            if only_a and only_b:
+                return sorted(only_a)[0], sorted(only_b)[0]
+    return None
+
+
+_CONTENT_WORD = re.compile(r"\w{3,}", re.UNICODE)
+
+
+def overlap(a: str, b: str) -> float:
+    """Jaccard overlap of the two texts' words of three letters or more."""
+    wa = {w.lower() for w in _CONTENT_WORD.findall(a)}
+    wb = {w.lower() for w in _CONTENT_WORD.findall(b)}
+    return len(wa & wb) / len(wa | wb) if wa | wb else 1.0
+
+
+def unrelated_sources(sources: Sequence[MemoryEntry], floor: float = 0.2) -> bool:
+    """True when some source shares too few words with every other source to be the same fact."""
+    if len(sources) < 2:
+        return False
+    return any(
+        max(overlap(a.content, b.content) for b in sources if b is not a) < floor for a in sources
+    )
 
 
 EMA_ALPHA = 0.3

@@ -157,3 +157,16 @@ def test_pruning_thresholds_are_reachable_and_spare_high_value_entries() -> None
         "b" * 12, "x", None, (), T0, T0, T0, reinforcement_count=5, importance=0.2, score=-2.9
     )
     assert high_value(five) and not prunable(five, T0)
+
+
+def test_sources_that_each_carry_their_own_date_or_name_are_distinct_episodes() -> None:
+    from dreamwell.dream.rules import distinct_episodes, unrelated_sources
+
+    trips = [entry("Trip to Lisbon in May 2024"), entry("Trip to Lisbon in May 2025")]
+    assert distinct_episodes(trips) == ("2024", "2025")
+    talks = [entry("Priya presented the roadmap"), entry("Marco presented the roadmap")]
+    assert distinct_episodes(talks) == ("Priya", "Marco")
+    same = [entry("Standup is at 9:30 with Priya"), entry("Daily standup at 9:30, Priya runs it")]
+    assert distinct_episodes(same) is None  # one side adds detail: still one fact
+    assert unrelated_sources([entry("Priya likes Rust"), entry("The Oslo office closes at 5")])
+    assert not unrelated_sources(same)
