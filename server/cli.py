@@ -24,9 +24,10 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dreamwell", description="MCP memory server.")
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the MCP server")
-    serve.add_argument("--transport", choices=["stdio", "sse", "http"])
+    # values are checked by Settings, which names the key in a one-line error
+    serve.add_argument("--transport", help="stdio (default), sse or http")
     serve.add_argument("--host")
-    serve.add_argument("--port", type=int)
+    serve.add_argument("--port")
     serve.add_argument("--data-dir")
     serve.add_argument(
         "--namespace", help="pin the working-memory namespace, e.g. patrol/heartbeat"
@@ -34,7 +35,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--token", help="bearer token required on HTTP transports")
     serve.add_argument("--tokens-file", help="JSON object of bearer token -> tenant name")
     serve.add_argument("--stateless-http", action="store_true", default=None)
-    serve.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    serve.add_argument("--log-level", help="DEBUG, INFO, WARNING (default) or ERROR")
     serve.add_argument("--dream-every", help="dream inside the server, e.g. 12h")
     add_cli(sub)
     return parser

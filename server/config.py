@@ -13,6 +13,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_TENANT = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def parse_every(text: str) -> float:
@@ -82,4 +83,9 @@ class Settings(BaseSettings):
             ):
                 raise ValueError("tokens file must be a JSON object of token -> tenant name")
             tokens.update(data)
+        for token, tenant in tokens.items():
+            if not _TENANT.fullmatch(tenant):
+                raise ValueError(f"tenant name {tenant!r} must be 1-64 letters, digits, - or _")
+            if len(token) < 8:
+                raise ValueError("a bearer token must be at least 8 characters")
         return tokens

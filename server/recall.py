@@ -131,8 +131,8 @@ def register_recall(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
                     f"max_tokens must be a whole number from 50 to 32000; got {max_tokens!r}",
                 )
             budget = int(max_tokens)
-        tenant_name, namespace = runtime.caller(ctx.request_context.request)
         try:
+            tenant_name, namespace = runtime.caller(ctx.request_context.request)
             tenant = await runtime.tenant(tenant_name)
             return await anyio.to_thread.run_sync(
                 build_block, tenant, namespace, message, injected, (tenant_name, namespace), budget

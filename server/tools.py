@@ -44,8 +44,8 @@ def text_result(text: str, error: bool = False) -> CallToolResult:
 
 def register_tools(mcp: MCPServer, runtime: Runtime) -> None:
     async def call(ctx: Context, work: Callable[[Tenant, str], str]) -> CallToolResult:
-        tenant_name, namespace = runtime.caller(ctx.request_context.request)
         try:
+            tenant_name, namespace = runtime.caller(ctx.request_context.request)
             tenant = await runtime.tenant(tenant_name)
             runtime.touch(tenant)
             text = await anyio.to_thread.run_sync(work, tenant, namespace)

@@ -1,0 +1,33 @@
+"""Start the real ASGI server (uvicorn, our build_asgi) on 127.0.0.1 with a random port."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+
+from dreamwell.server.app import build_server
+from dreamwell.server.config import Settings
+from dreamwell.server.http import build_asgi, uvicorn_server
+
+
+@asynccontextmanager
+async def http_server(settings: Settings) -> AsyncIterator[str]:
+    """Yields the base URL (http://127.0.0.1:PORT) while the server runs; stops it after."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn_server(build_asgi(build_server(settings), settings), settings)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.serve, [sock])
+            with anyio.fail_after(30):
+                while not server.started:
+                    await anyio.sleep(0.01)
+            yield f"http://127.0.0.1:{port}"
+            server.should_exit = True
+    finally:
+        sock.close()

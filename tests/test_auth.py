@@ -1,0 +1,112 @@
+"""Binding and bearer tokens on the HTTP transports; tenants never see each other."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from dreamwell.server.config import Settings
+from tests.conftest import ok
+from tests.servers import http_server
+from tests.test_transports import http
+
+pytestmark = pytest.mark.anyio
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+
+
+def serve(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "dreamwell.server", "serve", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "DREAMWELL_EMBEDDER": "none"},
+    )
+
+
+def test_a_non_loopback_bind_without_tokens_is_refused(tmp_path: Path) -> None:
+    done = serve("--transport", "http", "--host", "0.0.0.0", "--data-dir", str(tmp_path))
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "dreamwell: refusing to bind 0.0.0.0: a non-loopback address needs bearer tokens "
+        "(--token or --tokens-file)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("args", "key"),
+    [
+        (["--port", "70000"], "bad setting port='70000'"),
+        (["--transport", "carrier-pigeon"], "transport"),
+        (["--dream-every", "soon"], "dream_every='soon'"),
+    ],
+)
+def test_bad_settings_exit_2_with_one_line_naming_the_key(
+    tmp_path: Path, args: list[str], key: str
+) -> None:
+    done = serve(*args, "--data-dir", str(tmp_path))
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1 and key in done.stderr
+
+
+@pytest.mark.parametrize(
+    "content",
+    ['["not", "an object"]', '{"short": "t"}', '{"long-enough-token": "../escape"}', "{oops"],
+)
+def test_a_bad_tokens_file_exits_2(tmp_path: Path, content: str) -> None:
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(content)
+    done = serve("--transport", "http", "--tokens-file", str(tokens), "--data-dir", str(tmp_path))
+    assert done.returncode == 2 and "tokens_file" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+async def test_requests_without_a_valid_bearer_token_get_401(tmp_path: Path) -> None:
+    settings = Settings(
+        data_dir=tmp_path, transport="http", port=0, embedder="none", token="s3cret-token"
+    )
+    async with http_server(settings) as url, httpx2.AsyncClient() as raw:
+        headers = {"Accept": "application/json, text/event-stream"}
+        for auth in (None, "Bearer wrong-token", "Basic czNjcmV0LXRva2Vu", "Bearer"):
+            sent = headers | ({"Authorization": auth} if auth else {})
+            response = await raw.post(f"{url}/mcp", json=INIT, headers=sent)
+            assert response.status_code == 401, auth
+            assert response.headers["www-authenticate"].startswith("Bearer")
+        async with http(url, {"Authorization": "Bearer s3cret-token"}) as c:
+            await ok(c, "save_memory", content="behind a token")
+
+
+async def test_each_token_is_a_tenant_with_its_own_data(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"token-for-alice": "alice", "token-for-bob": "bob"}))
+    data = tmp_path / "data"
+    settings = Settings(
+        data_dir=data, transport="http", port=0, embedder="none", tokens_file=tokens
+    )
+    async with http_server(settings) as url:
+        async with http(url, {"Authorization": "Bearer token-for-alice"}) as alice:
+            await ok(alice, "save_memory", content="alice's private note")
+            await ok(alice, "save_to_working_memory", key="k", data="alice scratch")
+        async with http(url, {"Authorization": "Bearer token-for-bob"}) as bob:
+            assert (await ok(bob, "search_memory", query="private")).startswith("No memories")
+            assert (await ok(bob, "list_memory_categories")).startswith("No categories")
+            assert (await ok(bob, "list_working_memory", namespace="session")).startswith("No")
+    assert (data / "tenants" / "alice" / "lancedb").is_dir()
+    assert (data / "tenants" / "bob" / "lancedb").is_dir()
+    assert not (data / "lancedb").exists()
