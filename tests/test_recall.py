@@ -224,3 +224,21 @@ async def test_recall_fits_its_token_budget_and_collapses_duplicates(tmp_path: P
         assert block.count("lpha twin") == 1
         with pytest.raises(Exception, match="max_tokens must be a whole number"):
             await recall_text(c, "alpha", max_tokens="lots")
+
+
+def test_ollama_embeddings_never_block_saves_and_arrive_by_backfill(tmp_path: Path) -> None:
+    from dreamwell.stores import OllamaEmbedder
+    from tests.fake_ollama import fake_ollama, unreachable_host
+
+    down = LongTermStore(
+        tmp_path, embedder=OllamaEmbedder(unreachable_host(), timeout=1), embed_on_save=False
+    )
+    down.save("saved while Ollama is down")
+    assert [h.entry.content for h in down.search("Ollama")] == ["saved while Ollama is down"]
+    assert down.backfill() == 0 and down.missing_vectors() == 1
+    with fake_ollama() as (host, script):
+        up = LongTermStore(tmp_path, embedder=OllamaEmbedder(host, timeout=5), embed_on_save=False)
+        assert up.backfill() == 1 and up.missing_vectors() == 0
+        assert script.requests[-1]["path"] == "/api/embed"
+        assert script.requests[-1]["model"] == "nomic-embed-text"
+        assert [h.entry.content for h in up.search("down")] == ["saved while Ollama is down"]
