@@ -76,9 +76,9 @@ def register_dream(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
             raise ResourceNotFoundError(str(exc.args[0])) from exc
 
 
-async def dream_forever(runtime: Runtime) -> None:
+async def dream_forever(runtime: Runtime, period: float | None = None) -> None:
     """`dream_every` inside `serve`: one cycle per interval on every open tenant."""
-    period = parse_every(runtime.settings.dream_every or "")
+    period = period or parse_every(runtime.settings.dream_every or "")
     while True:
         await anyio.sleep(period)
         for tenant in runtime.opened():

@@ -52,3 +52,19 @@ async def test_backfill_embeds_memories_saved_without_vectors(tmp_path: Path) ->
                 await anyio.sleep(0.01)
             tg.cancel_scope.cancel()
     assert LongTermStore(tmp_path, embedder=runtime.embedder).missing_vectors() == 0
+
+
+async def test_the_dream_timer_runs_cycles_on_open_stores(tmp_path: Path) -> None:
+    from dreamwell.dream.report import list_reports
+    from dreamwell.server.dream_edge import dream_forever
+
+    runtime = Runtime(Settings(data_dir=tmp_path, embedder="none", dream_every="12h"))
+    tenant = await runtime.tenant()
+    tenant.longterm.save("timer fact")
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(dream_forever, runtime, 0.01)
+            while not list_reports(tmp_path):
+                await anyio.sleep(0.01)
+            tg.cancel_scope.cancel()
+    assert list_reports(tmp_path)
