@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 from dreamwell.server.config import Settings
 from dreamwell.server.dream_edge import register_dream
 from dreamwell.server.recall import register_recall
-from dreamwell.server.runtime import Runtime
+from dreamwell.server.runtime import CURRENT_REQUEST, Runtime
 from dreamwell.server.tools import register_tools, text_result
 from dreamwell.stores import StoreError
 
@@ -47,7 +47,8 @@ def _arg_model(mcp: MCPServer, name: str) -> type[BaseModel] | None:
 
 def _clear_argument_errors(mcp: MCPServer) -> Any:
     """Middleware: invalid tool arguments get a short, specific message instead of the SDK's
-    pydantic dump (which repeats the caller's whole input)."""
+    pydantic dump (which repeats the caller's whole input); and every handler can find the
+    transport request it serves (CURRENT_REQUEST)."""
 
     async def middleware(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         if ctx.method == "tools/call" and ctx.params is not None:
@@ -59,7 +60,11 @@ def _clear_argument_errors(mcp: MCPServer) -> Any:
                     model.model_validate(args)
                 except ValidationError as err:
                     return text_result(_argument_errors(name, err), error=True)
-        return await call_next(ctx)
+        token = CURRENT_REQUEST.set(ctx.request)
+        try:
+            return await call_next(ctx)
+        finally:
+            CURRENT_REQUEST.reset(token)
 
     return middleware
 

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import anyio
 import anyio.to_thread
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
@@ -19,8 +19,8 @@ from pydantic import Field
 from dreamwell.dream import DreamBusy, DreamOptions, OllamaLLM, render, run_cycle, undo
 from dreamwell.dream.report import list_reports, load_report
 from dreamwell.server.config import Settings, parse_every
-from dreamwell.server.runtime import Runtime, Tenant
-from dreamwell.stores import CONVERSATION, FEEDBACK, JsonlLog
+from dreamwell.server.runtime import CURRENT_REQUEST, Runtime, Tenant
+from dreamwell.stores import CONVERSATION, FEEDBACK, JsonlLog, StoreError
 
 logger = logging.getLogger(__name__)
 
@@ -44,13 +44,11 @@ def register_dream(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
         "apply=yes runs it and reports."
     )
     async def dream(
-        ctx: Context,
         apply: Annotated[str, Field(description="'yes' to change memory, else a preview")] = "no",
     ) -> str:
         if apply.strip().lower() not in ("yes", "no", "y", "n", "true", "false", ""):
             raise MCPError(INVALID_PARAMS, f"apply must be yes or no; got {apply!r}")
-        tenant_name, _ = runtime.caller(ctx.request_context.request)
-        tenant = await runtime.tenant(tenant_name)
+        tenant = await _caller_tenant(runtime)
         dry = apply.strip().lower() not in ("yes", "y", "true")
         try:  # the caller asked for it: no waiting for quiet
             return await anyio.to_thread.run_sync(
@@ -61,7 +59,7 @@ def register_dream(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
 
     @mcp.resource("dream://reports", description="Dream cycles run on this memory, newest first")
     async def reports() -> str:
-        tenant = await runtime.tenant("")
+        tenant = await _caller_tenant(runtime)
         runs = list_reports(tenant.data_dir)
         if not runs:
             return "No dream cycles yet."
@@ -69,11 +67,20 @@ def register_dream(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
 
     @mcp.resource("dream://reports/{run}", description="What one dream cycle changed")
     async def report(run: str) -> str:
-        tenant = await runtime.tenant("")
+        tenant = await _caller_tenant(runtime)
         try:
             return render(load_report(tenant.data_dir, run))
         except KeyError as exc:
             raise ResourceNotFoundError(str(exc.args[0])) from exc
+
+
+async def _caller_tenant(runtime: Runtime) -> Tenant:
+    """The stores of the caller's tenant (with bearer tokens, each token has its own)."""
+    try:
+        tenant_name, _ = runtime.caller(CURRENT_REQUEST.get())
+        return await runtime.tenant(tenant_name)
+    except StoreError as exc:
+        raise MCPError(INVALID_PARAMS, str(exc)) from exc
 
 
 async def dream_forever(runtime: Runtime, period: float | None = None) -> None:

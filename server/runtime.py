@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,9 @@ logger = logging.getLogger(__name__)
 NAMESPACE_HEADER = "dreamwell-namespace"
 TENANT_SCOPE_KEY = "dreamwell.tenant"
 _ACTIVITY_EVERY = 5.0
+# The transport request of the MCP request being handled (set by the server's middleware), for
+# handlers the SDK gives no Context, such as static resources.
+CURRENT_REQUEST: ContextVar[Any] = ContextVar("dreamwell_request", default=None)
 # Cosine below this is ignored in hybrid ranking (SPEC §4), per embedder; tuned on the
 # LoCoMo dev split for MiniLM (tests/bench/tune_hybrid.py), the seed's 0.5 for nomic.
 MIN_SIMILARITY = {"minilm": 0.2, "ollama": 0.5}

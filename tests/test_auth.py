@@ -110,3 +110,19 @@ async def test_each_token_is_a_tenant_with_its_own_data(tmp_path: Path) -> None:
     assert (data / "tenants" / "alice" / "lancedb").is_dir()
     assert (data / "tenants" / "bob" / "lancedb").is_dir()
     assert not (data / "lancedb").exists()
+
+
+async def test_dream_reports_belong_to_the_callers_tenant(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"token-for-alice": "alice", "token-for-bob": "bob"}))
+    settings = Settings(
+        data_dir=tmp_path / "data", transport="http", port=0, embedder="none", tokens_file=tokens
+    )
+    async with http_server(settings) as url:
+        async with http(url, {"Authorization": "Bearer token-for-alice"}) as alice:
+            await alice.get_prompt("dream", {"apply": "yes"})
+            mine = await alice.read_resource("dream://reports")
+            assert "- " in mine.contents[0].text  # type: ignore[union-attr]
+        async with http(url, {"Authorization": "Bearer token-for-bob"}) as bob:
+            theirs = await bob.read_resource("dream://reports")
+            assert theirs.contents[0].text == "No dream cycles yet."  # type: ignore[union-attr]
