@@ -3,7 +3,7 @@
 from dreamwell.stores.embedding import Embedder, EmbedderError, OllamaEmbedder, OnnxMiniLM
 from dreamwell.stores.errors import InvalidInput, NotFound, StoreBusy, StoreError
 from dreamwell.stores.logs import CONVERSATION, FEEDBACK, RECALL, JsonlLog
-from dreamwell.stores.longterm import Hit, LongTermStore, SaveResult, write_atomic
+from dreamwell.stores.longterm import Hit, LongTermStore, SaveResult
 from dreamwell.stores.model import (
     MAX_CONTENT_CHARS,
     MAX_QUERY_CHARS,
@@ -19,6 +19,7 @@ from dreamwell.stores.model import (
     utcnow,
 )
 from dreamwell.stores.ranking import rank_hits
+from dreamwell.stores.state import write_atomic
 from dreamwell.stores.working import TOP_SEGMENTS, SaveOutcome, WorkingMemory, check_own_namespace
 
 __all__ = [

@@ -8,11 +8,8 @@ the LanceDB version out of step with the state (a process died mid-write) rebuil
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import threading
-import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -35,6 +32,7 @@ from dreamwell.stores.model import (
     utcnow,
 )
 from dreamwell.stores.ranking import KEYWORD_WEIGHT, rank_hits
+from dreamwell.stores.state import State, StateFile
 from dreamwell.stores.table import MemoryTable
 from dreamwell.stores.text_index import IndexDoc, TextIndex
 from dreamwell.stores.vectors import VectorMirror
@@ -42,19 +40,6 @@ from dreamwell.stores.vectors import VectorMirror
 logger = logging.getLogger(__name__)
 
 _CANDIDATES = 100
-_JOURNAL = 256
-_RECHECK_SECONDS = 0.25
-_JOURNAL_IDS = 1000
-
-
-@dataclass(frozen=True)
-class _State:
-    """longterm.state: the last writer's generation, the LanceDB version it left, and which
-    ids each recent generation changed (None: too many to list)."""
-
-    generation: int
-    version: int
-    journal: dict[int, list[str] | None]
 
 
 @dataclass(frozen=True)
@@ -67,16 +52,6 @@ class SaveResult:
 class Hit:
     entry: MemoryEntry
     score: float
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """temp file + fsync + rename: readers see the old or the new file, never half of one."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 def matches(e: MemoryEntry, category: str | None, tags: Sequence[str]) -> bool:
@@ -112,7 +87,7 @@ class LongTermStore:
         self.keyword_weight = keyword_weight
         self._mutex = threading.RLock()
         self._flock = FileLock(str(data_dir / "write.lock"), timeout=lock_timeout)
-        self._state_path = data_dir / "longterm.state"
+        self._state = StateFile(data_dir / "longterm.state")
         self._table = MemoryTable(data_dir / "lancedb")
         self._index = TextIndex(data_dir / "index")
         self._entries: dict[str, MemoryEntry] = {}
@@ -120,42 +95,16 @@ class LongTermStore:
         self._vectors = VectorMirror()
         self._generation = -1
         self._touched: set[str] = set()
-        self._state_stamp: tuple[int, int, int] | None = None
-        self._state_read_at = 0.0
         with self._writing(check_index=True):
             pass
 
     # ---- coordination -------------------------------------------------------------------
-    def _read_state(self) -> _State:
-        try:
-            data = json.loads(self._state_path.read_text(encoding="utf-8"))
-            journal = {
-                int(g): (None if ids is None else [str(i) for i in ids])
-                for g, ids in data.get("journal", [])
-            }
-            return _State(int(data["generation"]), int(data["version"]), journal)
-        except (OSError, ValueError, KeyError, TypeError):
-            return _State(-1, -1, {})
-
-    def _write_state(self, old: _State, generation: int) -> None:
-        touched = sorted(self._touched) if len(self._touched) <= _JOURNAL_IDS else None
-        journal = [[g, ids] for g, ids in sorted(old.journal.items()) if g > generation - _JOURNAL]
-        journal.append([generation, touched])
-        state = {"generation": generation, "version": self._table.version, "journal": journal}
-        write_atomic(self._state_path, json.dumps(state))
-        self._generation = generation
-
-    def _catch_up(self, state: _State) -> None:
+    def _catch_up(self, state: State) -> None:
         """Load what other processes changed: just the journalled ids when the journal covers
         every generation since ours, else everything."""
-        wanted = range(self._generation + 1, state.generation + 1)
-        ids: set[str] = set()
-        for g in wanted:
-            changed = state.journal.get(g)
-            if changed is None or self._generation < 0:
-                self._load_entries()
-                break
-            ids.update(changed)
+        ids = state.changed_since(self._generation)
+        if ids is None:
+            self._load_entries()
         else:
             found = {e.id: e for e in self._table.get(sorted(ids))}
             self._forget(ids - found.keys())
@@ -214,7 +163,7 @@ class LongTermStore:
                     "the memory store is locked by another process; try again in a moment."
                 ) from exc
             try:
-                state = self._read_state()
+                state = self._state.read()
                 version = self._table.version
                 if check_index or state.version != version or self._generation == -1:
                     self._load_entries()
@@ -229,28 +178,16 @@ class LongTermStore:
                 except BaseException:
                     self._generation = -1  # reload everything before the next use
                     raise
-                self._write_state(state, generation)
+                self._state.write(state, generation, self._table.version, self._touched)
+                self._generation = generation
             finally:
                 self._flock.release()
 
     def _fresh(self) -> None:
         """Pick up what other processes wrote (one stat() when nothing changed)."""
-        try:
-            st = self._state_path.stat()
-            stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
-        except OSError:
-            stamp = None
-        now = time.monotonic()
-        if (
-            stamp is not None
-            and stamp == self._state_stamp
-            and self._generation != -1
-            and now - self._state_read_at < _RECHECK_SECONDS
-        ):
-            return  # unchanged (re-read anyway now and then: mtime ticks can be coarse)
-        self._state_stamp = stamp
-        self._state_read_at = now
-        state = self._read_state()
+        if self._generation != -1 and self._state.unchanged():
+            return
+        state = self._state.read()
         if state.generation != self._generation or self._generation == -1:
             with self._mutex:
                 self._catch_up(state)

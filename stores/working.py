@@ -19,7 +19,6 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from dreamwell.stores.errors import InvalidInput, NotFound, StoreBusy
-from dreamwell.stores.longterm import write_atomic
 from dreamwell.stores.model import (
     MAX_VALUE_BYTES,
     WorkingEntry,
@@ -29,6 +28,7 @@ from dreamwell.stores.model import (
     key_segments,
     utcnow,
 )
+from dreamwell.stores.state import write_atomic
 from dreamwell.stores.text_index import IndexDoc, TextIndex
 
 logger = logging.getLogger(__name__)
