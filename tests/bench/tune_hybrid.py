@@ -100,6 +100,7 @@ def main() -> None:
     parser.add_argument("--conversations", default="0-4")
     parser.add_argument("--prf", type=int, default=0, help="feedback from the top N hits")
     parser.add_argument("--prf-weight", type=float, default=0.5)
+    parser.add_argument("--depth", type=int, default=100, help="candidates from each search")
     args = parser.parse_args()
     bench = load_bench()
     data = json.loads((SHARED / "data/locomo-dev.json").read_text())
@@ -126,14 +127,16 @@ def main() -> None:
                 if qa["category"] not in (1, 2, 3, 4):
                     continue
                 text = qa["question"]
-                bm25 = store._index.search(text, 100)
+                bm25 = store._index.search(text, args.depth)
                 qv = embedder.embed([text])[0]
-                vec = store._vectors.search(qv, 100)
+                vec = store._vectors.search(qv, args.depth)
                 if args.prf:  # pseudo-relevance feedback: move the query towards the top hits
                     top = [i for i, _ in rank_hits(bm25, vec, {})[: args.prf]]
                     mean = np.mean([store._vectors._vectors[i] for i in top], axis=0)
                     moved = np.asarray(qv) + args.prf_weight * mean
-                    vec = store._vectors.search((moved / np.linalg.norm(moved)).tolist(), 100)
+                    vec = store._vectors.search(
+                        (moved / np.linalg.norm(moved)).tolist(), args.depth
+                    )
                 runs.append(
                     (
                         [(by_id[i], s) for i, s in bm25],
