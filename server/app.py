@@ -18,7 +18,7 @@ from dreamwell.server.dream_edge import register_dream
 from dreamwell.server.recall import register_recall
 from dreamwell.server.runtime import CURRENT_REQUEST, Runtime
 from dreamwell.server.tools import register_tools, text_result
-from dreamwell.stores import StoreError
+from dreamwell.stores import CHECKPOINT_SECONDS, StoreError
 
 logger = logging.getLogger(__name__)
 
@@ -112,8 +112,9 @@ async def _warm(runtime: Runtime) -> None:
 
 
 async def backfill_forever(runtime: Runtime, idle: float = 30.0) -> None:
-    """Embed entries that have no vector yet (Ollama embeddings, a switched embedder, entries
-    a failed embedding left behind). Keyword search covers them meanwhile."""
+    """Load stored vectors after start-up, then embed entries that have none yet (every new
+    save: embedding is kept off the reply path; a switched embedder; Ollama being down).
+    Keyword search covers them meanwhile."""
     while True:
         done = 0
         for tenant in runtime.opened():
@@ -121,23 +122,38 @@ async def backfill_forever(runtime: Runtime, idle: float = 30.0) -> None:
                 done += await anyio.to_thread.run_sync(tenant.longterm.backfill)
             except (StoreError, OSError) as exc:  # e.g. the store is busy: later
                 logger.warning("backfill in %s paused: %s", tenant.data_dir, exc)
-        await anyio.sleep(0 if done else idle)
+        if not done:
+            await _wait_for_vectors_wanted(runtime, idle)
+
+
+async def _wait_for_vectors_wanted(runtime: Runtime, timeout: float) -> None:
+    with anyio.move_on_after(timeout):
+        while not any(t.longterm.vectors_wanted.is_set() for t in runtime.opened()):
+            await anyio.sleep(0.02)
+
+
+async def checkpoint_forever(
+    runtime: Runtime, period: float = 0.5, max_age: float = CHECKPOINT_SECONDS
+) -> None:
+    """Fold each store's write-ahead log into LanceDB and Tantivy when enough has piled up
+    (or it has waited long enough); saves never wait for this."""
+    while True:
+        await anyio.sleep(period)
+        for tenant in runtime.opened():
+            if not tenant.longterm.checkpoint_due(max_age):
+                continue
+            try:
+                await anyio.to_thread.run_sync(tenant.longterm.checkpoint, False)
+            except (StoreError, OSError) as exc:  # a full or read-only disk: try again later
+                logger.warning("checkpoint of %s skipped: %s", tenant.data_dir, exc)
 
 
 async def sweep_forever(runtime: Runtime, period: float = SWEEP_SECONDS) -> None:
-    """Hourly: drop expired working memory, and compact long-term storage that has been
-    written to since the last compaction (each save adds a LanceDB fragment and version)."""
-    compacted: dict[str, int] = {}
+    """Hourly: drop expired working memory (long-term storage is compacted by checkpoints)."""
     while True:
         await anyio.sleep(period)
         for tenant in runtime.opened():
             key = str(tenant.data_dir)
-            try:
-                if tenant.longterm.version() != compacted.get(key):
-                    await anyio.to_thread.run_sync(tenant.longterm.maintain)
-                    compacted[key] = tenant.longterm.version()
-            except (StoreError, OSError) as exc:  # try again next hour
-                logger.warning("compaction of %s skipped: %s", key, exc)
             try:
                 removed = await anyio.to_thread.run_sync(tenant.working.sweep)
                 logger.info("swept %d expired working-memory entries", removed)

@@ -79,7 +79,6 @@ class Runtime:
             LongTermStore(
                 data_dir,
                 embedder=self.embedder,
-                embed_on_save=self.settings.embedder == "minilm",
                 keyword_weight=self.settings.keyword_weight,
                 min_similarity=(
                     self.settings.min_similarity

@@ -6,7 +6,12 @@ import logging
 
 import anyio
 
-from dreamwell.server.app import backfill_forever, build_server, sweep_forever
+from dreamwell.server.app import (
+    backfill_forever,
+    build_server,
+    checkpoint_forever,
+    sweep_forever,
+)
 from dreamwell.server.config import Settings
 from dreamwell.server.dream_edge import dream_forever
 from dreamwell.server.http import build_asgi, uvicorn_server
@@ -21,6 +26,7 @@ async def serve(settings: Settings) -> None:
     async with anyio.create_task_group() as tg:
         tg.start_soon(sweep_forever, runtime)
         tg.start_soon(backfill_forever, runtime)
+        tg.start_soon(checkpoint_forever, runtime)
         if settings.dream_every:
             tg.start_soon(dream_forever, runtime)
         if settings.transport == "stdio":

@@ -2,8 +2,16 @@
 
 from dreamwell.stores.embedding import Embedder, EmbedderError, OllamaEmbedder, OnnxMiniLM
 from dreamwell.stores.errors import InvalidInput, NotFound, StoreBusy, StoreError
+from dreamwell.stores.layout import DataDir, check_tenant
 from dreamwell.stores.logs import CONVERSATION, FEEDBACK, RECALL, JsonlLog
-from dreamwell.stores.longterm import Hit, LongTermStore, SaveResult
+from dreamwell.stores.longterm import (
+    ANY,
+    CHECKPOINT_SECONDS,
+    Hit,
+    LongTermStore,
+    SaveResult,
+    Write,
+)
 from dreamwell.stores.model import (
     MAX_CONTENT_CHARS,
     MAX_QUERY_CHARS,
@@ -23,12 +31,15 @@ from dreamwell.stores.state import write_atomic
 from dreamwell.stores.working import TOP_SEGMENTS, SaveOutcome, WorkingMemory, check_own_namespace
 
 __all__ = [
+    "ANY",
+    "CHECKPOINT_SECONDS",
     "CONVERSATION",
     "FEEDBACK",
     "MAX_CONTENT_CHARS",
     "MAX_QUERY_CHARS",
     "RECALL",
     "TOP_SEGMENTS",
+    "DataDir",
     "Embedder",
     "EmbedderError",
     "Hit",
@@ -45,10 +56,12 @@ __all__ = [
     "StoreError",
     "WorkingEntry",
     "WorkingMemory",
+    "Write",
     "category_prefixes",
     "check_category",
     "check_own_namespace",
     "check_tags",
+    "check_tenant",
     "entry_from_dict",
     "entry_to_dict",
     "fold_text",

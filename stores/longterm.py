@@ -1,25 +1,38 @@
-"""Long-term memory: LanceDB records, a derived Tantivy index, safe across processes.
+"""Long-term memory: a write-ahead log in front of LanceDB records and a Tantivy index.
 
-Every write happens under the data directory's write lock and ends by bumping a generation
-number in `longterm.state` together with the LanceDB version it produced. Readers compare
-generations (one small file read) and reload when another process wrote. A writer that finds
-the LanceDB version out of step with the state (a process died mid-write) rebuilds the index.
+Writes: a save, delete or batch takes `write.lock`, reads the log to its end, decides (the
+duplicate check, compare-and-set of background writers), appends one record per commit with
+one fsync, and replies. Saves that arrive together share that fsync (group commit). Nothing
+else is on the reply path: vectors are computed afterwards and logged as their own records,
+and a checkpoint folds the log into LanceDB (one upsert) and Tantivy (one commit) in batches,
+under `checkpoint.lock`, without holding up saves.
+
+Reads never take a file lock: every process tails the log, applies new records to an
+immutable `View` that it swaps in, and searches Tantivy plus the records not yet
+checkpointed (scored with the index's own statistics). A log segment deleted before a slow
+process read it is made good from LanceDB through the state file's journal.
 """
 
 from __future__ import annotations
 
+import base64
 import logging
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Final, TypeVar
 
+import numpy as np
 from filelock import FileLock, Timeout
 
 from dreamwell.stores.embedding import Embedder, EmbedderError
-from dreamwell.stores.errors import NotFound, StoreBusy
+from dreamwell.stores.errors import NotFound, StoreBusy, StoreError
+from dreamwell.stores.layout import DataDir
 from dreamwell.stores.model import (
     MAX_TAGS,
     MemoryEntry,
@@ -27,19 +40,36 @@ from dreamwell.stores.model import (
     check_content,
     check_query,
     check_tags,
+    entry_from_dict,
+    entry_to_dict,
     fold_text,
     new_id,
+    text_hash,
     utcnow,
 )
 from dreamwell.stores.ranking import KEYWORD_WEIGHT, rank_hits
-from dreamwell.stores.state import State, StateFile
-from dreamwell.stores.table import MemoryTable
-from dreamwell.stores.text_index import IndexDoc, TextIndex
-from dreamwell.stores.vectors import VectorMirror
+from dreamwell.stores.state import StateFile
+from dreamwell.stores.table import MemoryTable, StoredVector
+from dreamwell.stores.text_index import DocTerms, IndexDoc, TextIndex
+from dreamwell.stores.view import Rows, View
+from dreamwell.stores.wal import Op, Record, Wal, WalGap
 
 logger = logging.getLogger(__name__)
 
+T = TypeVar("T")
 _CANDIDATES = 100
+CHECKPOINT_RECORDS = 512  # fold the log into LanceDB/Tantivy when this many ids are pending
+CHECKPOINT_SECONDS = 5.0  # ... or when the oldest pending change is this old
+COMPACT_FRAGMENTS = 16  # compact LanceDB when it has this many fragments
+KEEP_VERSIONS = timedelta(seconds=30)  # old LanceDB versions kept for readers mid-scan
+
+
+class _Any:
+    def __repr__(self) -> str:
+        return "ANY"
+
+
+ANY: Final = _Any()  # Write.expect: write whatever the entry is now
 
 
 @dataclass(frozen=True)
@@ -54,6 +84,16 @@ class Hit:
     score: float
 
 
+@dataclass(frozen=True)
+class Write:
+    """Set entry `id` to `new` (None: delete it for good) if it still equals `expect`
+    (None: it must not exist; ANY: whatever it is)."""
+
+    id: str
+    expect: MemoryEntry | _Any | None
+    new: MemoryEntry | None
+
+
 def matches(e: MemoryEntry, category: str | None, tags: Sequence[str]) -> bool:
     """Live, under the category prefix (segment boundary) and carrying every tag."""
     if not e.live or not all(t in e.tags for t in tags):
@@ -66,134 +106,389 @@ def _dup_key(category: str | None, content: str) -> tuple[str, str]:
     return (category or "", fold_text(content) or content)
 
 
+def _put(entry: MemoryEntry) -> Op:
+    return {"op": "put", "e": entry_to_dict(entry)}
+
+
+def _vec(entry: MemoryEntry, model: str, vector: Sequence[float]) -> Op:
+    raw = np.asarray(vector, dtype=np.float32).tobytes()
+    return {
+        "op": "vec",
+        "id": entry.id,
+        "m": model,
+        "h": text_hash(entry.content),
+        "v": base64.b64encode(raw).decode("ascii"),
+    }
+
+
+def _vector_of(op: Op) -> list[float]:
+    return np.frombuffer(base64.b64decode(op["v"]), dtype=np.float32).tolist()  # type: ignore[no-any-return]
+
+
+class Scratch:
+    """The store as a commit's plans see it: the view plus the batch's earlier changes."""
+
+    def __init__(self, view: View, dups: Mapping[tuple[str, str], str]) -> None:
+        self._view = view
+        self._dups = dups
+        self._changed: dict[str, MemoryEntry | None] = {}
+        self._dup_changes: dict[tuple[str, str], str | None] = {}
+
+    def get(self, entry_id: str) -> MemoryEntry | None:
+        if entry_id in self._changed:
+            return self._changed[entry_id]
+        return self._view.get(entry_id)
+
+    def duplicate_of(self, category: str | None, content: str) -> MemoryEntry | None:
+        key = _dup_key(category, content)
+        found = self._dup_changes[key] if key in self._dup_changes else self._dups.get(key)
+        entry = self.get(found) if found else None
+        return entry if entry is not None and entry.live else None
+
+    def take(self, ops: Sequence[Op]) -> None:
+        for op in ops:
+            if op["op"] == "put":
+                entry = entry_from_dict(op["e"])
+                self._forget(entry.id)
+                self._changed[entry.id] = entry
+                if entry.live:
+                    self._dup_changes[_dup_key(entry.category, entry.content)] = entry.id
+            elif op["op"] == "del":
+                self._forget(op["id"])
+                self._changed[op["id"]] = None
+
+    def _forget(self, entry_id: str) -> None:
+        old = self.get(entry_id)
+        if old is not None and old.live:
+            self._dup_changes[_dup_key(old.category, old.content)] = None
+
+
+@dataclass
+class _Request:
+    plan: Callable[[Scratch], tuple[list[Op], Any]]
+    done: threading.Event = field(default_factory=threading.Event)
+    wake: threading.Event = field(default_factory=threading.Event)  # done, or now leads
+    lead: bool = False
+    result: Any = None
+    error: BaseException | None = None
+
+
 class LongTermStore:
     def __init__(
         self,
         data_dir: Path,
         *,
         embedder: Embedder | None = None,
-        embed_on_save: bool = True,
+        embed_on_save: bool = False,
         min_similarity: float = 0.0,
         keyword_weight: float = KEYWORD_WEIGHT,
         lock_timeout: float = 15.0,
     ) -> None:
-        """`embedder` adds vector recall; with `embed_on_save` a save embeds its text before
-        writing (the embedded model needs ~5 ms), else `backfill()` embeds in the background."""
-        data_dir.mkdir(parents=True, exist_ok=True)
-        self.data_dir = data_dir
+        """Opening only reads. `embedder` adds vector recall; with `embed_on_save` a save
+        embeds its text before it replies, else `backfill()` embeds in the background."""
+        self.dirs = DataDir(Path(data_dir))
+        self.dirs.ensure()
+        self.data_dir = self.dirs.root
         self.embedder = embedder
         self.embed_on_save = embed_on_save
         self.min_similarity = min_similarity
         self.keyword_weight = keyword_weight
-        self._mutex = threading.RLock()
-        self._flock = FileLock(str(data_dir / "write.lock"), timeout=lock_timeout)
-        self._state = StateFile(data_dir / "longterm.state")
-        self._table = MemoryTable(data_dir / "lancedb")
-        self._index = TextIndex(data_dir / "index")
-        self._entries: dict[str, MemoryEntry] = {}
+        self._flock = FileLock(str(self.dirs.write_lock), timeout=lock_timeout)
+        self._cplock = FileLock(str(self.dirs.checkpoint_lock), timeout=lock_timeout)
+        self._state = StateFile(self.dirs.state)
+        self._table = MemoryTable(self.dirs.lancedb)
+        self._index = TextIndex(self.dirs.index)
+        self._wal = Wal(self.dirs.wal)
+        self._apply_lock = threading.RLock()  # in-memory changes only, never held during I/O
+        self._queue_lock = threading.Lock()
+        self._queue: list[_Request] = []
+        self._leading = False
+        self._view = View()
+        self._pending: Mapping[str, tuple[int, float]] = MappingProxyType({})  # id -> seq, time
+        self._terms: dict[str, DocTerms] = {}
+        self._rows = Rows()
         self._dups: dict[tuple[str, str], str] = {}
-        self._vectors = VectorMirror()
-        self._generation = -1
-        self._touched: set[str] = set()
-        with self._writing(check_index=True):
-            pass
+        self._generation = -1  # the last checkpoint whose changes this process has applied
+        self._indexed = 0  # the checkpoint the Tantivy searcher reflects
+        self._wal_dir_stamp = 0
+        self._vectors_ready = embedder is None
+        self.vectors_wanted = threading.Event()  # set when entries are waiting for vectors
+        self._loaded_live = 0
+        self._load()
+        self._repair_index()
 
-    # ---- coordination -------------------------------------------------------------------
-    def _catch_up(self, state: State) -> None:
-        """Load what other processes changed: just the journalled ids when the journal covers
-        every generation since ours, else everything."""
-        ids = state.changed_since(self._generation)
-        if ids is None:
-            self._load_entries()
+    # ---- loading and catching up --------------------------------------------------------------
+    def _load(self) -> None:
+        """Entries from LanceDB at a checkpoint, then the log after it."""
+        for _ in range(20):
+            state = self._state.read()
+            entries = self._table.entries()
+            if self._state.read().generation != state.generation:
+                continue  # a checkpoint finished meanwhile: read again
+            start = state.checkpoint if state.known else self._first_logged() - 1
+            self._wal.start_at(start)
+            try:
+                records = self._wal.read_new()
+            except WalGap:
+                continue
+            break
         else:
-            found = {e.id: e for e in self._table.get(sorted(ids))}
-            self._forget(ids - found.keys())
-            self._remember(found.values())
-            if self.embedder is not None:
-                self._vectors.put(self._table.vectors(self.embedder.name, sorted(found)))
-        self._index.reload()
-
-    def _load_entries(self) -> None:
-        self._entries = {e.id: e for e in self._table.entries()}
-        if self.embedder is not None:
-            self._vectors.replace_all(self._table.vectors(self.embedder.name))
-            self._vectors.drop(i for i, e in self._entries.items() if not e.live)
-        self._dups = {
-            _dup_key(e.category, e.content): e.id for e in self._entries.values() if e.live
-        }
-
-    def _rebuild_index(self) -> None:
-        logger.info("rebuilding the text index from %d records", len(self._entries))
-        try:
-            self._write_index(self._entries.values(), clear=True)
-        except (ValueError, OSError, RuntimeError):
-            self._index.recreate()
-            self._write_index(self._entries.values(), clear=True)
-
-    def _write_index(
-        self, entries: Iterable[MemoryEntry], clear: bool = False, removed: Iterable[str] = ()
-    ) -> None:
-        with self._index.writing() as writer:
-            if clear:
-                writer.clear()
-            for doc_id in removed:
-                writer.delete(doc_id)
+            raise StoreBusy("the memory store kept changing while it was opened; try again.")
+        with self._apply_lock:
+            self._loaded_live = sum(1 for e in entries if e.live)
+            self._view = View.of(entries)
+            self._rows = Rows(max(1024, len(entries) + 1024))
+            self._dups = {}
+            self._pending = MappingProxyType({})
+            self._terms = {}
             for e in entries:
+                self._rows.put(e)
                 if e.live:
-                    writer.upsert(IndexDoc(e.id, e.content, e.category, e.tags))
-                else:
-                    writer.delete(e.id)
-
-    def _index_in_step(self) -> bool:
-        try:
+                    self._dups[_dup_key(e.category, e.content)] = e.id
+            self._generation = state.generation if state.known else -1
+            self._indexed = start
             self._index.reload()
-            live = sum(1 for e in self._entries.values() if e.live)
-            return self._index.doc_count() == live
-        except (ValueError, OSError, RuntimeError):
-            self._index.recreate()
-            return False
+            self._apply(records)
+            if self.embedder is not None:
+                self._vectors_ready = False
 
-    @contextmanager
-    def _writing(self, check_index: bool = False) -> Iterator[None]:
-        with self._mutex:
-            try:
-                self._flock.acquire()
-            except Timeout as exc:
-                raise StoreBusy(
-                    "the memory store is locked by another process; try again in a moment."
-                ) from exc
-            try:
-                state = self._state.read()
-                version = self._table.version
-                if check_index or state.version != version or self._generation == -1:
-                    self._load_entries()
-                    if state.version != version or not self._index_in_step():
-                        self._rebuild_index()
-                elif state.generation != self._generation:
-                    self._catch_up(state)
-                generation = max(state.generation, self._generation) + 1
-                self._touched = set()
-                try:
-                    yield
-                except BaseException:
-                    self._generation = -1  # reload everything before the next use
-                    raise
-                self._state.write(state, generation, self._table.version, self._touched)
-                self._generation = generation
-            finally:
-                self._flock.release()
+    def _first_logged(self) -> int:
+        segments = self._wal.segments()
+        return segments[0] if segments else 1
+
+    def load_vectors(self) -> None:
+        """Read this embedder's vectors from LanceDB into memory (after start-up: searches
+        meanwhile are keyword-only). Vectors of edited text are left out and re-embedded."""
+        if self.embedder is None or self._vectors_ready:
+            return
+        stored = self._table.vectors(self.embedder.name)
+        with self._apply_lock:
+            view = self._view
+            for entry_id, vector in stored.items():
+                entry = view.get(entry_id)
+                if entry is None or self._rows.has_vector(entry_id):
+                    continue
+                if text_hash(entry.content) == vector.text_hash:
+                    self._rows.set_vector(entry_id, self.embedder.name, vector.values)
+            self._vectors_ready = True
+        if self.missing_vectors():
+            self.vectors_wanted.set()
 
     def _fresh(self) -> None:
-        """Pick up what other processes wrote (one stat() when nothing changed)."""
-        if self._generation != -1 and self._state.unchanged():
+        """Pick up what any process wrote: a few stat() calls when nothing changed."""
+        if self._state.unchanged() and not self._wal_moved():
             return
-        state = self._state.read()
-        if state.generation != self._generation or self._generation == -1:
-            with self._mutex:
-                self._catch_up(state)
+        self._catch_up()
+
+    def _wal_moved(self) -> bool:
+        try:
+            stamp = self.dirs.wal.stat().st_mtime_ns
+        except FileNotFoundError:
+            stamp = 0
+        moved = stamp != self._wal_dir_stamp
+        self._wal_dir_stamp = stamp
+        return moved or self._wal.has_unread()
+
+    def _catch_up(self) -> None:
+        with self._apply_lock:
+            state = self._state.read()
+            if state.known and state.checkpoint > self._indexed:
+                self._index.reload()
+                self._indexed = state.checkpoint
+                self._pending = MappingProxyType(
+                    {i: p for i, p in self._pending.items() if p[0] > state.checkpoint}
+                )
+            try:
+                records = self._wal.read_new()
+            except WalGap as gap:
+                logger.info("catching up from LanceDB: %s", gap)
+                self._recover(state)
+                return
+            self._apply(records)
+            if state.known and self._wal.last_seq >= state.checkpoint:
                 self._generation = state.generation
 
-    # ---- writes ---------------------------------------------------------------------------
+    def _recover(self, state: Any) -> None:
+        """Some log records were checkpointed and deleted before this process read them:
+        reload the ids the journal says those checkpoints wrote (or everything)."""
+        ids = state.changed_since(self._generation) if state.known else None
+        if ids is None:
+            self._load()
+            return
+        found = {e.id: e for e in self._table.get(sorted(ids))}
+        changes: dict[str, MemoryEntry | None] = {i: found.get(i) for i in ids}
+        self._wal.start_at(state.checkpoint)
+        self._change(changes, seq=0)
+        if self.embedder is not None and found:
+            for entry_id, vector in self._table.vectors(self.embedder.name, sorted(found)).items():
+                if text_hash(found[entry_id].content) == vector.text_hash:
+                    self._rows.set_vector(entry_id, self.embedder.name, vector.values)
+        self._generation = state.generation
+        self._catch_up()
+
+    def _apply(self, records: Sequence[Record]) -> None:
+        """Apply log records to the in-memory view (caller holds the apply lock)."""
+        for record in records:
+            changes: dict[str, MemoryEntry | None] = {}
+            vectors: list[Op] = []
+            for op in record.ops:
+                if op["op"] == "put":
+                    entry = entry_from_dict(op["e"])
+                    changes[entry.id] = entry
+                elif op["op"] == "del":
+                    changes[str(op["id"])] = None
+                elif op["op"] == "vec":
+                    vectors.append(op)
+            if changes:
+                self._change(changes, record.seq)
+            for op in vectors:
+                target = self._view.get(str(op["id"]))
+                if target is not None and target.live and text_hash(target.content) == op["h"]:
+                    self._rows.set_vector(target.id, str(op["m"]), _vector_of(op))
+
+    def _change(self, changes: Mapping[str, MemoryEntry | None], seq: int) -> None:
+        view = self._view
+        now = time.monotonic()
+        pending = dict(self._pending)
+        for entry_id, new in changes.items():
+            old = view.get(entry_id)
+            if old is not None and old.live:
+                key = _dup_key(old.category, old.content)
+                if self._dups.get(key) == entry_id:
+                    del self._dups[key]
+            if new is None:
+                self._rows.remove(entry_id)
+            else:
+                self._rows.put(new)
+                if new.live:
+                    self._dups[_dup_key(new.category, new.content)] = entry_id
+                if not new.live or (old is not None and old.content != new.content):
+                    self._rows.drop_vector(entry_id)
+            if seq > 0:
+                pending[entry_id] = (seq, pending.get(entry_id, (0, now))[1])
+                self._terms.pop(entry_id, None)
+        self._view = view.with_changes(changes)
+        self._pending = MappingProxyType(pending)
+        if self.embedder is not None and any(n is not None and n.live for n in changes.values()):
+            self.vectors_wanted.set()
+
+    def _repair_index(self) -> None:
+        """Rebuild the Tantivy index from LanceDB when it is missing, damaged or out of step
+        with the checkpoint (checked again under the checkpoint lock; skipped while one runs)."""
+        if self._index.in_step(self._loaded_live):
+            return
+        try:
+            self._cplock.acquire(timeout=0)
+        except (Timeout, OSError):
+            return
+        try:
+            state = self._state.read()
+            entries = self._table.entries()
+            live = [e for e in entries if e.live]
+            if self._index.in_step(len(live)):
+                return
+            logger.warning(
+                "the text index is out of step; rebuilding it from %d records", len(live)
+            )
+            self._index.rebuild(IndexDoc(e.id, e.content, e.category, e.tags) for e in live)
+            checkpoint = state.checkpoint if state.known else self._indexed
+            with self._locked():
+                self._state.write(self._state.read(), checkpoint, self._table.version, set())
+        except OSError as exc:  # a read-only directory: search what there is
+            logger.warning("cannot repair the text index: %s", exc)
+        finally:
+            self._cplock.release()
+        self._catch_up()
+
+    # ---- writing --------------------------------------------------------------------------------
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        try:
+            self._flock.acquire()
+        except Timeout as exc:
+            raise StoreBusy(
+                "the memory store is locked by another process; try again in a moment."
+            ) from exc
+        except OSError as exc:
+            raise StoreError(
+                f"cannot lock the data directory {self.data_dir} ({exc.strerror}); it may be "
+                "read-only. Reads still work; give a writable --data-dir to save."
+            ) from exc
+        try:
+            yield
+        finally:
+            self._flock.release()
+
+    def _commit(self, plan: Callable[[Scratch], tuple[list[Op], T]]) -> T:
+        """Run `plan` under the write lock and log its operations; plans that arrive while
+        another commit is being written share the next write and fsync (group commit)."""
+        request = _Request(plan)
+        with self._queue_lock:
+            self._queue.append(request)
+            request.lead = not self._leading
+            self._leading = True
+        while not request.done.is_set():
+            if request.lead:
+                self._lead()
+            else:
+                request.wake.wait()
+                request.wake.clear()
+        if request.error is not None:
+            raise request.error
+        return request.result  # type: ignore[no-any-return]
+
+    def _lead(self) -> None:
+        for _ in range(8):  # then hand over, so one caller does not serve everyone forever
+            with self._queue_lock:
+                batch, self._queue = self._queue, []
+                if not batch:
+                    self._leading = False
+                    return
+            self._write_batch(batch)
+        with self._queue_lock:
+            if self._queue:
+                self._queue[0].lead = True
+                self._queue[0].wake.set()
+            else:
+                self._leading = False
+
+    def _write_batch(self, batch: list[_Request]) -> None:
+        try:
+            with self._locked():
+                self._catch_up()
+                scratch = Scratch(self._view, self._dups)
+                logged: list[list[Op]] = []
+                written: list[_Request] = []
+                for request in batch:
+                    try:
+                        ops, request.result = request.plan(scratch)
+                    except Exception as exc:  # the plan's own error goes to its caller
+                        request.error = exc
+                        continue
+                    if ops:
+                        scratch.take(ops)
+                        logged.append(ops)
+                        written.append(request)
+                if logged:
+                    try:
+                        self._wal.append(logged)
+                    except OSError as exc:
+                        error = StoreError(
+                            f"could not write to {self.data_dir} ({exc.strerror or exc}); "
+                            "nothing was saved. Free disk space or fix permissions, then retry."
+                        )
+                        for request in written:
+                            request.error = error
+                self._catch_up()
+        except Exception as exc:  # StoreBusy, a read-only directory, ...: every caller hears it
+            for request in batch:
+                if request.error is None:
+                    request.error = exc
+        finally:
+            for request in batch:
+                request.done.set()
+                request.wake.set()
+
     def save(
         self,
         content: str,
@@ -207,164 +502,256 @@ class LongTermStore:
         category = check_category(category)
         tag_list = check_tags(tags)
         now = now or utcnow()
-        with self._mutex:
-            known = self._dups.get(_dup_key(category, content))
-        vectors = self._embed([content]) if known is None else {}
-        with self._writing():
-            existing_id = self._dups.get(_dup_key(category, content))
-            if existing_id is not None:
-                old = self._entries[existing_id]
-                merged_tags = tuple(dict.fromkeys(old.tags + tag_list))[:MAX_TAGS]
+        self._fresh()
+        known = self._dups.get(_dup_key(category, content))
+        vector = self._embed_one(content) if known is None else None
+
+        def plan(s: Scratch) -> tuple[list[Op], SaveResult]:
+            old = s.duplicate_of(category, content)
+            if old is not None:
                 entry = replace(
                     old,
-                    tags=merged_tags,
+                    tags=tuple(dict.fromkeys(old.tags + tag_list))[:MAX_TAGS],
                     last_seen_at=max(now, old.last_seen_at),
                     updated_at=now,
                     reinforcement_count=old.reinforcement_count + 1,
                 )
-                self._table.update([entry])
-                if merged_tags != old.tags:
-                    self._write_index([entry])
-                self._remember([entry])
-                return SaveResult(entry, reinforced=True)
+                return [_put(entry)], SaveResult(entry, reinforced=True)
             entry = MemoryEntry(
-                id=new_id(),
-                content=content,
-                category=category,
-                tags=tag_list,
-                created_at=now,
-                updated_at=now,
-                last_seen_at=now,
-                metadata=dict(metadata or {}),
+                new_id(), content, category, tag_list, now, now, now, metadata=dict(metadata or {})
             )
-            vector = vectors.get(content)
-            self._table.add([entry], [vector], self.embedder.name if self.embedder else None)
-            self._write_index([entry])
-            self._remember([entry])
-            if vector is not None:
-                self._vectors.put({entry.id: vector})
-            return SaveResult(entry, reinforced=False)
+            ops = [_put(entry)]
+            if vector is not None and self.embedder is not None:
+                ops.append(_vec(entry, self.embedder.name, vector))
+            return ops, SaveResult(entry, reinforced=False)
 
-    def _embed(self, texts: Sequence[str]) -> dict[str, list[float]]:
-        """Vectors for texts when embedding happens on save; {} otherwise or on failure."""
-        if self.embedder is None or not self.embed_on_save or not texts:
-            return {}
+        return self._commit(plan)
+
+    def _embed_one(self, text: str) -> list[float] | None:
+        if self.embedder is None or not self.embed_on_save:
+            return None
         try:
-            return dict(zip(texts, self.embedder.embed(list(texts)), strict=True))
+            return self.embedder.embed([text])[0]
         except EmbedderError as exc:
             logger.warning("embedding failed (%s); the vector will be backfilled", exc)
-            return {}
+            return None
 
+    def delete(self, entry_id: str) -> MemoryEntry:
+        def plan(s: Scratch) -> tuple[list[Op], MemoryEntry]:
+            entry = s.get(entry_id)
+            if entry is None:
+                raise NotFound(
+                    f"No memory entry found with id '{entry_id}'. "
+                    "Use search_memory to find the correct ID."
+                )
+            return [{"op": "del", "id": entry_id}], entry
+
+        return self._commit(plan)
+
+    def write(self, groups: Sequence[Sequence[Write]]) -> list[bool]:
+        """Compare-and-set: each group is written whole if every entry in it still equals its
+        `expect`, else not at all. One log record per group, one fsync for all. Returns, per
+        group, whether it was written. Background writers (the dream, undo, import) use this
+        so they never overwrite, or bring back, what a user changed meanwhile."""
+
+        def plan(s: Scratch) -> tuple[list[Op], list[bool]]:
+            ops: list[Op] = []
+            done: list[bool] = []
+            for group in groups:
+                if all(w.expect is ANY or s.get(w.id) == w.expect for w in group):
+                    group_ops: list[Op] = [
+                        _put(w.new) if w.new is not None else {"op": "del", "id": w.id}
+                        for w in group
+                    ]
+                    s.take(group_ops)
+                    ops += group_ops
+                    done.append(True)
+                else:
+                    done.append(False)
+            return ops, done
+
+        return self._commit(plan)
+
+    def apply(self, upserts: Sequence[MemoryEntry] = (), deletes: Sequence[str] = ()) -> None:
+        """Write whole entries and hard-delete ids unconditionally, in one commit."""
+        writes = [Write(e.id, ANY, e) for e in upserts] + [Write(i, ANY, None) for i in deletes]
+        self.write([writes])
+
+    # ---- vectors --------------------------------------------------------------------------------
     def backfill(self, batch: int = 64) -> int:
-        """Embed up to `batch` live entries that have no vector from the current embedder.
-        Returns how many got one; 0 when nothing is missing or the embedder is unavailable."""
+        """Embed up to `batch` live entries that have no vector from the current embedder and
+        log the vectors. Returns how many got one; 0 when nothing is missing or the embedder
+        is unavailable."""
         if self.embedder is None:
             return 0
+        self.load_vectors()
         self._fresh()
-        with self._mutex:
-            missing = [e for e in self._entries.values() if e.live and e.id not in self._vectors]
-        missing = missing[:batch]
+        view = self._view
+        missing = []
+        for entry_id, row in list(self._rows.row_of.items()):
+            if not self._rows.has_vec[row] and self._rows.live[row]:
+                entry = view.get(entry_id)
+                if entry is not None and entry.live:
+                    missing.append(entry)
+                    if len(missing) >= batch:
+                        break
         if not missing:
+            self.vectors_wanted.clear()
             return 0
         try:
             vectors = self.embedder.embed([e.content for e in missing])
         except EmbedderError as exc:
             logger.warning("backfill paused: %s", exc)
             return 0
-        found = {e.id: v for e, v in zip(missing, vectors, strict=True)}
-        with self._writing():
-            found = {i: v for i, v in found.items() if i in self._entries}
-            self._table.set_vectors(found, self.embedder.name)
-            self._vectors.put(found)
-            self._touched.update(found)
-        return len(found)
+        model = self.embedder.name
+
+        def plan(s: Scratch) -> tuple[list[Op], int]:
+            ops = [
+                _vec(e, model, v)
+                for e, v in zip(missing, vectors, strict=True)
+                if (now := s.get(e.id)) is not None and now.live and now.content == e.content
+            ]
+            return ops, len(ops)
+
+        return self._commit(plan)
 
     def missing_vectors(self) -> int:
+        if self.embedder is None:
+            return 0
         self._fresh()
-        with self._mutex:
-            return sum(1 for e in self._entries.values() if e.live and e.id not in self._vectors)
+        return self._view.live_count - self._rows.vector_count()
 
-    def _remember(self, entries: Iterable[MemoryEntry]) -> None:
-        """Take entries into the cache; the vector mirror holds live entries only."""
-        entries = list(entries)
-        revived = []
-        for e in entries:
-            self._touched.add(e.id)
-            old = self._entries.get(e.id)
-            if not e.live:
-                self._vectors.drop([e.id])
-            elif old is not None and not old.live:
-                revived.append(e.id)
-        if revived and self.embedder is not None:
-            self._vectors.put(self._table.vectors(self.embedder.name, revived))
-        for e in entries:
-            old = self._entries.get(e.id)
-            if old is not None:
-                self._dups.pop(_dup_key(old.category, old.content), None)
-            self._entries[e.id] = e
-            if e.live:
-                self._dups[_dup_key(e.category, e.content)] = e.id
+    # ---- checkpoints ----------------------------------------------------------------------------
+    def checkpoint_due(self, max_age: float = CHECKPOINT_SECONDS) -> bool:
+        """Enough changes are pending, or the oldest has waited `max_age` seconds."""
+        self._fresh()
+        pending = self._pending
+        if not pending:
+            return False
+        if len(pending) >= CHECKPOINT_RECORDS:
+            return True
+        oldest = min(p[1] for p in pending.values())
+        return time.monotonic() - oldest >= max_age
 
-    def _forget(self, ids: Iterable[str]) -> None:
-        ids = list(ids)
-        self._vectors.drop(ids)
-        for i in ids:
-            self._touched.add(i)
-            old = self._entries.pop(i, None)
-            if old is not None and self._dups.get(_dup_key(old.category, old.content)) == i:
-                del self._dups[_dup_key(old.category, old.content)]
+    def checkpoint(self, wait: bool = True) -> bool:
+        """Fold the log into LanceDB and Tantivy and drop the folded segments. Returns False
+        when another process is doing it (with wait=False) or there was nothing to fold."""
+        try:
+            self._cplock.acquire(timeout=None if wait else 0)
+        except Timeout:
+            return False
+        except OSError as exc:
+            raise StoreError(f"cannot checkpoint {self.data_dir}: {exc.strerror}") from exc
+        try:
+            with self._locked():  # seal: new writes go to a new segment
+                self._catch_up()
+                state = self._state.read()
+                start = state.checkpoint if state.known else self._first_logged() - 1
+                end = self._wal.last_seq
+                if end <= start:
+                    return False
+                self._wal.rotate()
+            touched = self._fold(start, end)
+            with self._locked():
+                self._state.write(self._state.read(), end, self._table.version, touched)
+                self._wal.drop_sealed(end)
+            if self._table.fragments() >= COMPACT_FRAGMENTS:
+                self._table.optimize(KEEP_VERSIONS)
+        finally:
+            self._cplock.release()
+        self._catch_up()
+        return True
 
-    def delete(self, entry_id: str) -> MemoryEntry:
-        with self._writing():
-            entry = self._entries.get(entry_id)
-            if entry is None:
-                raise NotFound(
-                    f"No memory entry found with id '{entry_id}'. "
-                    "Use search_memory to find the correct ID."
-                )
-            self._table.delete([entry_id])
-            self._write_index([], removed=[entry_id])
-            self._forget([entry_id])
-            return entry
+    def _fold(self, start: int, end: int) -> set[str]:
+        """Write the records start < seq <= end to LanceDB and Tantivy (idempotent: a fold
+        that died half-way is simply done again)."""
+        final: dict[str, MemoryEntry | None] = {}
+        vectors: dict[str, Op] = {}
+        for record in self._wal.sealed_records(start, end):
+            for op in record.ops:
+                if op["op"] == "put":
+                    entry = entry_from_dict(op["e"])
+                    final[entry.id] = entry
+                    if (v := vectors.get(entry.id)) is not None and v["h"] != text_hash(
+                        entry.content
+                    ):
+                        del vectors[entry.id]
+                elif op["op"] == "del":
+                    final[str(op["id"])] = None
+                    vectors.pop(str(op["id"]), None)
+                elif op["op"] == "vec":
+                    vectors[str(op["id"])] = op
+        for entry_id in vectors.keys() - final.keys():
+            current = self._view.get(entry_id)  # a vector for an entry checkpointed earlier
+            if current is not None:
+                final[entry_id] = current
+        kept = {i: e for i, e in final.items() if e is not None}
+        stored = self._table.stored_vectors([i for i in kept if i not in vectors])
+        rows: dict[str, tuple[MemoryEntry, StoredVector | None]] = {}
+        for entry_id, entry in kept.items():
+            vector: StoredVector | None = None
+            logged = vectors.get(entry_id)
+            if logged is not None and logged["h"] == text_hash(entry.content):
+                vector = StoredVector(str(logged["m"]), _vector_of(logged), str(logged["h"]))
+            elif (old := stored.get(entry_id)) is not None and old.text_hash == text_hash(
+                entry.content
+            ):
+                vector = old
+            rows[entry_id] = (entry, vector)
+        deleted = [i for i, e in final.items() if e is None]
+        self._table.delete(deleted)
+        self._table.upsert(list(rows.values()))
+        with self._index.writing() as writer:
+            for entry_id in deleted:
+                writer.delete(entry_id)
+            for entry, _ in rows.values():
+                if entry.live:
+                    writer.upsert(IndexDoc(entry.id, entry.content, entry.category, entry.tags))
+                else:
+                    writer.delete(entry.id)
+        return set(final)
 
-    def apply(self, upserts: Sequence[MemoryEntry] = (), deletes: Sequence[str] = ()) -> None:
-        """Write whole entries (new or changed, live or archived) and hard-delete ids, in one
-        locked step. This is how the dream worker changes the store."""
-        with self._mutex:
-            fresh = [e for e in upserts if e.id not in self._entries and e.live]
-        vectors = self._embed([e.content for e in fresh])
-        with self._writing():
-            new = [e for e in upserts if e.id not in self._entries]
-            changed = [e for e in upserts if e.id in self._entries]
-            if new:
-                model = self.embedder.name if self.embedder else None
-                self._table.add(new, [vectors.get(e.content) for e in new], model)
-                self._vectors.put({e.id: vectors[e.content] for e in new if e.content in vectors})
-            self._table.update(changed)
-            self._table.delete(list(deletes))
-            self._write_index(upserts, removed=deletes)
-            self._forget(deletes)
-            self._remember(upserts)
-
-    def maintain(self, keep_versions_for: timedelta = timedelta(days=7)) -> None:
-        """Compact LanceDB fragments, drop old versions and rebuild the index, so a long-lived
-        store stays fast. Runs under the write lock like any write."""
-        with self._writing():
+    def maintain(self, keep_versions_for: timedelta = KEEP_VERSIONS) -> None:
+        """Checkpoint, then compact LanceDB and drop old versions."""
+        self.checkpoint()
+        with self._cplock:
             self._table.optimize(keep_versions_for)
-            self._rebuild_index()
+
+    def reindex(self) -> None:
+        """Rebuild the Tantivy index from LanceDB (after a checkpoint)."""
+        self.checkpoint()
+        with self._cplock:
+            live = [e for e in self._table.entries() if e.live]
+            self._index.rebuild(IndexDoc(e.id, e.content, e.category, e.tags) for e in live)
+            with self._locked():
+                state = self._state.read()
+                self._state.write(state, state.checkpoint, self._table.version, set())
+        self._catch_up()
 
     def version(self) -> int:
-        """The LanceDB table version: changes with every write by any process."""
+        """The LanceDB table version: changes with every checkpoint by any process."""
         return self._table.version
 
-    # ---- reads ----------------------------------------------------------------------------
+    def pending(self) -> int:
+        """Changes logged but not yet folded into LanceDB and Tantivy."""
+        return len(self._pending)
+
+    # ---- reads ----------------------------------------------------------------------------------
     def get(self, entry_id: str) -> MemoryEntry | None:
         self._fresh()
-        return self._entries.get(entry_id)
+        return self._view.get(entry_id)
 
     def entries(self, include_archived: bool = False) -> list[MemoryEntry]:
         self._fresh()
-        return [e for e in self._entries.values() if include_archived or e.live]
+        return [e for e in self._view.values() if include_archived or e.live]
+
+    def count(self) -> int:
+        self._fresh()
+        return self._view.live_count
+
+    def categories(self) -> list[tuple[str, int]]:
+        self._fresh()
+        return sorted(self._view.categories.items(), key=lambda kv: (kv[0].casefold(), kv[0]))
 
     def search(
         self,
@@ -378,48 +765,61 @@ class LongTermStore:
         category = check_category(category)
         tag_list = check_tags(tags)
         self._fresh()
+        view, rows = self._view, self._rows
         if not text:
-            with self._mutex:
-                return self._recent(category, tag_list, limit)
-        query_vector = self._query_vector(text) if self.keyword_weight < 1 else None
-        with self._mutex:
-            bm25 = []
-            if self.keyword_weight > 0:
-                bm25 = self._index.search(text, _CANDIDATES, category, tag_list)
-            entries = dict(self._entries)
-            cosine = []
+            mask = rows.mask(category, tag_list)
+            found = (view.get(i) for i in rows.recent(limit * 2, mask))
+            return [Hit(e, 0.0) for e in found if e is not None and matches(e, category, tag_list)][
+                :limit
+            ]
+        bm25 = self._keyword(text, view, category, tag_list) if self.keyword_weight > 0 else []
+        cosine: list[tuple[str, float]] = []
+        if self.keyword_weight < 1 and rows.vector_count():
+            query_vector = self._query_vector(text)
             if query_vector is not None:
-                filtered = category is not None or bool(tag_list)
-                cosine = self._vectors.search(
-                    query_vector,
-                    _CANDIDATES,
-                    (lambda i: matches(entries[i], category, tag_list)) if filtered else None,
-                )
-        importance = {i: entries[i].importance for i, _ in [*bm25, *cosine] if i in entries}
+                cosine = rows.vector_top(query_vector, _CANDIDATES, rows.mask(category, tag_list))
+        entries = {i: e for i, _ in [*bm25, *cosine] if (e := view.get(i)) is not None}
+        ok = {i: e for i, e in entries.items() if matches(e, category, tag_list)}
+        importance = {i: e.importance for i, e in ok.items()}
+        bm25 = [h for h in bm25 if h[0] in ok]
+        cosine = [h for h in cosine if h[0] in ok]
         ranked = rank_hits(bm25, cosine, importance, self.min_similarity, self.keyword_weight)
-        return [Hit(entries[i], s) for i, s in ranked[:limit] if i in entries]
+        return [Hit(ok[i], s) for i, s in ranked[:limit]]
+
+    def _keyword(
+        self, text: str, view: View, category: str | None, tags: Sequence[str]
+    ) -> list[tuple[str, float]]:
+        """BM25 over the index plus the changes not checkpointed yet (which override it)."""
+        pending = self._pending
+        indexed = [
+            h
+            for h in self._index.search(text, _CANDIDATES + len(pending), category, tags)
+            if h[0] not in pending
+        ]
+        docs: dict[str, DocTerms] = {}
+        for entry_id in pending:
+            entry = view.get(entry_id)
+            if entry is None or not matches(entry, category, tags):
+                continue
+            terms = self._terms.get(entry_id)
+            if terms is None:
+                terms = self._index.doc_terms(
+                    IndexDoc(entry.id, entry.content, entry.category, entry.tags)
+                )
+                self._terms[entry_id] = terms
+            docs[entry_id] = terms
+        merged = indexed + self._index.score_docs(text, docs)
+        merged.sort(key=lambda h: (-h[1], h[0]))
+        return merged[:_CANDIDATES]
 
     def _query_vector(self, text: str) -> list[float] | None:
-        if self.embedder is None or len(self._vectors) == 0:
+        if self.embedder is None:
             return None
         try:
+            embed_query = getattr(self.embedder, "embed_query", None)
+            if embed_query is not None:
+                return embed_query(text)  # type: ignore[no-any-return]
             return self.embedder.embed([text])[0]
         except EmbedderError as exc:
             logger.warning("query embedding failed (%s); keyword search only", exc)
             return None
-
-    def _recent(self, category: str | None, tags: Sequence[str], limit: int) -> list[Hit]:
-        chosen = sorted(
-            (e for e in self._entries.values() if matches(e, category, tags)),
-            key=lambda e: (e.last_seen_at, e.created_at),
-            reverse=True,
-        )
-        return [Hit(e, 0.0) for e in chosen[:limit]]
-
-    def categories(self) -> list[tuple[str, int]]:
-        self._fresh()
-        counts: dict[str, int] = {}
-        for e in self._entries.values():
-            if e.live and e.category:
-                counts[e.category] = counts.get(e.category, 0) + 1
-        return sorted(counts.items(), key=lambda kv: (kv[0].casefold(), kv[0]))

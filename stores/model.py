@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 import uuid
@@ -71,7 +72,23 @@ def fold_text(text: str) -> str:
     return " ".join(kept.split())
 
 
+def text_hash(text: str) -> str:
+    """A short digest of a text (which vector belongs to which text)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _encodable(text: str, what: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(
+            f"{what} contains an unpaired surrogate (\\u{ord(text[exc.start]):04x}); send valid "
+            "Unicode text."
+        ) from None
+
+
 def check_content(content: str) -> str:
+    _encodable(content, "content")
     if not content.strip():
         raise InvalidInput("content is empty; pass the fact to remember as text.")
     if len(content) > MAX_CONTENT_CHARS:

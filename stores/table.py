@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from dreamwell.stores.model import MemoryEntry
+from dreamwell.stores.model import MemoryEntry, text_hash
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +48,13 @@ def _schema() -> pa.Schema:
 
 
 _RECORD_COLUMNS = [f.name for f in _schema() if f.name not in ("vector", "vector_model")]
+
+
+@dataclass(frozen=True)
+class StoredVector:
+    model: str
+    values: Sequence[float]
+    text_hash: str  # of the content it was made from: an edited entry's vector is stale
 
 
 def _row(entry: MemoryEntry, vector: Sequence[float] | None, model: str | None) -> dict[str, Any]:
@@ -130,50 +138,44 @@ class MemoryTable:
         query = self._table.search().where(f"id IN ({_quote(ids)})").select(_RECORD_COLUMNS)
         return [_entry(row) for row in query.limit(None).to_arrow().to_pylist()]
 
-    def add(
-        self,
-        entries: Sequence[MemoryEntry],
-        vectors: Sequence[Sequence[float] | None] = (),
-        model: str | None = None,
-    ) -> None:
-        vecs = list(vectors) or [None] * len(entries)
-        data = pa.Table.from_pylist(
-            [_row(e, v, model) for e, v in zip(entries, vecs, strict=True)],
-            schema=_schema(),
-        )
-        self._table.add(data)
-
-    def update(self, entries: Sequence[MemoryEntry]) -> None:
-        """Rewrite the record columns of existing entries; vectors stay as they are."""
-        if not entries:
+    def upsert(self, rows: Sequence[tuple[MemoryEntry, StoredVector | None]]) -> None:
+        """Insert or replace whole rows (records and vectors) by id: one new version."""
+        if not rows:
             return
         data = pa.Table.from_pylist(
-            [
-                {k: v for k, v in _row(e, None, None).items() if k in _RECORD_COLUMNS}
-                for e in entries
-            ],
-            schema=pa.schema([_schema().field(c) for c in _RECORD_COLUMNS]),
+            [_row(e, v.values if v else None, v.model if v else None) for e, v in rows],
+            schema=_schema(),
         )
-        self._table.merge_insert("id").when_matched_update_all().execute(data)
+        (
+            self._table.merge_insert("id")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute(data)
+        )
 
-    def vectors(self, model: str, ids: Sequence[str] | None = None) -> dict[str, list[float]]:
+    def vectors(self, model: str, ids: Sequence[str] | None = None) -> dict[str, StoredVector]:
         """Vectors made by `model` (all, or of `ids`)."""
         where = f"vector_model = {_quote([model])}"
         if ids is not None:
             if not ids:
                 return {}
             where += f" AND id IN ({_quote(ids)})"
-        query = self._table.search().where(where).select(["id", "vector"]).limit(None)
-        return {row["id"]: row["vector"] for row in query.to_arrow().to_pylist()}
+        return self._vectors(where)
 
-    def set_vectors(self, vectors: Mapping[str, Sequence[float]], model: str) -> None:
-        if not vectors:
-            return
-        data = pa.Table.from_pylist(
-            [{"id": i, "vector": list(v), "vector_model": model} for i, v in vectors.items()],
-            schema=pa.schema([_schema().field(c) for c in ("id", "vector", "vector_model")]),
+    def stored_vectors(self, ids: Sequence[str]) -> dict[str, StoredVector]:
+        """Whatever vectors `ids` have, of any model."""
+        if not ids:
+            return {}
+        return self._vectors(f"vector_model IS NOT NULL AND id IN ({_quote(ids)})")
+
+    def _vectors(self, where: str) -> dict[str, StoredVector]:
+        query = (
+            self._table.search().where(where).select(["id", "content", "vector", "vector_model"])
         )
-        self._table.merge_insert("id").when_matched_update_all().execute(data)
+        return {
+            row["id"]: StoredVector(row["vector_model"], row["vector"], text_hash(row["content"]))
+            for row in query.limit(None).to_arrow().to_pylist()
+        }
 
     def delete(self, ids: Sequence[str]) -> None:
         if ids:
@@ -182,5 +184,14 @@ class MemoryTable:
     def count(self) -> int:
         return int(self._table.count_rows())
 
+    def fragments(self) -> int:
+        stats: Any = self._table.stats()
+        return int(stats["fragment_stats"]["num_fragments"])
+
     def optimize(self, keep_versions_for: timedelta) -> None:
-        self._table.optimize(cleanup_older_than=keep_versions_for)
+        """Compact fragments and drop versions older than `keep_versions_for`."""
+        import warnings
+
+        with warnings.catch_warnings():  # a short retention is deliberate: see KEEP_VERSIONS
+            warnings.simplefilter("ignore", UserWarning)
+            self._table.optimize(cleanup_older_than=keep_versions_for)

@@ -7,9 +7,11 @@ from our own tokens (never the query parser), so no user text can make a search 
 from __future__ import annotations
 
 import logging
+import math
 import re
 import shutil
-from collections.abc import Iterable, Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,12 +29,24 @@ _WRITER_HEAP = 15_000_000
 _CJK = re.compile(r"([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff])")
 
 
+_K1, _B = 1.2, 0.75  # Tantivy's BM25 parameters
+_AVG_LEN = 16.0  # a typical memory's length in tokens, until the overlay says otherwise
+
+
 @dataclass(frozen=True)
 class IndexDoc:
     id: str
     content: str
     category: str | None
     tags: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DocTerms:
+    """A document's analysed terms, for scoring it outside the index (see score_docs)."""
+
+    counts: Mapping[str, int]
+    length: int
 
 
 def document_text(content: str, category: str | None, tags: Iterable[str]) -> str:
@@ -136,8 +150,62 @@ class TextIndex:
     def reload(self) -> None:
         self._index.reload()
 
+    def in_step(self, live: int) -> bool:
+        """True when the index holds `live` documents and can be searched."""
+        try:
+            self._index.reload()
+            return self.doc_count() == live
+        except (ValueError, OSError, RuntimeError):
+            return False
+
+    def rebuild(self, docs: Iterable[IndexDoc]) -> None:
+        """Replace every document with `docs` in one commit (recreating a damaged index)."""
+        docs = list(docs)
+        try:
+            with self.writing() as writer:
+                writer.clear()
+                for doc in docs:
+                    writer.upsert(doc)
+        except (ValueError, OSError, RuntimeError) as exc:
+            logger.warning("text index at %s is damaged (%s); recreating it", self._path, exc)
+            self.recreate()
+            with self.writing() as writer:
+                for doc in docs:
+                    writer.upsert(doc)
+
     def doc_count(self) -> int:
         return int(self._index.searcher().num_docs)
+
+    def doc_terms(self, doc: IndexDoc) -> DocTerms:
+        tokens = self._analyzer.analyze(
+            _prepare(document_text(doc.content, doc.category, doc.tags))
+        )
+        return DocTerms(Counter(tokens), len(tokens))
+
+    def score_docs(self, query: str, docs: Mapping[str, DocTerms]) -> list[tuple[str, float]]:
+        """BM25 of documents that are not in the index yet, with the index's own statistics
+        (document frequencies and count) plus theirs, so the scores compare with search()'s."""
+        terms = self.terms(query)
+        if not terms or not docs:
+            return []
+        searcher = self._index.searcher()
+        total = searcher.num_docs + len(docs)
+        avg = sum(d.length for d in docs.values()) / len(docs) if len(docs) >= 8 else _AVG_LEN
+        out = []
+        idf = {}
+        for term in terms:
+            df = searcher.doc_freq("body", term) + sum(1 for d in docs.values() if term in d.counts)
+            idf[term] = math.log(1 + (total - df + 0.5) / (df + 0.5))
+        for doc_id, doc in docs.items():
+            norm = _K1 * (1 - _B + _B * doc.length / avg)
+            score = sum(
+                idf[t] * doc.counts[t] * (_K1 + 1) / (doc.counts[t] + norm)
+                for t in terms
+                if t in doc.counts
+            )
+            if score > 0:
+                out.append((doc_id, score))
+        return out
 
     def terms(self, text: str) -> list[str]:
         """The distinct index terms of `text`, in order, capped."""

@@ -1,4 +1,4 @@
-"""The server's background work: hourly sweep + compaction, and the embedding backfill."""
+"""The server's background work: hourly sweep, checkpoints, and the embedding backfill."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from dreamwell.server.app import backfill_forever, sweep_forever
+from dreamwell.server.app import backfill_forever, checkpoint_forever, sweep_forever
 from dreamwell.server.config import Settings
 from dreamwell.server.runtime import Runtime
 from dreamwell.stores import LongTermStore, WorkingMemory, utcnow
@@ -17,25 +17,38 @@ from dreamwell.stores import LongTermStore, WorkingMemory, utcnow
 pytestmark = pytest.mark.anyio
 
 
-async def test_the_sweep_drops_expired_working_memory_and_compacts(tmp_path: Path) -> None:
+async def test_the_sweep_drops_expired_working_memory(tmp_path: Path) -> None:
     WorkingMemory(tmp_path).save(
         "session/a", "old", "v", ttl_minutes=1, now=utcnow() - timedelta(minutes=5)
     )
     WorkingMemory(tmp_path).save("session/a", "new", "v", ttl_minutes=60)
     runtime = Runtime(Settings(data_dir=tmp_path, embedder="none"))
-    tenant = await runtime.tenant()
-    for i in range(5):  # five writes, five LanceDB fragments to compact
-        tenant.longterm.save(f"compact me {i}")
-    before = tenant.longterm.version()
     wm_file = tmp_path / "working-memory" / "session.json"
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
             tg.start_soon(sweep_forever, runtime, 0.01)
-            while len(json.loads(wm_file.read_text())) != 1 or tenant.longterm.version() == before:
+            await runtime.tenant()
+            while len(json.loads(wm_file.read_text())) != 1:
                 await anyio.sleep(0.01)
             tg.cancel_scope.cancel()
     assert [e["key"] for e in json.loads(wm_file.read_text())] == ["session/a/new"]
-    assert len(tenant.longterm.search("compact")) == 5
+
+
+async def test_the_checkpoint_loop_folds_the_log_into_lancedb(tmp_path: Path) -> None:
+    runtime = Runtime(Settings(data_dir=tmp_path, embedder="none"))
+    tenant = await runtime.tenant()
+    for i in range(5):
+        tenant.longterm.save(f"fold me {i}")
+    before = tenant.longterm.version()
+    assert tenant.longterm.pending() == 5
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(checkpoint_forever, runtime, 0.01, 0.0)
+            while tenant.longterm.pending():
+                await anyio.sleep(0.01)
+            tg.cancel_scope.cancel()
+    assert tenant.longterm.version() > before
+    assert len(LongTermStore(tmp_path).search("fold")) == 5
 
 
 async def test_backfill_embeds_memories_saved_without_vectors(tmp_path: Path) -> None:

@@ -1,0 +1,128 @@
+"""The data directory's layout: every path, lock file and tenant lives here, nowhere else.
+
+<root>/                      the root store (stdio, single token)
+    format.json              {"format": N}: the layout version, written when absent
+    lancedb/                 durable long-term records and vectors
+    index/                   the Tantivy index derived from them
+    wal/<first-seq>.log      write-ahead log of long-term writes not yet checkpointed
+    longterm.state           checkpoint position, LanceDB version, change journal
+    write.lock               taken to append to the WAL
+    checkpoint.lock          taken to fold the WAL into LanceDB and Tantivy
+    working-memory/          one JSON file per top-level segment, and its lock
+    conversation.jsonl …     input logs of the dream worker (and their locks)
+    dreams/<run>.json        dream reports; dream.lock; .activity (tool traffic marker)
+    tenants/<name>/          a tenant: the same layout again
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from dreamwell.stores.errors import InvalidInput, StoreError
+
+FORMAT = 2  # 1: v0.1 (one LanceDB version per write); 2: write-ahead log + checkpoints
+TENANT_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def check_tenant(name: str) -> str:
+    if not TENANT_RE.fullmatch(name):
+        raise InvalidInput(f"tenant name {name!r} must be 1-64 letters, digits, '-' or '_'.")
+    return name
+
+
+@dataclass(frozen=True)
+class DataDir:
+    root: Path
+
+    # ---- long-term store --------------------------------------------------------------
+    @property
+    def lancedb(self) -> Path:
+        return self.root / "lancedb"
+
+    @property
+    def index(self) -> Path:
+        return self.root / "index"
+
+    @property
+    def wal(self) -> Path:
+        return self.root / "wal"
+
+    @property
+    def state(self) -> Path:
+        return self.root / "longterm.state"
+
+    @property
+    def write_lock(self) -> Path:
+        return self.root / "write.lock"
+
+    @property
+    def checkpoint_lock(self) -> Path:
+        return self.root / "checkpoint.lock"
+
+    # ---- working memory, logs, dream ----------------------------------------------------
+    @property
+    def working(self) -> Path:
+        return self.root / "working-memory"
+
+    def log(self, name: str) -> Path:
+        return self.root / name
+
+    def log_lock(self, name: str) -> Path:
+        return self.root / f".{name}.lock"
+
+    @property
+    def reports(self) -> Path:
+        return self.root / "dreams"
+
+    @property
+    def dream_lock(self) -> Path:
+        return self.root / "dream.lock"
+
+    @property
+    def activity(self) -> Path:
+        return self.root / ".activity"
+
+    @property
+    def format_file(self) -> Path:
+        return self.root / "format.json"
+
+    # ---- tenants ----------------------------------------------------------------------------
+    def tenant(self, name: str) -> DataDir:
+        """`""` is this directory itself; any other name is `tenants/<name>`."""
+        return self if name == "" else DataDir(self.root / "tenants" / check_tenant(name))
+
+    def tenants(self) -> Iterator[str]:
+        """Names of the tenants that exist under this directory (not the root itself)."""
+        folder = self.root / "tenants"
+        if folder.is_dir():
+            for child in sorted(folder.iterdir()):
+                if child.is_dir() and TENANT_RE.fullmatch(child.name):
+                    yield child.name
+
+    # ---- format -------------------------------------------------------------------------------
+    def ensure(self) -> None:
+        """Create the directory and record the layout version when it is new."""
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            if not self.format_file.exists():
+                from dreamwell.stores.state import write_atomic
+
+                write_atomic(self.format_file, json.dumps({"format": FORMAT}))
+        except OSError as exc:
+            if not self.root.is_dir():
+                raise StoreError(
+                    f"cannot create the data directory {self.root}: {exc.strerror}. "
+                    "Choose another with --data-dir."
+                ) from exc
+            # a read-only directory still serves reads
+
+    def format(self) -> int | None:
+        """The recorded layout version (None: not recorded, e.g. made by v0.1)."""
+        try:
+            return int(json.loads(self.format_file.read_text(encoding="utf-8"))["format"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
