@@ -1,0 +1,240 @@
+"""The long-term store's core: the write-ahead log, checkpoints, snapshot reads, group commit
+and compare-and-set writes — each window where a write can land between two steps."""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from dreamwell.stores import ANY, LongTermStore, StoreError, Write
+from dreamwell.stores.wal import Wal
+from tests.test_recall import HashEmbedder
+
+
+def ids(hits: list) -> set[str]:  # type: ignore[type-arg]
+    return {h.entry.id for h in hits}
+
+
+def test_a_save_is_searchable_before_and_after_its_checkpoint(tmp_path: Path) -> None:
+    store = LongTermStore(tmp_path)
+    first = store.save("the harbour opens at dawn").entry
+    assert store.pending() == 1 and ids(store.search("harbour")) == {first.id}
+    assert store.checkpoint()
+    assert store.pending() == 0 and ids(store.search("harbour")) == {first.id}
+    second = store.save("the harbour closes at dusk").entry
+    assert ids(store.search("harbour")) == {first.id, second.id}
+    reopened = LongTermStore(tmp_path)
+    assert ids(reopened.search("harbour")) == {first.id, second.id}
+
+
+def test_pending_deletes_and_edits_override_the_checkpointed_index(tmp_path: Path) -> None:
+    store = LongTermStore(tmp_path)
+    gone = store.save("a lighthouse keeper named Ada", tags="people").entry
+    kept = store.save("a lighthouse on the cliff", tags="places").entry
+    store.checkpoint()
+    store.delete(gone.id)
+    store.apply([replace(kept, tags=("moved",))])
+    assert ids(store.search("lighthouse")) == {kept.id}
+    assert store.search("lighthouse", tags="places") == []
+    assert ids(store.search("lighthouse", tags="moved")) == {kept.id}
+    assert ids(LongTermStore(tmp_path).search("lighthouse", tags="moved")) == {kept.id}
+
+
+def test_compare_and_set_never_brings_back_a_deleted_entry(tmp_path: Path) -> None:
+    store = LongTermStore(tmp_path)
+    planned = store.save("user likes green tea").entry  # the snapshot a plan was made from
+    other = store.save("user likes black coffee").entry
+    LongTermStore(tmp_path).delete(planned.id)  # the user deletes it meanwhile (another store)
+    decayed = replace(planned, importance=0.2)
+    done = store.write(
+        [[Write(planned.id, planned, decayed)], [Write(other.id, other, replace(other, score=1.0))]]
+    )
+    assert done == [False, True]
+    assert store.get(planned.id) is None and store.get(other.id).score == 1.0  # type: ignore[union-attr]
+    assert LongTermStore(tmp_path).get(planned.id) is None
+
+
+def test_a_group_is_written_whole_or_not_at_all(tmp_path: Path) -> None:
+    store = LongTermStore(tmp_path)
+    a = store.save("fact a").entry
+    b = store.save("fact b").entry
+    store.apply([replace(b, importance=0.9)])  # b changed after the plan saw it
+    merged = replace(a, id="0123456789ab", content="fact a and b")
+    group = [
+        Write(merged.id, None, merged),
+        Write(a.id, a, replace(a, archived_at=a.created_at)),
+        Write(b.id, b, replace(b, archived_at=b.created_at)),
+    ]
+    assert store.write([group]) == [False]
+    assert store.get(merged.id) is None and store.get(a.id) == a
+    assert store.write([[Write(a.id, ANY, None)]]) == [True] and store.get(a.id) is None
+
+
+def test_a_torn_tail_left_by_a_crashed_writer_is_cut_and_the_log_goes_on(tmp_path: Path) -> None:
+    store = LongTermStore(tmp_path)
+    before = store.save("before the crash").entry
+    segment = Wal(tmp_path / "wal").path(Wal(tmp_path / "wal").segments()[-1])
+    with open(segment, "ab") as fh:
+        fh.write(b'1234abcd {"s": 99, "ops": [{"op": "put", "e"')  # no newline: torn
+    after = LongTermStore(tmp_path).save("after the crash").entry
+    reopened = LongTermStore(tmp_path)
+    assert ids(reopened.search("crash")) == {before.id, after.id}
+    assert b"1234abcd" not in segment.read_bytes()
+
+
+def test_a_damaged_record_is_skipped_kept_aside_and_the_rest_is_read(tmp_path: Path) -> None:
+    store = LongTermStore(tmp_path)
+    first = store.save("first river crossing").entry
+    store.save("second river crossing")
+    third = store.save("third river crossing").entry
+    wal = Wal(tmp_path / "wal")
+    segment = wal.path(wal.segments()[-1])
+    lines = segment.read_bytes().split(b"\n")
+    lines[1] = lines[1].replace(b"second", b"secXnd")  # a flipped byte: the checksum fails
+    segment.write_bytes(b"\n".join(lines))
+    reopened = LongTermStore(tmp_path)
+    assert ids(reopened.search("river")) == {first.id, third.id}
+    assert list((tmp_path / "wal").glob("*.corrupt-*")), "the damaged log must be kept aside"
+
+
+def test_a_reader_behind_deleted_log_segments_catches_up_from_lancedb(tmp_path: Path) -> None:
+    reader = LongTermStore(tmp_path)
+    assert reader.search("glacier") == []
+    writer = LongTermStore(tmp_path)
+    saved = []
+    for round_ in range(3):  # three checkpoints: the first segments are deleted
+        saved += [writer.save(f"glacier walk {round_}-{i}").entry.id for i in range(5)]
+        writer.checkpoint()
+    assert len(Wal(tmp_path / "wal").segments()) <= 2
+    deleted = writer.save("glacier walk to be deleted").entry.id
+    writer.delete(deleted)
+    assert ids(reader.search("glacier")) == set(saved)
+
+
+def test_a_checkpoint_that_died_half_way_is_done_again_without_duplicates(tmp_path: Path) -> None:
+    store = LongTermStore(tmp_path)
+    for i in range(10):
+        store.save(f"orchard row {i}")
+    end = store._wal.last_seq
+    store._wal.rotate()
+    store._fold(0, end)
+    reopened = LongTermStore(tmp_path)
+    assert len(reopened.search("orchard")) == 10
+    assert reopened.checkpoint()
+    assert reopened._table.count() == 10
+    assert len(LongTermStore(tmp_path).search("orchard")) == 10
+
+
+def test_a_failed_log_write_saves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = LongTermStore(tmp_path)
+    kept = store.save("written before the disk filled").entry
+
+    pwrite = os.pwrite
+
+    def full(fd: int, data: bytes, offset: int) -> int:
+        pwrite(fd, data[: len(data) // 2], offset)  # half a record reaches the file
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "pwrite", full)
+    with pytest.raises(StoreError, match="nothing was saved"):
+        store.save("this one does not fit")
+    monkeypatch.undo()
+    assert [e.id for e in store.entries()] == [kept.id]
+    later = store.save("written after space was freed").entry
+    assert {e.id for e in LongTermStore(tmp_path).entries()} == {kept.id, later.id}
+
+
+def test_concurrent_saves_share_log_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = LongTermStore(tmp_path)
+    appends = 0
+    original = Wal.append
+
+    def counting(self: Wal, batches: list) -> int:  # type: ignore[type-arg]
+        nonlocal appends
+        appends += 1
+        time.sleep(0.01)  # a slow disk: saves pile up behind this write
+        return original(self, batches)
+
+    monkeypatch.setattr(Wal, "append", counting)
+    threads = [
+        threading.Thread(target=store.save, args=(f"parallel save number {i}",)) for i in range(40)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert len(store.entries()) == 40 and appends < 40
+    assert len(LongTermStore(tmp_path).entries()) == 40
+
+
+def test_an_edited_entry_drops_its_stale_vector_until_it_is_embedded_again(tmp_path: Path) -> None:
+    store = LongTermStore(tmp_path, embedder=HashEmbedder())
+    entry = store.save("sourdough starter recipe").entry
+    assert store.backfill() == 1 and store.missing_vectors() == 0
+    store.checkpoint()
+    store.apply([replace(entry, content="rye bread recipe")])
+    assert store.missing_vectors() == 1
+    store.checkpoint()
+    fresh = LongTermStore(tmp_path, embedder=HashEmbedder())
+    fresh.load_vectors()
+    assert fresh.missing_vectors() == 1 and fresh.backfill() == 1
+
+
+def test_opening_a_store_writes_nothing(tmp_path: Path) -> None:
+    store = LongTermStore(tmp_path)
+    store.save("a quiet fact")
+    store.checkpoint()
+    store.save("a pending fact")
+    before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()}
+    LongTermStore(tmp_path).search("fact")
+    after = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()}
+    assert after == before
+
+
+HOLD_LOCK = """
+import sys, time
+from filelock import FileLock
+lock = FileLock(sys.argv[1])
+lock.acquire()
+print("held", flush=True)
+time.sleep(float(sys.argv[2]))
+lock.release()
+"""
+
+
+def test_reads_never_wait_for_another_process_holding_the_write_lock(tmp_path: Path) -> None:
+    store = LongTermStore(tmp_path, lock_timeout=30)
+    for i in range(50):
+        store.save(f"mountain hut {i}")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(tmp_path / "write.lock"), "3"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        waiting = threading.Thread(target=store.save, args=("saved while locked",))
+        waiting.start()  # this save waits for the other process; searches must not
+        slowest = 0.0
+        for _ in range(20):
+            started = time.perf_counter()
+            assert len(store.search("mountain hut")) == 20
+            assert LongTermStore(tmp_path).count() >= 50  # opening does not need the lock
+            slowest = max(slowest, time.perf_counter() - started)
+        assert waiting.is_alive(), "the save should still be waiting for the lock"
+        assert slowest < 1.0, f"a search waited {slowest:.2f} s behind another process's lock"
+        waiting.join(30)
+        assert store.search("saved while locked")
+    finally:
+        holder.kill()
+        holder.wait()
+        assert holder.stdout is not None
+        holder.stdout.close()
