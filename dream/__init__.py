@@ -1,6 +1,6 @@
 """The dream worker: refines long-term memory while the agent is idle."""
 
-from dreamwell.dream.cycle import DreamBusy, DreamOptions, run_cycle, undo
+from dreamwell.dream.cycle import DreamBusy, DreamCancelled, DreamOptions, run_cycle, undo
 from dreamwell.dream.llm import LLM, LLMError, OllamaLLM
 from dreamwell.dream.report import Report, render
 from dreamwell.dream.rules import DecayPolicy
@@ -9,6 +9,7 @@ __all__ = [
     "LLM",
     "DecayPolicy",
     "DreamBusy",
+    "DreamCancelled",
     "DreamOptions",
     "LLMError",
     "OllamaLLM",

@@ -1,9 +1,22 @@
-"""One dream cycle: lock, wait for quiet, run the passes, apply in small batches, report;
-and undo."""
+"""One dream cycle: wait for quiet, lock, plan on a fresh snapshot, write with compare-and-set
+in small batches (saving the report after each), report; and undo.
+
+Safety rules (SPEC §5; never lose or resurrect data):
+- The cycle waits for quiet *before* it takes `dream.lock`, so a waiting timer never blocks
+  an on-demand cycle, and it plans on a snapshot taken *after* the wait.
+- Every write is compare-and-set inside the store's write lock: an entry must still equal the
+  snapshot the plan was made from. A merge and the archiving of its sources form one group,
+  written whole or not at all. A change whose entry moved on (a delete, a reinforcement, an
+  edit, from this process or another) is dropped and reported as a conflict.
+- The report is saved after every batch that was written, so a cycle that fails or is killed
+  half-way can still be undone exactly; undo itself is compare-and-set and skips (and names)
+  entries that changed after the cycle.
+"""
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -20,19 +33,24 @@ from dreamwell.stores import (
     CONVERSATION,
     FEEDBACK,
     RECALL,
+    DataDir,
     JsonlLog,
     LongTermStore,
     MemoryEntry,
+    Write,
     new_id,
     utcnow,
 )
 
 logger = logging.getLogger(__name__)
-ACTIVITY = ".activity"
 
 
 class DreamBusy(Exception):
     """Another cycle holds this data directory, or tool traffic never paused."""
+
+
+class DreamCancelled(Exception):
+    """The cycle was asked to stop (the server is shutting down)."""
 
 
 @dataclass(frozen=True)
@@ -41,14 +59,20 @@ class DreamOptions:
     quiet_seconds: float = 30.0  # wait while tool calls arrived this recently
     max_wait_seconds: float = 3600.0
     batch: int = 200
+    cancel: threading.Event = field(default_factory=threading.Event, compare=False)
 
 
-def wait_for_quiet(
-    store: LongTermStore, options: DreamOptions, sleep: Callable[[float], None]
-) -> None:
-    marker = store.data_dir / ACTIVITY
+def _check(options: DreamOptions) -> None:
+    if options.cancel.is_set():
+        raise DreamCancelled("the dream cycle was cancelled")
+
+
+def wait_for_quiet(store: LongTermStore, options: DreamOptions) -> None:
+    """Return once no tool call arrived for `quiet_seconds`; cancellable at any moment."""
+    marker = DataDir(store.data_dir).activity
     waited = 0.0
     while True:
+        _check(options)
         try:
             idle = time.time() - marker.stat().st_mtime
         except FileNotFoundError:
@@ -58,37 +82,64 @@ def wait_for_quiet(
         if waited >= options.max_wait_seconds:
             raise DreamBusy(f"tool calls kept arriving for {waited:.0f} s; dreaming later")
         pause = min(options.quiet_seconds - idle, 5.0)
-        sleep(pause)
+        options.cancel.wait(pause)
         waited += pause
 
 
-def _still_current(store: LongTermStore, changes: Sequence[Change]) -> list[Change]:
-    """Drop changes to entries that live traffic changed since the snapshot, and merges whose
-    sources did: dreaming never overwrites a newer write."""
-    stale = {c.before.id for c in changes if c.before and store.get(c.before.id) != c.before}
-    dead = {c.after.id for c in changes if c.kind == "merge" and c.after and stale & set(c.sources)}
+def groups_of(changes: Sequence[Change]) -> list[list[Change]]:
+    """Changes that stand or fall together: a merge with the archiving of its sources."""
+    merges = {c.after.id: [c] for c in changes if c.kind == "merge" and c.after is not None}
+    out: list[list[Change]] = []
+    for change in changes:
+        if change.kind == "merge" and change.after is not None:
+            out.append(merges[change.after.id])
+        elif change.kind == "archive" and len(change.sources) == 1 and change.sources[0] in merges:
+            merges[change.sources[0]].append(change)
+        else:
+            out.append([change])
+    return out
+
+
+def _writes(group: Sequence[Change]) -> list[Write]:
     return [
-        c
-        for c in changes
-        if not (c.before and c.before.id in stale)
-        and not (c.after and c.after.id in dead)
-        and not (c.kind == "archive" and set(c.sources) & dead)
+        Write(c.after.id if c.after else c.before.id, c.before, c.after)  # type: ignore[union-attr]
+        for c in group
+        if c.after is not None or c.before is not None
     ]
 
 
 def commit(
     store: LongTermStore,
-    changes: Sequence[Change],
+    result: PassResult,
+    proposed: Sequence[Change],
     options: DreamOptions,
-    sleep: Callable[[float], None],
-) -> list[Change]:
-    """Save new entries first, then change or archive old ones, in small batches."""
-    kept = _still_current(store, changes)
-    ordered = [c for c in kept if c.before is None] + [c for c in kept if c.before is not None]
-    for start in range(0, len(ordered), options.batch):
-        wait_for_quiet(store, options, sleep)
-        store.apply([c.after for c in ordered[start : start + options.batch] if c.after])
-    return kept
+    saved: Callable[[], object],
+) -> None:
+    """Write `proposed` in batches of groups with compare-and-set; what was written goes into
+    `result.changes` (and the report is saved) after every batch, conflicts into its notes."""
+    result.status = "partial"
+    batch: list[list[Change]] = []
+    size = 0
+    for group in [*groups_of(proposed), None]:
+        if group is not None:
+            batch.append(group)
+            size += len(group)
+            if size < options.batch:
+                continue
+        if batch:
+            _check(options)
+            written = store.write([_writes(g) for g in batch])
+            for g, ok in zip(batch, written, strict=True):
+                if ok:
+                    result.changes += g
+                else:
+                    ids = ", ".join(sorted({(c.before or c.after).id for c in g}))  # type: ignore[union-attr]
+                    result.notes.append(
+                        f"conflict: skipped {g[0].kind} of [{ids}]: changed since the plan"
+                    )
+            saved()
+        batch, size = [], 0
+    result.status = "ran"
 
 
 @dataclass
@@ -109,17 +160,16 @@ def run_cycle(
     dry_run: bool = False,
     options: DreamOptions | None = None,
     now: datetime | None = None,
-    no_llm_reason: str = "no Ollama host configured",
-    sleep: Callable[[float], None] = time.sleep,
+    no_llm_reason: str = "no LLM configured",
 ) -> Report:
     options = options or DreamOptions()
-    lock = FileLock(str(store.data_dir / "dream.lock"), timeout=0)
+    wait_for_quiet(store, options)
+    lock = FileLock(str(DataDir(store.data_dir).dream_lock), timeout=0)
     try:
         lock.acquire()
     except Timeout as exc:
         raise DreamBusy("a dream cycle is already running on this data directory") from exc
     try:
-        wait_for_quiet(store, options, sleep)
         now = now or utcnow()
         report = Report(
             f"{now:%Y%m%dT%H%M%S}-{new_id()[:4]}",
@@ -138,9 +188,11 @@ def run_cycle(
             _take(JsonlLog(data, RECALL), dry_run),
             JsonlLog(data, CONVERSATION),
         )
-        _run_passes(store, llm, no_llm_reason, inputs, report, options, now, sleep)
-        report.finished = utcnow().isoformat()
-        save_report(data, report)
+        try:
+            _run_passes(store, llm, no_llm_reason, inputs, report, options, now)
+        finally:
+            report.finished = utcnow().isoformat()
+            save_report(data, report)
         return report
     finally:
         lock.release()
@@ -154,7 +206,6 @@ def _run_passes(
     report: Report,
     options: DreamOptions,
     now: datetime,
-    sleep: Callable[[float], None],
 ) -> None:
     snapshot = {e.id: e for e in store.entries(include_archived=True)}
     data = store.data_dir
@@ -189,29 +240,53 @@ def _run_passes(
         ("pruning", False, lambda: passes.pruning_pass(snapshot, now)),
     ]
     for name, needs_llm, step in steps:
+        _check(options)
         if needs_llm and llm is None:
             if name == "preferences":
                 conversation()
             report.passes.append(PassResult(name, "skipped", f"no LLM: {no_llm_reason}"))
             continue
+        result = PassResult(name)
+        report.passes.append(result)
         try:
-            result = step()
-            if not report.dry_run:
-                result.changes = commit(store, result.changes, options, sleep)
+            planned = step()
+            result.notes += planned.notes
+            result.status, result.reason = planned.status, planned.reason
+            if report.dry_run:
+                result.changes = planned.changes
+            elif planned.changes:
+                commit(store, result, planned.changes, options, lambda: save_report(data, report))
+        except DreamCancelled:
+            result.status, result.reason = "partial", "cancelled"
+            raise
         except Exception as exc:  # a failing pass is reported; the others still run
             logger.exception("dream pass %s failed", name)
-            result = PassResult(name, "failed", f"{type(exc).__name__}: {exc}")
-        for change in result.changes:
-            target = change.after or change.before
-            if target is not None:
-                snapshot[target.id] = target
-        report.passes.append(result)
+            result.status = "partial" if result.changes else "failed"
+            result.reason = f"{type(exc).__name__}: {exc}"
+        _refresh(snapshot, store, result)
     mined = any(p.name == "anti-patterns" and p.status == "ran" for p in report.passes)
     if corrections and not mined and not report.dry_run:  # keep them for a cycle with an LLM
         feedback_log = JsonlLog(data, FEEDBACK)
         for record in corrections:
             feedback_log.append(record)
     report.passes.append(_maintenance(store, report.dry_run))
+
+
+def _refresh(snapshot: dict[str, MemoryEntry], store: LongTermStore, result: PassResult) -> None:
+    """Later passes plan on what was written, and on the user's version where a change
+    conflicted."""
+    for change in result.changes:
+        target = change.after or change.before
+        if target is not None:
+            snapshot[target.id] = target
+    for note in result.notes:
+        if note.startswith("conflict:"):
+            for entry_id in note[note.index("[") + 1 : note.index("]")].split(", "):
+                current = store.get(entry_id)
+                if current is None:
+                    snapshot.pop(entry_id, None)
+                else:
+                    snapshot[entry_id] = current
 
 
 def _maintenance(store: LongTermStore, dry_run: bool) -> PassResult:
@@ -226,19 +301,29 @@ def _maintenance(store: LongTermStore, dry_run: bool) -> PassResult:
 
 
 def undo(store: LongTermStore, run: str) -> Report:
-    """Put every entry the cycle changed back as it was before, and delete what it created."""
+    """Put back every change the cycle made, newest first, each only if the entry is still as
+    the cycle left it; changes the user made since are kept and named in the report."""
     report = load_report(store.data_dir, run)
     if report.undone:
         raise ValueError(f"dream run {run} was already undone at {report.undone}")
-    before: dict[str, MemoryEntry] = {}
-    created: list[str] = []
-    for change in report.changes():
-        if change.before is not None:
-            before.setdefault(change.before.id, change.before)
-        elif change.after is not None:
-            created.append(change.after.id)
-    if not report.dry_run:
-        store.apply(list(before.values()), [i for i in created if i not in before])
+    if report.dry_run:
+        raise ValueError(f"dream run {run} was a dry run: it changed nothing")
+    groups = [list(reversed(g)) for p in report.passes for g in groups_of(p.changes)]
+    groups.reverse()
+    written = store.write(
+        [
+            [Write((c.after or c.before).id, c.after, c.before) for c in g]  # type: ignore[union-attr]
+            for g in groups
+        ]
+    )
+    skipped = [g for g, ok in zip(groups, written, strict=True) if not ok]
     report.undone = utcnow().isoformat()
+    undo_notes = [
+        f"undo skipped {g[0].kind} of [{', '.join(sorted({(c.after or c.before).id for c in g}))}]"  # type: ignore[union-attr]
+        ": changed after the cycle; kept as it is"
+        for g in skipped
+    ]
+    if undo_notes:
+        report.passes.append(PassResult("undo", "partial", "", [], undo_notes))
     save_report(store.data_dir, report)
     return report

@@ -157,7 +157,8 @@ def render(report: Report) -> str:
         head = f"- {p.name}: {p.status}"
         if p.reason:
             head += f" ({p.reason})"
-        lines.append(head + (f", {len(p.changes)} change(s)" if p.status == "ran" else ""))
+        counted = p.status in ("ran", "partial")
+        lines.append(head + (f", {len(p.changes)} change(s)" if counted else ""))
         lines += [f"    {_describe(c)}" for c in p.changes[:50]]
         if len(p.changes) > 50:
             lines.append(f"    … and {len(p.changes) - 50} more (see the JSON report)")

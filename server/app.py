@@ -122,6 +122,8 @@ async def backfill_forever(runtime: Runtime, idle: float = 30.0) -> None:
                 done += await anyio.to_thread.run_sync(tenant.longterm.backfill)
             except (StoreError, OSError) as exc:  # e.g. the store is busy: later
                 logger.warning("backfill in %s paused: %s", tenant.data_dir, exc)
+            except Exception:  # never take the server down: keyword search still works
+                logger.exception("backfill in %s failed; will retry", tenant.data_dir)
         if not done:
             await _wait_for_vectors_wanted(runtime, idle)
 
@@ -146,6 +148,8 @@ async def checkpoint_forever(
                 await anyio.to_thread.run_sync(tenant.longterm.checkpoint, False)
             except (StoreError, OSError) as exc:  # a full or read-only disk: try again later
                 logger.warning("checkpoint of %s skipped: %s", tenant.data_dir, exc)
+            except Exception:  # never take the server down: the log keeps every write
+                logger.exception("checkpoint of %s failed; will retry", tenant.data_dir)
 
 
 async def sweep_forever(runtime: Runtime, period: float = SWEEP_SECONDS) -> None:

@@ -139,19 +139,21 @@ class MemoryTable:
         return [_entry(row) for row in query.limit(None).to_arrow().to_pylist()]
 
     def upsert(self, rows: Sequence[tuple[MemoryEntry, StoredVector | None]]) -> None:
-        """Insert or replace whole rows (records and vectors) by id: one new version."""
-        if not rows:
-            return
-        data = pa.Table.from_pylist(
-            [_row(e, v.values if v else None, v.model if v else None) for e, v in rows],
-            schema=_schema(),
-        )
-        (
-            self._table.merge_insert("id")
-            .when_matched_update_all()
-            .when_not_matched_insert_all()
-            .execute(data)
-        )
+        """Insert or replace whole rows (records and vectors) by id. LanceDB refuses a batch
+        whose `vector` column mixes lengths (null included), so rows are written in one
+        merge per vector length: usually one or two versions."""
+        by_length: dict[int, list[dict[str, Any]]] = {}
+        for entry, vector in rows:
+            values = vector.values if vector else None
+            row = _row(entry, values, vector.model if vector else None)
+            by_length.setdefault(len(values) if values is not None else 0, []).append(row)
+        for batch in by_length.values():
+            (
+                self._table.merge_insert("id")
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .execute(pa.Table.from_pylist(batch, schema=_schema()))
+            )
 
     def vectors(self, model: str, ids: Sequence[str] | None = None) -> dict[str, StoredVector]:
         """Vectors made by `model` (all, or of `ids`)."""

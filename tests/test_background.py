@@ -81,3 +81,26 @@ async def test_the_dream_timer_runs_cycles_on_open_stores(tmp_path: Path) -> Non
                 await anyio.sleep(0.01)
             tg.cancel_scope.cancel()
     assert list_reports(tmp_path)
+
+
+async def test_a_failing_checkpoint_never_stops_the_server_loops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = Runtime(Settings(data_dir=tmp_path, embedder="none"))
+    tenant = await runtime.tenant()
+    tenant.longterm.save("kept in the log")
+    calls = 0
+
+    def broken(wait: bool = True) -> bool:
+        nonlocal calls
+        calls += 1
+        raise ValueError("LanceDB said no")
+
+    monkeypatch.setattr(tenant.longterm, "checkpoint", broken)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(checkpoint_forever, runtime, 0.01, 0.0)
+            while calls < 3:
+                await anyio.sleep(0.01)
+            tg.cancel_scope.cancel()
+    assert LongTermStore(tmp_path).search("kept")

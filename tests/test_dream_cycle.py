@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+import time
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from dreamwell.dream import DreamBusy, DreamOptions, render, run_cycle, undo
+from dreamwell.dream import DreamBusy, DreamCancelled, DreamOptions, render, run_cycle, undo
 from dreamwell.dream.report import list_reports, load_report
 from dreamwell.stores import FEEDBACK, RECALL, JsonlLog, LongTermStore, MemoryEntry, utcnow
 
@@ -58,7 +60,7 @@ def test_a_cycle_without_an_llm_decays_merges_exact_duplicates_and_reports(tmp_p
         "pruning": "ran",
         "maintenance": "ran",
     }
-    assert "no Ollama host configured" in render(report)
+    assert "no LLM configured" in render(report)
     live = {e.id: e for e in store.entries()}
     merged = [e for e in live.values() if e.category == "user-preferences/location"]
     assert len(merged) == 1
@@ -142,23 +144,37 @@ def test_a_cycle_waits_while_tool_calls_are_arriving(tmp_path: Path) -> None:
     store = LongTermStore(tmp_path)
     marker = tmp_path / ".activity"
     marker.touch()
-    slept: list[float] = []
-
-    def fake_sleep(seconds: float) -> None:  # time passes: the last tool call grows older
-        slept.append(seconds)
-        old = marker.stat().st_mtime - seconds
-        os.utime(marker, (old, old))
-
-    run_cycle(store, None, options=DreamOptions(quiet_seconds=30), sleep=fake_sleep)
-    assert slept and sum(slept) >= 25
+    recent = marker.stat().st_mtime - 29.7  # the last tool call was 29.7 s ago
+    os.utime(marker, (recent, recent))
+    started = time.monotonic()
+    run_cycle(store, None, options=DreamOptions(quiet_seconds=30))
+    assert time.monotonic() - started >= 0.25
     marker.touch()
     with pytest.raises(DreamBusy, match="kept arriving"):
-        run_cycle(
-            store,
-            None,
-            options=DreamOptions(quiet_seconds=30, max_wait_seconds=0),
-            sleep=lambda _s: (tmp_path / ".activity").touch(),
-        )
+        run_cycle(store, None, options=DreamOptions(quiet_seconds=30, max_wait_seconds=0))
+
+
+def test_a_waiting_cycle_holds_no_lock_and_stops_when_cancelled(tmp_path: Path) -> None:
+    store = LongTermStore(tmp_path)
+    (tmp_path / ".activity").touch()
+    options = DreamOptions(quiet_seconds=600)
+    outcome: list[BaseException] = []
+
+    def timer_cycle() -> None:
+        try:
+            run_cycle(store, None, options=options)
+        except DreamCancelled as exc:
+            outcome.append(exc)
+
+    waiting = threading.Thread(target=timer_cycle)
+    waiting.start()
+    time.sleep(0.2)
+    assert run_cycle(store, None, options=QUIET).passes  # an on-demand cycle is not refused
+    started = time.monotonic()
+    options.cancel.set()
+    waiting.join(5)
+    assert not waiting.is_alive() and time.monotonic() - started < 2
+    assert outcome and isinstance(outcome[0], DreamCancelled)
 
 
 def test_dreaming_never_overwrites_a_newer_write(tmp_path: Path) -> None:
@@ -166,13 +182,17 @@ def test_dreaming_never_overwrites_a_newer_write(tmp_path: Path) -> None:
     seed(store)
     from dreamwell.dream.cycle import commit
     from dreamwell.dream.passes import exact_duplicates_pass
+    from dreamwell.dream.report import PassResult
 
     snapshot = {e.id: e for e in store.entries()}
     proposed = exact_duplicates_pass(snapshot, utcnow()).changes
     live_write = replace(snapshot["b" * 12], reinforcement_count=9)
     store.apply([live_write])
-    assert commit(store, proposed, QUIET, lambda _s: None) == []
+    result = PassResult("exact-duplicates")
+    commit(store, result, proposed, QUIET, lambda: None)
+    assert result.changes == [] and result.notes[0].startswith("conflict:")
     assert store.get("b" * 12) == live_write
+    assert len(store.entries()) == len(snapshot)
 
 
 def test_reports_are_json_files_in_the_data_directory(tmp_path: Path) -> None:

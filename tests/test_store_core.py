@@ -238,3 +238,15 @@ def test_reads_never_wait_for_another_process_holding_the_write_lock(tmp_path: P
         holder.wait()
         assert holder.stdout is not None
         holder.stdout.close()
+
+
+def test_a_checkpoint_writes_entries_with_and_without_vectors_together(tmp_path: Path) -> None:
+    store = LongTermStore(tmp_path, embedder=HashEmbedder())
+    with_vector = store.save("kayak rental by the lake").entry
+    assert store.backfill() == 1
+    without = store.save("kayak lessons on Sunday").entry
+    assert store.checkpoint()
+    reopened = LongTermStore(tmp_path, embedder=HashEmbedder())
+    reopened.load_vectors()
+    assert reopened.missing_vectors() == 1
+    assert {with_vector.id, without.id} == ids(reopened.search("kayak"))

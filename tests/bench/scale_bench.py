@@ -1,0 +1,203 @@
+"""Scale of the real server over stdio: one save_memory call per memory, the way an agent saves
+(not collected by pytest).
+
+At each size it prints save p50/p95 (over the last window of saves), search p50/p95, ingest
+rate, the server's RSS and the data directory's bytes per memory — the largest seen at any
+sample during the ingest, not just at the end — and, measured in the same run, the raw limits
+of this machine: one fsync, Tantivy top-100 and a numpy cosine top-100 over N x 384.
+
+    python tests/bench/scale_bench.py --sizes 1000,10000,100000
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+import numpy as np
+from mcp import Client, StdioServerParameters
+
+SUBJECTS = ["the user", "Alice", "Bob", "the team", "our CI", "the staging cluster", "Maria"]
+VERBS = ["prefers", "dislikes", "deployed", "reviewed", "scheduled", "migrated", "wrote about"]
+OBJECTS = [
+    "dark mode",
+    "green tea",
+    "the billing service",
+    "PostgreSQL 16",
+    "a trip to Lisbon",
+    "the quarterly report",
+    "Rust async code",
+    "weekly standups",
+    "the London office",
+    "vim keybindings",
+    "the payments API",
+    "a hiking trip",
+    "TypeScript strict mode",
+]
+
+
+def sentence(rng: random.Random, i: int) -> str:
+    """About 100 characters, like the issue's workload."""
+    return (
+        f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} on day {i % 365}, "
+        f"noted as item {i} with {rng.choice(OBJECTS)} in mind"
+    )
+
+
+def du(path: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(FileNotFoundError):  # deleted while we walk
+                total += os.lstat(os.path.join(root, name)).st_blocks * 512
+    return total
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def raw_limits(n: int, tmp: Path) -> dict[str, float]:
+    fd = os.open(tmp / "fsync-probe", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    fsyncs = []
+    for _ in range(50):
+        started = time.perf_counter()
+        os.write(fd, b"x" * 500)
+        os.fsync(fd)
+        fsyncs.append((time.perf_counter() - started) * 1000)
+    os.close(fd)
+    rng = np.random.default_rng(3)
+    matrix = rng.standard_normal((n, 384), dtype=np.float32)
+    query = rng.standard_normal(384, dtype=np.float32)
+    scans = []
+    for _ in range(20):
+        started = time.perf_counter()
+        scores = matrix @ query
+        np.argpartition(-scores, 99)[:100]
+        scans.append((time.perf_counter() - started) * 1000)
+    return {"fsync_ms": statistics.median(fsyncs), "cosine_top100_ms": statistics.median(scans)}
+
+
+def tantivy_limit(data: Path) -> float:
+    """Tantivy top-100 on the server's own index (after the run), one process, no MCP."""
+    from dreamwell.stores.text_index import TextIndex
+
+    index = TextIndex(data / "index")
+    rng = random.Random(5)
+    times = []
+    for _ in range(50):
+        query = f"{rng.choice(SUBJECTS)} {rng.choice(OBJECTS)}"
+        started = time.perf_counter()
+        index.search(query, 100)
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+async def run(sizes: list[int], data: Path, window: int, searches: int) -> list[dict[str, float]]:
+    params = StdioServerParameters(
+        command="dreamwell", args=["serve", "--data-dir", str(data)], env=dict(os.environ)
+    )
+    rng = random.Random(7)
+    rows = []
+    async with Client(params) as client:
+        await client.call_tool("search_memory", {"query": "warm up"})
+        pid = _server_pid(data)
+        saved = 0
+        peak_per_memory = 0.0
+        started = time.perf_counter()
+        for n in sizes:
+            save_times: list[float] = []
+            while saved < n:
+                t0 = time.perf_counter()
+                result = await client.call_tool("save_memory", {"content": sentence(rng, saved)})
+                save_times.append((time.perf_counter() - t0) * 1000)
+                assert not result.is_error, result
+                saved += 1
+                if saved % max(100, n // 50) == 0:
+                    peak_per_memory = max(peak_per_memory, du(data) / saved)
+            ingest_seconds = time.perf_counter() - started
+            await anyio.sleep(1.0)  # let the vectors of the last saves arrive
+            search_times = []
+            for _ in range(searches):
+                query = f"what does {rng.choice(SUBJECTS)} think of {rng.choice(OBJECTS)}"
+                t0 = time.perf_counter()
+                await client.call_tool("search_memory", {"query": query})
+                search_times.append((time.perf_counter() - t0) * 1000)
+            last = save_times[-window:]
+            rows.append(
+                {
+                    "n": n,
+                    "save_p50": statistics.median(last),
+                    "save_p95": pct(last, 0.95),
+                    "search_p50": statistics.median(search_times),
+                    "search_p95": pct(search_times, 0.95),
+                    "ingest_per_s": saved / ingest_seconds,
+                    "rss_mib": rss_mib(pid) if pid else float("nan"),
+                    "kb_per_memory_now": du(data) / n / 1000,
+                    "kb_per_memory_peak": max(peak_per_memory, du(data) / n) / 1000,
+                }
+            )
+            sys.stdout.write(_line(rows[-1]) + "\n")
+            sys.stdout.flush()
+    return rows
+
+
+def _server_pid(data: Path) -> int | None:
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmd = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"serve" in cmd and str(data).encode() in cmd:
+                return int(entry.name)
+    return None
+
+
+def _line(r: dict[str, float]) -> str:
+    return (
+        f"N={int(r['n']):>7}: save p50 {r['save_p50']:.1f} ms p95 {r['save_p95']:.1f} | "
+        f"search p50 {r['search_p50']:.1f} ms p95 {r['search_p95']:.1f} | "
+        f"ingest {r['ingest_per_s']:.0f}/s | RSS {r['rss_mib']:.0f} MiB | disk "
+        f"{r['kb_per_memory_now']:.2f} KB/memory now, {r['kb_per_memory_peak']:.2f} peak"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="1000,10000")
+    parser.add_argument("--window", type=int, default=1000, help="saves timed at each size")
+    parser.add_argument("--searches", type=int, default=200)
+    args = parser.parse_args()
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    sys.stdout.write(f"load average before: {os.getloadavg()}\n")
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
+        data = Path(tmp) / "data"
+        anyio.run(run, sizes, data, args.window, args.searches)
+        limits = raw_limits(sizes[-1], Path(tmp))
+        limits["tantivy_top100_ms"] = tantivy_limit(data)
+    sys.stdout.write(
+        f"raw limits at N={sizes[-1]}: fsync {limits['fsync_ms']:.2f} ms, numpy cosine top-100 "
+        f"{limits['cosine_top100_ms']:.2f} ms, Tantivy top-100 {limits['tantivy_top100_ms']:.2f}"
+        f" ms\nload average after: {os.getloadavg()}\n"
+    )
+
+
+if __name__ == "__main__":
+    main()
