@@ -106,7 +106,7 @@ async def _warm(runtime: Runtime) -> None:
     warm = getattr(runtime.embedder, "warm", None)
     if warm is not None:
         try:
-            await anyio.to_thread.run_sync(warm)
+            await anyio.to_thread.run_sync(warm, abandon_on_cancel=True)
         except Exception:  # recall falls back to keywords; the save path logs it too
             logger.exception("could not load the embedder")
 
@@ -119,7 +119,9 @@ async def backfill_forever(runtime: Runtime, idle: float = 30.0) -> None:
         done = 0
         for tenant in runtime.opened():
             try:
-                done += await anyio.to_thread.run_sync(tenant.longterm.backfill)
+                done += await anyio.to_thread.run_sync(
+                    tenant.longterm.backfill, abandon_on_cancel=True
+                )
             except (StoreError, OSError) as exc:  # e.g. the store is busy: later
                 logger.warning("backfill in %s paused: %s", tenant.data_dir, exc)
             except Exception:  # never take the server down: keyword search still works
@@ -145,7 +147,9 @@ async def checkpoint_forever(
             if not tenant.longterm.checkpoint_due(max_age):
                 continue
             try:
-                await anyio.to_thread.run_sync(tenant.longterm.checkpoint, False)
+                await anyio.to_thread.run_sync(
+                    tenant.longterm.checkpoint, False, abandon_on_cancel=True
+                )
             except (StoreError, OSError) as exc:  # a full or read-only disk: try again later
                 logger.warning("checkpoint of %s skipped: %s", tenant.data_dir, exc)
             except Exception:  # never take the server down: the log keeps every write

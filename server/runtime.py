@@ -106,7 +106,9 @@ class Runtime:
             self._opening = anyio.Lock()
         async with self._opening:
             if name not in self._tenants:
-                self._tenants[name] = await anyio.to_thread.run_sync(self.open_tenant, name)
+                self._tenants[name] = await anyio.to_thread.run_sync(
+                    self.open_tenant, name, abandon_on_cancel=True
+                )
         return self._tenants[name]
 
     def opened(self) -> list[Tenant]:

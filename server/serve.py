@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
+import signal
+import threading
 
 import anyio
 
@@ -20,10 +23,34 @@ from dreamwell.server.runtime import Runtime
 logger = logging.getLogger(__name__)
 
 
+STOP_GRACE = 1.0  # seconds from EOF or a signal to exit, whatever is still running
+
+
+def _exit_soon(grace: float = STOP_GRACE) -> None:
+    """Leave within `grace` seconds even if a thread cannot be interrupted (the stdio reader
+    blocked in read(), a model loading, an LLM call). Safe: every acknowledged write is in
+    the fsynced log, and file locks are released with the process."""
+    timer = threading.Timer(grace, os._exit, args=(0,))
+    timer.daemon = True
+    timer.start()
+
+
+async def _stop_on_signal(scope: anyio.CancelScope) -> None:
+    """SIGTERM or SIGINT: stop serving and leave cleanly (every acknowledged write is already
+    in the fsynced log; no lock is held by an idle process)."""
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for received in signals:
+            logger.info("received %s; stopping", signal.Signals(received).name)
+            _exit_soon()
+            scope.cancel()
+            return
+
+
 async def serve(settings: Settings) -> None:
     runtime = Runtime(settings)
     mcp = build_server(settings, runtime)
     async with anyio.create_task_group() as tg:
+        tg.start_soon(_stop_on_signal, tg.cancel_scope)
         tg.start_soon(sweep_forever, runtime)
         tg.start_soon(backfill_forever, runtime)
         tg.start_soon(checkpoint_forever, runtime)
@@ -34,4 +61,5 @@ async def serve(settings: Settings) -> None:
         else:
             server = uvicorn_server(build_asgi(mcp, settings), settings)
             await server.serve()
+        _exit_soon()
         tg.cancel_scope.cancel()

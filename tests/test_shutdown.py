@@ -1,0 +1,113 @@
+"""`dreamwell serve` stops within 2 s of stdin closing or SIGTERM — also while a dream's LLM
+call is in flight — with every acknowledged write durable and no lock left held."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+from filelock import FileLock
+
+from dreamwell.stores import LongTermStore
+from tests.fake_ollama import fake_ollama
+
+LIMIT = 2.5  # the target is 2 s; a little slack for a loaded CI machine
+
+
+def send(stdin: IO[bytes], message: dict[str, Any]) -> None:
+    stdin.write((json.dumps(message) + "\n").encode())
+    stdin.flush()
+
+
+def start(data: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dreamwell.server", "serve", "--data-dir", str(data)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    send(
+        proc.stdin,
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "1"},
+            },
+        },
+    )
+    assert json.loads(proc.stdout.readline())["id"] == 1
+    send(proc.stdin, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    save = {"name": "save_memory", "arguments": {"content": "acknowledged before the stop"}}
+    send(proc.stdin, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": save})
+    reply = json.loads(proc.stdout.readline())
+    assert "Saved memory" in reply["result"]["content"][0]["text"]
+    return proc
+
+
+def stop(proc: subprocess.Popen[bytes], how: str) -> float:
+    assert proc.stdin is not None and proc.stdout is not None
+    started = time.monotonic()
+    if how == "eof":
+        proc.stdin.close()
+    else:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdin, proc.stdout):
+            if not stream.closed:
+                stream.close()
+    return time.monotonic() - started
+
+
+def durable_and_unlocked(data: Path) -> None:
+    assert LongTermStore(data).search("acknowledged")
+    with (
+        FileLock(str(data / "write.lock"), timeout=0),
+        FileLock(str(data / "dream.lock"), timeout=0),
+    ):
+        pass
+
+
+@pytest.mark.parametrize("how", ["eof", "sigterm"])
+def test_serve_stops_promptly_and_cleanly(tmp_path: Path, how: str) -> None:
+    proc = start(tmp_path)
+    took = stop(proc, how)
+    assert took < LIMIT, f"took {took:.2f} s to stop after {how}"
+    assert proc.returncode == 0
+    durable_and_unlocked(tmp_path)
+
+
+@pytest.mark.parametrize("how", ["eof", "sigterm"])
+def test_serve_stops_promptly_while_a_dream_waits_for_its_llm(tmp_path: Path, how: str) -> None:
+    with fake_ollama((120.0, "{}")) as (host, script):
+        proc = start(tmp_path, {"DREAMWELL_OLLAMA_HOST": host})
+        assert proc.stdin is not None and proc.stdout is not None
+        save = {"name": "save_memory", "arguments": {"content": "a second memory to consolidate"}}
+        send(proc.stdin, {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": save})
+        assert "Saved memory" in proc.stdout.readline().decode()
+        dream = {"name": "dream", "arguments": {"apply": "yes"}}
+        send(proc.stdin, {"jsonrpc": "2.0", "id": 3, "method": "prompts/get", "params": dream})
+        deadline = time.monotonic() + 60
+        while not any(r.get("path") == "/api/chat" for r in script.requests):
+            assert time.monotonic() < deadline, "the dream never called its LLM"
+            time.sleep(0.05)
+        took = stop(proc, how)
+    assert took < LIMIT, f"took {took:.2f} s to stop after {how} with an LLM call in flight"
+    durable_and_unlocked(tmp_path)
