@@ -11,8 +11,10 @@ import anyio
 import anyio.to_thread
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
-from pydantic import BaseModel, ValidationError
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS
 
+from dreamwell.server.arguments import check_prompt, tool_refusal
 from dreamwell.server.config import Settings
 from dreamwell.server.dream_edge import register_dream
 from dreamwell.server.recall import register_recall
@@ -30,39 +32,27 @@ INSTRUCTIONS = (
 )
 
 
-def _argument_errors(tool: str, err: ValidationError) -> str:
-    problems = []
-    for item in err.errors(include_url=False, include_input=False):
-        where = ".".join(str(p) for p in item["loc"]) or "arguments"
-        problems.append(f"{where}: {item['msg']}")
-    return f"Invalid arguments for {tool}: " + "; ".join(problems) + ". Nothing was changed."
-
-
-def _arg_model(mcp: MCPServer, name: str) -> type[BaseModel] | None:
-    """The pydantic model the SDK validates a tool's arguments with (None if unknown)."""
-    tool = mcp._tool_manager.get_tool(name)
-    model = getattr(getattr(tool, "fn_metadata", None), "arg_model", None)
-    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
-
-
-def _clear_argument_errors(mcp: MCPServer) -> Any:
-    """Middleware: invalid tool arguments get a short, specific message instead of the SDK's
-    pydantic dump (which repeats the caller's whole input); and every handler can find the
+def _edge_checks(mcp: MCPServer) -> Any:
+    """Middleware: tool and prompt arguments are checked strictly and refused in plain
+    sentences before any handler runs (server/arguments.py); and every handler can find the
     transport request it serves (CURRENT_REQUEST)."""
 
     async def middleware(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         if ctx.method == "tools/call" and ctx.params is not None:
-            name = str(ctx.params.get("name", ""))
-            args = ctx.params.get("arguments") or {}
-            model = _arg_model(mcp, name)
-            if model is not None and isinstance(args, dict):
-                try:
-                    model.model_validate(args)
-                except ValidationError as err:
-                    return text_result(_argument_errors(name, err), error=True)
+            refusal = tool_refusal(
+                mcp, str(ctx.params.get("name", "")), ctx.params.get("arguments") or {}
+            )
+            if refusal is not None:
+                return text_result(refusal, error=True)
+        if ctx.method == "prompts/get" and ctx.params is not None:
+            check_prompt(mcp, ctx.params)
         token = CURRENT_REQUEST.set(ctx.request)
         try:
             return await call_next(ctx)
+        except ValueError as exc:  # the SDK's own prompt/resource refusals: same words in both eras
+            if ctx.method not in ("prompts/get", "resources/read"):
+                raise
+            raise MCPError(INVALID_PARAMS, str(exc)) from exc
         finally:
             CURRENT_REQUEST.reset(token)
 
@@ -88,7 +78,7 @@ def build_server(settings: Settings, runtime: Runtime | None = None) -> MCPServe
         lifespan=lifespan,
         log_level=settings.log_level,
     )
-    mcp._lowlevel_server.middleware.append(_clear_argument_errors(mcp))
+    mcp._lowlevel_server.middleware.append(_edge_checks(mcp))
     register_tools(mcp, runtime)
     register_recall(mcp, runtime)
     register_dream(mcp, runtime)

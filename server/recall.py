@@ -27,6 +27,7 @@ PATROL = (
 MAX_RECALLED = 8
 FIRST_TURN_RECENT = 5
 DEFAULT_TOKENS = 1000
+MAX_MESSAGE_CHARS = 10_000
 _CALLERS_KEPT = 1024
 
 
@@ -117,12 +118,17 @@ def register_recall(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
         "in this session, plus working-memory keys."
     )
     async def recall(
-        message: Annotated[str, Field(description="The user's message", max_length=10_000)],
+        message: Annotated[str, Field(description="The user's message (≤ 10,000 characters)")],
         ctx: Context,
         max_tokens: Annotated[
             str | None, Field(description="Budget (≈ chars/4), default 1000")
         ] = None,
     ) -> str:
+        if len(message) > MAX_MESSAGE_CHARS:
+            raise MCPError(
+                INVALID_PARAMS,
+                f"message is {len(message)} characters; the limit is {MAX_MESSAGE_CHARS}.",
+            )
         budget = DEFAULT_TOKENS
         if max_tokens not in (None, ""):
             if not max_tokens.strip().isdigit() or not 50 <= int(max_tokens) <= 32_000:

@@ -15,6 +15,7 @@ from dreamwell.server.runtime import Runtime, Tenant
 from dreamwell.stores import (
     MAX_CONTENT_CHARS,
     MAX_QUERY_CHARS,
+    InvalidInput,
     StoreError,
     utcnow,
 )
@@ -36,6 +37,17 @@ QueryArg = Annotated[
 NamespaceArg = Annotated[
     str | None, Field(description="Namespace prefix, e.g. patrol/heartbeat", max_length=256)
 ]
+
+
+def visible(text: str, what: str) -> str:
+    """Refuse text with nothing to read in it (NUL and other control characters; blank text is
+    the store's own 'content is empty')."""
+    if text.strip() and not any(ch.isprintable() and not ch.isspace() for ch in text):
+        raise InvalidInput(
+            f"{what} has no visible text (only spaces or control characters); "
+            "pass the fact to remember as text."
+        )
+    return text
 
 
 def text_result(text: str, error: bool = False) -> CallToolResult:
@@ -66,9 +78,10 @@ def register_tools(mcp: MCPServer, runtime: Runtime) -> None:
         category: CategoryArg = None,
         tags: TagsArg = None,
     ) -> CallToolResult:
-        return await call(
-            ctx, lambda t, _ns: render.saved(t.longterm.save(content, category, tags))
-        )
+        def work(t: Tenant, _ns: str) -> str:
+            return render.saved(t.longterm.save(visible(content, "content"), category, tags))
+
+        return await call(ctx, work)
 
     @mcp.tool(
         description="Search long-term memory (keywords + meaning). No query: most recent.",
