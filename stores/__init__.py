@@ -1,7 +1,7 @@
 """Storage layer of dreamwell: long-term memory (LanceDB + Tantivy) and working memory."""
 
 from dreamwell.stores.embedding import Embedder, EmbedderError, OllamaEmbedder, OnnxMiniLM
-from dreamwell.stores.errors import InvalidInput, NotFound, StoreBusy, StoreError
+from dreamwell.stores.errors import InvalidInput, NotFound, StoreBusy, StoreError, WriteFailed
 from dreamwell.stores.logs import CONVERSATION, FEEDBACK, RECALL, JsonlLog
 from dreamwell.stores.longterm import Hit, LongTermStore, SaveResult
 from dreamwell.stores.model import (
@@ -45,6 +45,7 @@ __all__ = [
     "StoreError",
     "WorkingEntry",
     "WorkingMemory",
+    "WriteFailed",
     "category_prefixes",
     "check_category",
     "check_own_namespace",

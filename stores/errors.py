@@ -15,3 +15,7 @@ class NotFound(StoreError):
 
 class StoreBusy(StoreError):
     """Another process held the data directory's write lock for too long."""
+
+
+class WriteFailed(StoreError):
+    """The data directory refused a write (read-only, full, permissions): nothing was written."""
