@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -20,6 +21,8 @@ from dreamwell.stores import (
     utcnow,
 )
 from dreamwell.stores.working import MAX_TTL_MINUTES, check_prefix
+
+logger = logging.getLogger(__name__)
 
 TagsArg = Annotated[
     Annotated[str, Field(max_length=2200)]
@@ -98,9 +101,12 @@ def register_tools(mcp: MCPServer, runtime: Runtime) -> None:
         def work(t: Tenant, ns: str) -> str:
             hits = t.longterm.search(query, category, tags, limit=20)
             if query and hits:  # which memories each caller was shown: the dream's scoring input
-                t.recall_log.append(
-                    {"caller": ns, "query": query[:500], "ids": [h.entry.id for h in hits]}
-                )
+                try:
+                    t.recall_log.append(
+                        {"caller": ns, "query": query[:500], "ids": [h.entry.id for h in hits]}
+                    )
+                except StoreError as exc:  # a full or read-only disk must not fail a search
+                    logger.warning("search served, but not recorded in the recall log: %s", exc)
             return render.found([h.entry for h in hits], utcnow())
 
         return await call(ctx, work)
