@@ -88,7 +88,8 @@ def build_server(settings: Settings, runtime: Runtime | None = None) -> MCPServe
 async def _warm(runtime: Runtime) -> None:
     """Open the default stores in the background so the first tool call is fast; start-up and
     tools/list never wait for it."""
-    if not runtime.settings.tenant_tokens():
+    tokens = runtime.settings.tenant_tokens()
+    if not tokens or "" in tokens.values():  # the data directory itself is served
         try:
             await runtime.tenant("")
         except Exception:  # a tool call will report it in words; keep the session alive
