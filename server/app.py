@@ -18,7 +18,7 @@ from dreamwell.server.arguments import check_prompt, tool_refusal
 from dreamwell.server.config import Settings
 from dreamwell.server.dream_edge import register_dream
 from dreamwell.server.recall import register_recall
-from dreamwell.server.runtime import CURRENT_REQUEST, Runtime
+from dreamwell.server.runtime import CURRENT_REQUEST, Runtime, Tenant
 from dreamwell.server.tools import register_tools, text_result
 from dreamwell.stores import StoreError
 
@@ -109,7 +109,7 @@ async def backfill_forever(runtime: Runtime, idle: float = 30.0) -> None:
         done = 0
         for tenant in runtime.opened():
             try:
-                done += await anyio.to_thread.run_sync(tenant.longterm.backfill)
+                done += await anyio.to_thread.run_sync(_backfill, tenant)
             except (StoreError, OSError) as exc:  # e.g. the store is busy: later
                 logger.warning("backfill in %s paused: %s", tenant.data_dir, exc)
         await anyio.sleep(0 if done else idle)
@@ -124,9 +124,8 @@ async def sweep_forever(runtime: Runtime, period: float = SWEEP_SECONDS) -> None
         for tenant in runtime.opened():
             key = str(tenant.data_dir)
             try:
-                if tenant.longterm.version() != compacted.get(key):
-                    await anyio.to_thread.run_sync(tenant.longterm.maintain)
-                    compacted[key] = tenant.longterm.version()
+                version = await anyio.to_thread.run_sync(_compact, tenant, compacted.get(key))
+                compacted[key] = version
             except (StoreError, OSError) as exc:  # try again next hour
                 logger.warning("compaction of %s skipped: %s", key, exc)
             try:
@@ -134,3 +133,14 @@ async def sweep_forever(runtime: Runtime, period: float = SWEEP_SECONDS) -> None
                 logger.info("swept %d expired working-memory entries", removed)
             except (StoreError, OSError) as exc:
                 logger.warning("working-memory sweep of %s skipped: %s", key, exc)
+
+
+def _backfill(tenant: Tenant) -> int:
+    return tenant.longterm.backfill()
+
+
+def _compact(tenant: Tenant, compacted: int | None) -> int:
+    """Compact long-term storage if it was written since `compacted`; its version after."""
+    if tenant.longterm.version() != compacted:
+        tenant.longterm.maintain()
+    return tenant.longterm.version()

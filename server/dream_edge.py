@@ -54,7 +54,7 @@ def register_dream(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
             return await anyio.to_thread.run_sync(
                 dream_once, tenant, runtime.settings, dry, DreamOptions(quiet_seconds=0)
             )
-        except DreamBusy as exc:
+        except (DreamBusy, StoreError) as exc:
             raise MCPError(INVALID_PARAMS, str(exc)) from exc
 
     @mcp.resource("dream://reports", description="Dream cycles run on this memory, newest first")

@@ -86,13 +86,17 @@ def build_block(
     caller: tuple[str, str],
     max_tokens: int,
 ) -> str:
-    hits = (
-        [h.entry for h in tenant.longterm.search(message, limit=MAX_RECALLED * 3)]
-        if message.strip()
-        else []
-    )
-    if not hits and injected.first_turn(caller):
-        hits = [h.entry for h in tenant.longterm.search(None, limit=FIRST_TURN_RECENT)]
+    unavailable = ""
+    try:
+        hits = (
+            [h.entry for h in tenant.longterm.search(message, limit=MAX_RECALLED * 3)]
+            if message.strip()
+            else []
+        )
+        if not hits and injected.first_turn(caller):
+            hits = [h.entry for h in tenant.longterm.search(None, limit=FIRST_TURN_RECENT)]
+    except StoreError as exc:  # working memory can still be shown
+        hits, unavailable = [], f"Long-term memory is unavailable: {exc}"
     folded: set[str] = set()
     recalled: list[MemoryEntry] = []
     for entry in injected.fresh(caller, hits):
@@ -107,6 +111,8 @@ def build_block(
     block = _fill(sections, max_tokens * 4)
     shown = {e.id for e in recalled if f"[{e.id}]" in block}
     injected.mark(caller, shown)
+    if unavailable:
+        return "\n\n".join(part for part in (unavailable, block) if part)
     return block or "Nothing recalled: long-term and working memory have nothing for this yet."
 
 

@@ -66,6 +66,13 @@ def register_tools(mcp: MCPServer, runtime: Runtime) -> None:
             text = await anyio.to_thread.run_sync(work, tenant, namespace)
         except StoreError as exc:
             return text_result(str(exc), error=True)
+        except OSError as exc:  # an infrastructure fault the store did not word: say what it is
+            logger.error("%s failed in the data directory: %s", ctx.request_context.method, exc)
+            return text_result(
+                f"The data directory refused this operation ({exc.strerror or exc}); check its "
+                "free space and permissions, then try again.",
+                error=True,
+            )
         return text_result(text)
 
     @mcp.tool(

@@ -1,7 +1,14 @@
 """Storage layer of dreamwell: long-term memory (LanceDB + Tantivy) and working memory."""
 
 from dreamwell.stores.embedding import Embedder, EmbedderError, OllamaEmbedder, OnnxMiniLM
-from dreamwell.stores.errors import InvalidInput, NotFound, StoreBusy, StoreError, WriteFailed
+from dreamwell.stores.errors import (
+    InvalidInput,
+    NotFound,
+    StoreBusy,
+    StoreError,
+    StoreUnavailable,
+    WriteFailed,
+)
 from dreamwell.stores.logs import CONVERSATION, FEEDBACK, RECALL, JsonlLog
 from dreamwell.stores.longterm import Hit, LongTermStore, SaveResult
 from dreamwell.stores.model import (
@@ -43,6 +50,7 @@ __all__ = [
     "SaveResult",
     "StoreBusy",
     "StoreError",
+    "StoreUnavailable",
     "WorkingEntry",
     "WorkingMemory",
     "WriteFailed",

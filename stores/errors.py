@@ -19,3 +19,7 @@ class StoreBusy(StoreError):
 
 class WriteFailed(StoreError):
     """The data directory refused a write (read-only, full, permissions): nothing was written."""
+
+
+class StoreUnavailable(StoreError):
+    """A store cannot be opened (read-only or damaged data directory); the text says which."""
