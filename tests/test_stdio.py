@@ -94,6 +94,9 @@ async def test_every_malformed_stdio_frame_gets_an_error_reply_and_serving_goes_
 
     try:
         with anyio.fail_after(30):
+            if request_id is None:  # before the handshake too: the era is not chosen yet
+                await process.stdin.send(frame + b"\n")
+                assert (await reply())["error"]["code"] == code
             await process.stdin.send(json.dumps(INIT).encode() + b"\n")
             assert (await reply())["id"] == 0
             await process.stdin.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
