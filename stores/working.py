@@ -184,12 +184,12 @@ class WorkingMemory:
         """Write one file (under the file lock), then make `entries` the view of that segment:
         if the write fails, nothing changed, on disk or in memory."""
         path = self._path(top)
-        if top in self._damaged:
-            if self._damaged[top] == self._stamp(top):
-                keep_aside(path, "it could not be read back in full")
-            del self._damaged[top]
         items = [_to_json(e) for k, e in sorted(entries.items())]
         try:
+            if top in self._damaged:
+                if self._damaged[top] == self._stamp(top):
+                    keep_aside(path, "it could not be read back in full")
+                del self._damaged[top]
             write_atomic(path, json.dumps(items, ensure_ascii=False))
         except OSError as exc:
             for tmp in path.parent.glob(f".{path.name}.{os.getpid()}.*.tmp"):

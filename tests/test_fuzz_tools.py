@@ -86,6 +86,31 @@ bad_working = st.sampled_from(
 )
 
 
+json_value = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+TOOLS = [
+    "save_memory",
+    "search_memory",
+    "delete_memory",
+    "list_memory_categories",
+    "save_to_working_memory",
+    "get_from_working_memory",
+    "list_working_memory",
+    "search_working_memory",
+]
+READS = {
+    "search_memory": ["query", "category", "tags"],
+    "get_from_working_memory": ["key"],
+    "list_working_memory": ["namespace"],
+    "search_working_memory": ["query", "category", "tags", "namespace"],
+}
+
+
 class Counter:
     steps = 0
 
@@ -200,6 +225,25 @@ class ToolsMachine(RuleBasedStateMachine):
         assert live == self.memories
         held = {e.key: e.value for e in tenant.working.listing(NS)}
         assert held == self.working
+
+    # ---- anything at all ---------------------------------------------------------------------
+    @rule(tool=st.sampled_from(TOOLS), args=st.dictionaries(st.text(max_size=8), json_value))
+    def junk_with_an_unknown_argument(self, tool: str, args: dict[str, Any]) -> None:
+        error, text = self.call(tool, args | {"zz_unknown": 1})
+        assert error and "unknown argument" in text, text
+
+    @rule(data=st.data(), tool=st.sampled_from(sorted(READS)))
+    def random_values_for_a_read(self, data: st.DataObject, tool: str) -> None:
+        names = data.draw(st.lists(st.sampled_from(READS[tool]), unique=True))
+        self.call(tool, {name: data.draw(json_value) for name in names})
+
+    @rule(message=st.text(max_size=200))
+    def recall(self, message: str) -> None:
+        Counter.steps += 1
+        result = self.portal.call(self.client.get_prompt, "recall", {"message": message})
+        text = result.messages[0].content.text  # type: ignore[union-attr]
+        assert not INTERNAL.search(text), text
+        assert set(re.findall(r"^- \[([0-9a-f]{12})\]", text, re.M)) <= set(self.memories)
 
     # ---- working memory ---------------------------------------------------------------------
     @rule(key=st.sampled_from(KEYS), data=st.text(max_size=40), ttl=st.integers(60, 10_080))
