@@ -14,6 +14,7 @@ from pydantic import Field
 
 from dreamwell.server.render import duration
 from dreamwell.server.runtime import Runtime, Tenant
+from dreamwell.server.tools import valid_unicode
 from dreamwell.stores import MemoryEntry, StoreError, WorkingEntry, fold_text, utcnow
 
 RECALLED = "Recalled from long-term memory (relevant to this message):"
@@ -146,8 +147,9 @@ def register_recall(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
         try:
             tenant_name, namespace = runtime.caller(ctx.request_context.request)
             tenant = await runtime.tenant(tenant_name)
-            return await anyio.to_thread.run_sync(
+            block = await anyio.to_thread.run_sync(
                 build_block, tenant, namespace, message, injected, (tenant_name, namespace), budget
             )
+            return valid_unicode(block)
         except StoreError as exc:
             raise MCPError(INVALID_PARAMS, str(exc)) from exc

@@ -53,8 +53,20 @@ def visible(text: str, what: str) -> str:
     return text
 
 
+def valid_unicode(text: str) -> str:
+    """Lone surrogates (only a damaged file can hold them) become U+FFFD: a reply that cannot
+    be encoded as UTF-8 would take the whole stdio transport down."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
 def text_result(text: str, error: bool = False) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=error)
+    return CallToolResult(
+        content=[TextContent(type="text", text=valid_unicode(text))], is_error=error
+    )
 
 
 def register_tools(mcp: MCPServer, runtime: Runtime) -> None:

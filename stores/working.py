@@ -88,6 +88,7 @@ def _from_json(d: object, top: str) -> WorkingEntry:
     key, value, tags = d["key"], d["value"], d.get("tags") or []
     if not isinstance(key, str) or key_segments(key)[0] != top or not isinstance(value, str):
         raise TypeError(f"item key {key!r} or its value is not valid here")
+    value.encode("utf-8")  # UnicodeEncodeError (a ValueError) for a lone surrogate
     stored, expires = (datetime.fromisoformat(str(d[k])) for k in ("stored_at", "expires_at"))
     if stored.tzinfo is None or expires.tzinfo is None:
         raise ValueError("times must carry a UTC offset")

@@ -11,6 +11,7 @@ from mcp.shared.exceptions import MCPError
 
 from dreamwell.server.app import build_server
 from dreamwell.server.config import Settings
+from dreamwell.server.tools import text_result
 from tests.conftest import fails, ok
 
 pytestmark = pytest.mark.anyio
@@ -107,3 +108,9 @@ async def test_prompt_errors_say_what_is_wrong_in_both_protocol_eras(
         assert "Nothing recalled" in (
             (await c.get_prompt("recall", {"message": "anything"})).messages[0].content.text  # type: ignore[union-attr]
         )
+
+
+def test_a_reply_is_always_valid_unicode() -> None:
+    result = text_result("value \ud800 from a damaged file")
+    assert result.content[0].text == "value \ufffd from a damaged file"  # type: ignore[union-attr]
+    assert "\ufffd" in result.model_dump_json()  # raised before: surrogates not allowed

@@ -169,3 +169,12 @@ def test_a_lock_that_cannot_be_created_is_a_write_failure(
     monkeypatch.setattr(wm._flock, "acquire", refuse)
     with pytest.raises(WriteFailed, match="permissions"):
         wm.save(NS, "k", "v")
+
+
+def test_a_value_with_a_lone_surrogate_is_a_malformed_item(tmp_path: Path) -> None:
+    """Such a value cannot be encoded as UTF-8: served, it took the stdio transport down."""
+    folder = tmp_path / "working-memory"
+    folder.mkdir()
+    bad = json.dumps([_item(f"{NS}/bad", "x"), _item(f"{NS}/ok")]).replace('"x"', '"\\ud800"')
+    (folder / "session.json").write_text(bad)
+    assert [e.key for e in WorkingMemory(tmp_path).listing(NS)] == [f"{NS}/ok"]
