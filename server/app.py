@@ -11,12 +11,14 @@ import anyio
 import anyio.to_thread
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
-from pydantic import BaseModel, ValidationError
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS
 
+from dreamwell.server.arguments import check_prompt, tool_refusal
 from dreamwell.server.config import Settings
 from dreamwell.server.dream_edge import register_dream
 from dreamwell.server.recall import register_recall
-from dreamwell.server.runtime import CURRENT_REQUEST, Runtime
+from dreamwell.server.runtime import CURRENT_REQUEST, Runtime, Tenant
 from dreamwell.server.tools import register_tools, text_result
 from dreamwell.stores import CHECKPOINT_SECONDS, StoreError
 
@@ -30,39 +32,27 @@ INSTRUCTIONS = (
 )
 
 
-def _argument_errors(tool: str, err: ValidationError) -> str:
-    problems = []
-    for item in err.errors(include_url=False, include_input=False):
-        where = ".".join(str(p) for p in item["loc"]) or "arguments"
-        problems.append(f"{where}: {item['msg']}")
-    return f"Invalid arguments for {tool}: " + "; ".join(problems) + ". Nothing was changed."
-
-
-def _arg_model(mcp: MCPServer, name: str) -> type[BaseModel] | None:
-    """The pydantic model the SDK validates a tool's arguments with (None if unknown)."""
-    tool = mcp._tool_manager.get_tool(name)
-    model = getattr(getattr(tool, "fn_metadata", None), "arg_model", None)
-    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
-
-
-def _clear_argument_errors(mcp: MCPServer) -> Any:
-    """Middleware: invalid tool arguments get a short, specific message instead of the SDK's
-    pydantic dump (which repeats the caller's whole input); and every handler can find the
+def _edge_checks(mcp: MCPServer) -> Any:
+    """Middleware: tool and prompt arguments are checked strictly and refused in plain
+    sentences before any handler runs (server/arguments.py); and every handler can find the
     transport request it serves (CURRENT_REQUEST)."""
 
     async def middleware(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         if ctx.method == "tools/call" and ctx.params is not None:
-            name = str(ctx.params.get("name", ""))
-            args = ctx.params.get("arguments") or {}
-            model = _arg_model(mcp, name)
-            if model is not None and isinstance(args, dict):
-                try:
-                    model.model_validate(args)
-                except ValidationError as err:
-                    return text_result(_argument_errors(name, err), error=True)
+            refusal = tool_refusal(
+                mcp, str(ctx.params.get("name", "")), ctx.params.get("arguments") or {}
+            )
+            if refusal is not None:
+                return text_result(refusal, error=True)
+        if ctx.method == "prompts/get" and ctx.params is not None:
+            check_prompt(mcp, ctx.params)
         token = CURRENT_REQUEST.set(ctx.request)
         try:
             return await call_next(ctx)
+        except ValueError as exc:  # the SDK's own prompt/resource refusals: same words in both eras
+            if ctx.method not in ("prompts/get", "resources/read"):
+                raise
+            raise MCPError(INVALID_PARAMS, str(exc)) from exc
         finally:
             CURRENT_REQUEST.reset(token)
 
@@ -88,7 +78,7 @@ def build_server(settings: Settings, runtime: Runtime | None = None) -> MCPServe
         lifespan=lifespan,
         log_level=settings.log_level,
     )
-    mcp._lowlevel_server.middleware.append(_clear_argument_errors(mcp))
+    mcp._lowlevel_server.middleware.append(_edge_checks(mcp))
     register_tools(mcp, runtime)
     register_recall(mcp, runtime)
     register_dream(mcp, runtime)
@@ -98,7 +88,8 @@ def build_server(settings: Settings, runtime: Runtime | None = None) -> MCPServe
 async def _warm(runtime: Runtime) -> None:
     """Open the default stores in the background so the first tool call is fast; start-up and
     tools/list never wait for it."""
-    if not runtime.settings.tenant_tokens():
+    tokens = runtime.settings.tenant_tokens()
+    if not tokens or "" in tokens.values():  # the data directory itself is served
         try:
             await runtime.tenant("")
         except Exception:  # a tool call will report it in words; keep the session alive
@@ -119,9 +110,7 @@ async def backfill_forever(runtime: Runtime, idle: float = 30.0) -> None:
         done = 0
         for tenant in runtime.opened():
             try:
-                done += await anyio.to_thread.run_sync(
-                    tenant.longterm.backfill, abandon_on_cancel=True
-                )
+                done += await anyio.to_thread.run_sync(_backfill, tenant, abandon_on_cancel=True)
             except (StoreError, OSError) as exc:  # e.g. the store is busy: later
                 logger.warning("backfill in %s paused: %s", tenant.data_dir, exc)
             except Exception:  # never take the server down: keyword search still works
@@ -132,8 +121,15 @@ async def backfill_forever(runtime: Runtime, idle: float = 30.0) -> None:
 
 async def _wait_for_vectors_wanted(runtime: Runtime, timeout: float) -> None:
     with anyio.move_on_after(timeout):
-        while not any(t.longterm.vectors_wanted.is_set() for t in runtime.opened()):
+        while not any(_vectors_wanted(t) for t in runtime.opened()):
             await anyio.sleep(0.02)
+
+
+def _vectors_wanted(tenant: Tenant) -> bool:
+    try:
+        return tenant.longterm.vectors_wanted.is_set()
+    except StoreError:  # long-term memory cannot open (yet): nothing to embed
+        return False
 
 
 async def checkpoint_forever(
@@ -144,9 +140,9 @@ async def checkpoint_forever(
     while True:
         await anyio.sleep(period)
         for tenant in runtime.opened():
-            if not tenant.longterm.checkpoint_due(max_age):
-                continue
             try:
+                if not tenant.longterm.checkpoint_due(max_age):
+                    continue
                 await anyio.to_thread.run_sync(
                     tenant.longterm.checkpoint, False, abandon_on_cancel=True
                 )
@@ -167,3 +163,7 @@ async def sweep_forever(runtime: Runtime, period: float = SWEEP_SECONDS) -> None
                 logger.info("swept %d expired working-memory entries", removed)
             except (StoreError, OSError) as exc:
                 logger.warning("working-memory sweep of %s skipped: %s", key, exc)
+
+
+def _backfill(tenant: Tenant) -> int:
+    return tenant.longterm.backfill()

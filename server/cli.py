@@ -53,7 +53,7 @@ def settings_from(args: argparse.Namespace, keys: Sequence[str]) -> Settings:
         sys.stderr.write(f"dreamwell: bad setting {key}={first.get('input')!r}: {first['msg']}\n")
         raise SystemExit(2) from None
     except (OSError, ValueError) as err:
-        sys.stderr.write(f"dreamwell: bad setting tokens_file: {err}\n")
+        sys.stderr.write(f"dreamwell: bad setting {err}\n")
         raise SystemExit(2) from None
     return settings
 

@@ -71,21 +71,42 @@ class Settings(BaseSettings):
         return value.expanduser().resolve()
 
     def tenant_tokens(self) -> dict[str, str]:
-        """Bearer token -> tenant name. `token` maps to tenant 'default'; a tokens file is a
-        JSON object {"token": "tenant", ...}."""
+        """Bearer token -> tenant name. A single `token` serves the data directory itself
+        (tenant ''): the store the user already has over stdio. Each token of a tokens file
+        (a JSON object {"token": "tenant", ...}) is a tenant with its own sub-directory."""
         tokens: dict[str, str] = {}
         if self.token:
-            tokens[self.token] = "default"
+            if len(self.token) < 8:
+                raise ValueError("token: a bearer token must be at least 8 characters")
+            tokens[self.token] = ""
         if self.tokens_file is not None:
-            data = json.loads(self.tokens_file.read_text(encoding="utf-8"))
-            if not isinstance(data, dict) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in data.items()
-            ):
-                raise ValueError("tokens file must be a JSON object of token -> tenant name")
-            tokens.update(data)
-        for token, tenant in tokens.items():
-            if not _TENANT.fullmatch(tenant):
-                raise ValueError(f"tenant name {tenant!r} must be 1-64 letters, digits, - or _")
-            if len(token) < 8:
-                raise ValueError("a bearer token must be at least 8 characters")
+            tokens.update(_read_tokens(self.tokens_file))
         return tokens
+
+
+def _read_tokens(path: Path) -> dict[str, str]:
+    """The tokens file, or a one-line ValueError naming it (never a traceback, never empty
+    because it was damaged: a server must not start with fewer tenants than configured)."""
+    shape = "it must be a JSON object of bearer token -> tenant name"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(f"cannot read tokens file {path}: {exc.strerror or exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"tokens file {path} is not valid JSON ({exc.msg} at line {exc.lineno}); {shape}"
+        ) from exc
+    except ValueError as exc:  # not UTF-8
+        raise ValueError(f"tokens file {path} is not UTF-8 text; {shape}") from exc
+    if not isinstance(data, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in data.items()
+    ):
+        raise ValueError(f"tokens file {path}: {shape}")
+    for token, tenant in data.items():
+        if not _TENANT.fullmatch(tenant):
+            raise ValueError(
+                f"tokens file {path}: tenant name {tenant!r} must be 1-64 letters, digits, - or _"
+            )
+        if len(token) < 8:
+            raise ValueError(f"tokens file {path}: a bearer token must be at least 8 characters")
+    return data

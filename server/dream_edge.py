@@ -54,7 +54,7 @@ def register_dream(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
             return await anyio.to_thread.run_sync(
                 dream_once, tenant, runtime.settings, dry, DreamOptions(quiet_seconds=0)
             )
-        except DreamBusy as exc:
+        except (DreamBusy, StoreError) as exc:
             raise MCPError(INVALID_PARAMS, str(exc)) from exc
 
     @mcp.resource("dream://reports", description="Dream cycles run on this memory, newest first")
@@ -131,7 +131,11 @@ def run_cli(args: argparse.Namespace, settings: Settings) -> int:
             else {"session": args.session, "kind": args.kind, "detail": args.text}
             | ({"memory_id": args.memory_id} if args.memory_id else {})
         )
-        JsonlLog(tenant.data_dir, name).append(record)
+        try:
+            JsonlLog(tenant.data_dir, name).append(record)
+        except StoreError as exc:
+            sys.stderr.write(f"dreamwell: {exc}\n")
+            return 1
         return 0
     try:
         if args.report is not None:

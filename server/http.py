@@ -16,6 +16,9 @@ from dreamwell.server.config import LOOPBACK, Settings
 from dreamwell.server.runtime import TENANT_SCOPE_KEY
 
 logger = logging.getLogger(__name__)
+# A request body larger than this gets 413 before it is read or parsed: room for the largest
+# working-memory value (1 MiB of UTF-8) plus its JSON-RPC envelope.
+MAX_BODY_BYTES = 2 * 1024 * 1024
 
 
 class BearerAuth:
@@ -23,18 +26,23 @@ class BearerAuth:
 
     def __init__(self, app: ASGIApp, tokens: dict[str, str]) -> None:
         self.app = app
-        self.tokens = tokens
+        self._tokens = [(token.encode(), tenant) for token, tenant in tokens.items()]
 
     def _tenant(self, scope: Scope) -> str | None:
+        """The tenant of the request's bearer token, compared in constant time against every
+        known token (no early exit that would tell which one came close)."""
+        offered = b""
         for name, value in scope.get("headers", []):
             if name.lower() == b"authorization":
-                scheme, _, token = value.decode("latin-1").partition(" ")
-                if scheme.lower() != "bearer":
-                    return None
-                for known, tenant in self.tokens.items():
-                    if hmac.compare_digest(known.encode(), token.strip().encode()):
-                        return tenant
-        return None
+                scheme, _, token = value.partition(b" ")
+                if scheme.lower() == b"bearer":
+                    offered = token.strip()
+                break
+        found: str | None = None
+        for known, tenant in self._tokens:
+            if hmac.compare_digest(known, offered) and offered:
+                found = tenant
+        return found
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -78,12 +86,15 @@ def build_asgi(mcp: MCPServer[Any], settings: Settings) -> ASGIApp:
     security = _security(settings.host)
     app: ASGIApp
     if settings.transport == "sse":
-        app = mcp.sse_app(transport_security=security, host=settings.host)
+        app = mcp.sse_app(
+            transport_security=security, host=settings.host, max_request_body_size=MAX_BODY_BYTES
+        )
     else:
         app = mcp.streamable_http_app(
             transport_security=security,
             host=settings.host,
             stateless_http=settings.stateless_http,
+            max_request_body_size=MAX_BODY_BYTES,
         )
     tokens = settings.tenant_tokens()
     return BearerAuth(app, tokens) if tokens else app

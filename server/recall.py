@@ -14,6 +14,7 @@ from pydantic import Field
 
 from dreamwell.server.render import duration
 from dreamwell.server.runtime import Runtime, Tenant
+from dreamwell.server.tools import valid_unicode
 from dreamwell.stores import MemoryEntry, StoreError, WorkingEntry, fold_text, utcnow
 
 RECALLED = "Recalled from long-term memory (relevant to this message):"
@@ -27,6 +28,7 @@ PATROL = (
 MAX_RECALLED = 8
 FIRST_TURN_RECENT = 5
 DEFAULT_TOKENS = 1000
+MAX_MESSAGE_CHARS = 10_000
 _CALLERS_KEPT = 1024
 
 
@@ -85,13 +87,17 @@ def build_block(
     caller: tuple[str, str],
     max_tokens: int,
 ) -> str:
-    hits = (
-        [h.entry for h in tenant.longterm.search(message, limit=MAX_RECALLED * 3)]
-        if message.strip()
-        else []
-    )
-    if not hits and injected.first_turn(caller):
-        hits = [h.entry for h in tenant.longterm.search(None, limit=FIRST_TURN_RECENT)]
+    unavailable = ""
+    try:
+        hits = (
+            [h.entry for h in tenant.longterm.search(message, limit=MAX_RECALLED * 3)]
+            if message.strip()
+            else []
+        )
+        if not hits and injected.first_turn(caller):
+            hits = [h.entry for h in tenant.longterm.search(None, limit=FIRST_TURN_RECENT)]
+    except StoreError as exc:  # working memory can still be shown
+        hits, unavailable = [], f"Long-term memory is unavailable: {exc}"
     folded: set[str] = set()
     recalled: list[MemoryEntry] = []
     for entry in injected.fresh(caller, hits):
@@ -106,6 +112,8 @@ def build_block(
     block = _fill(sections, max_tokens * 4)
     shown = {e.id for e in recalled if f"[{e.id}]" in block}
     injected.mark(caller, shown)
+    if unavailable:
+        return "\n\n".join(part for part in (unavailable, block) if part)
     return block or "Nothing recalled: long-term and working memory have nothing for this yet."
 
 
@@ -117,12 +125,17 @@ def register_recall(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
         "in this session, plus working-memory keys."
     )
     async def recall(
-        message: Annotated[str, Field(description="The user's message", max_length=10_000)],
+        message: Annotated[str, Field(description="The user's message (≤ 10,000 characters)")],
         ctx: Context,
         max_tokens: Annotated[
             str | None, Field(description="Budget (≈ chars/4), default 1000")
         ] = None,
     ) -> str:
+        if len(message) > MAX_MESSAGE_CHARS:
+            raise MCPError(
+                INVALID_PARAMS,
+                f"message is {len(message)} characters; the limit is {MAX_MESSAGE_CHARS}.",
+            )
         budget = DEFAULT_TOKENS
         if max_tokens not in (None, ""):
             if not max_tokens.strip().isdigit() or not 50 <= int(max_tokens) <= 32_000:
@@ -134,8 +147,9 @@ def register_recall(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
         try:
             tenant_name, namespace = runtime.caller(ctx.request_context.request)
             tenant = await runtime.tenant(tenant_name)
-            return await anyio.to_thread.run_sync(
+            block = await anyio.to_thread.run_sync(
                 build_block, tenant, namespace, message, injected, (tenant_name, namespace), budget
             )
+            return valid_unicode(block)
         except StoreError as exc:
             raise MCPError(INVALID_PARAMS, str(exc)) from exc

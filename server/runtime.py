@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 import time
+from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,8 @@ from dreamwell.stores import (
     LongTermStore,
     OllamaEmbedder,
     OnnxMiniLM,
+    StoreError,
+    StoreUnavailable,
     WorkingMemory,
     check_own_namespace,
     new_id,
@@ -39,12 +42,42 @@ CURRENT_REQUEST: ContextVar[Any] = ContextVar("dreamwell_request", default=None)
 MIN_SIMILARITY = {"minilm": 0.2, "ollama": 0.5}
 
 
-@dataclass(frozen=True)
 class Tenant:
-    data_dir: Path
-    longterm: LongTermStore
-    working: WorkingMemory
-    recall_log: JsonlLog
+    """The stores of one tenant. Working memory and the recall log open at once; long-term
+    memory opens on first use and, if it cannot (a read-only or damaged data directory), says
+    so on every use and tries again next time, while working memory keeps serving."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        working: WorkingMemory,
+        recall_log: JsonlLog,
+        open_longterm: Callable[[], LongTermStore],
+    ) -> None:
+        self.data_dir = data_dir
+        self.working = working
+        self.recall_log = recall_log
+        self._open_longterm = open_longterm
+        self._longterm: LongTermStore | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def longterm(self) -> LongTermStore:
+        found = self._longterm
+        if found is not None:
+            return found
+        with self._lock:
+            if self._longterm is None:
+                try:
+                    self._longterm = self._open_longterm()
+                except (OSError, ValueError) as exc:  # Tantivy reports I/O faults as ValueError
+                    logger.error("long-term memory in %s cannot be opened: %s", self.data_dir, exc)
+                    raise StoreUnavailable(
+                        f"long-term memory in {self.data_dir} cannot be opened ({exc}); check "
+                        "that the data directory is writable and has free space. Working memory "
+                        "still works."
+                    ) from exc
+            return self._longterm
 
 
 class Runtime:
@@ -76,27 +109,34 @@ class Runtime:
         data_dir = self.tenant_dir(tenant)
         opened = Tenant(
             data_dir,
-            LongTermStore(
-                data_dir,
-                embedder=self.embedder,
-                keyword_weight=self.settings.keyword_weight,
-                min_similarity=(
-                    self.settings.min_similarity
-                    if self.settings.min_similarity is not None
-                    else MIN_SIMILARITY.get(self.settings.embedder, 0.0)
-                ),
-            ),
             WorkingMemory(
                 data_dir,
                 default_ttl_minutes=self.settings.wm_ttl_minutes,
                 max_per_namespace=self.settings.wm_max_per_namespace,
             ),
             JsonlLog(data_dir, RECALL),
+            lambda: self._longterm(data_dir),
         )
+        try:
+            opened.longterm  # noqa: B018 - open it now, off the first call's clock
+        except StoreError as exc:  # each long-term call will say so; working memory serves
+            logger.error("%s", exc)
         logger.info(
             "opened stores in %s (%.0f ms)", data_dir, 1000 * (time.perf_counter() - started)
         )
         return opened
+
+    def _longterm(self, data_dir: Path) -> LongTermStore:
+        return LongTermStore(
+            data_dir,
+            embedder=self.embedder,
+            keyword_weight=self.settings.keyword_weight,
+            min_similarity=(
+                self.settings.min_similarity
+                if self.settings.min_similarity is not None
+                else MIN_SIMILARITY.get(self.settings.embedder, 0.0)
+            ),
+        )
 
     async def tenant(self, name: str = "") -> Tenant:
         found = self._tenants.get(name)

@@ -19,6 +19,7 @@ from dreamwell.server.config import Settings
 from dreamwell.server.dream_edge import dream_forever
 from dreamwell.server.http import build_asgi, uvicorn_server
 from dreamwell.server.runtime import Runtime
+from dreamwell.server.stdio import run_stdio
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +58,7 @@ async def serve(settings: Settings) -> None:
         if settings.dream_every:
             tg.start_soon(dream_forever, runtime)
         if settings.transport == "stdio":
-            await mcp.run_stdio_async()
+            await run_stdio(mcp, on_eof=_exit_soon)
         else:
             server = uvicorn_server(build_asgi(mcp, settings), settings)
             await server.serve()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -15,10 +16,13 @@ from dreamwell.server.runtime import Runtime, Tenant
 from dreamwell.stores import (
     MAX_CONTENT_CHARS,
     MAX_QUERY_CHARS,
+    InvalidInput,
     StoreError,
     utcnow,
 )
 from dreamwell.stores.working import MAX_TTL_MINUTES, check_prefix
+
+logger = logging.getLogger(__name__)
 
 TagsArg = Annotated[
     Annotated[str, Field(max_length=2200)]
@@ -38,8 +42,31 @@ NamespaceArg = Annotated[
 ]
 
 
+def visible(text: str, what: str) -> str:
+    """Refuse text with nothing to read in it (NUL and other control characters; blank text is
+    the store's own 'content is empty')."""
+    if text.strip() and not any(ch.isprintable() and not ch.isspace() for ch in text):
+        raise InvalidInput(
+            f"{what} has no visible text (only spaces or control characters); "
+            "pass the fact to remember as text."
+        )
+    return text
+
+
+def valid_unicode(text: str) -> str:
+    """Lone surrogates (only a damaged file can hold them) become U+FFFD: a reply that cannot
+    be encoded as UTF-8 would take the whole stdio transport down."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
 def text_result(text: str, error: bool = False) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=error)
+    return CallToolResult(
+        content=[TextContent(type="text", text=valid_unicode(text))], is_error=error
+    )
 
 
 def register_tools(mcp: MCPServer, runtime: Runtime) -> None:
@@ -51,6 +78,13 @@ def register_tools(mcp: MCPServer, runtime: Runtime) -> None:
             text = await anyio.to_thread.run_sync(work, tenant, namespace)
         except StoreError as exc:
             return text_result(str(exc), error=True)
+        except OSError as exc:  # an infrastructure fault the store did not word: say what it is
+            logger.error("%s failed in the data directory: %s", ctx.request_context.method, exc)
+            return text_result(
+                f"The data directory refused this operation ({exc.strerror or exc}); check its "
+                "free space and permissions, then try again.",
+                error=True,
+            )
         return text_result(text)
 
     @mcp.tool(
@@ -66,9 +100,10 @@ def register_tools(mcp: MCPServer, runtime: Runtime) -> None:
         category: CategoryArg = None,
         tags: TagsArg = None,
     ) -> CallToolResult:
-        return await call(
-            ctx, lambda t, _ns: render.saved(t.longterm.save(content, category, tags))
-        )
+        def work(t: Tenant, _ns: str) -> str:
+            return render.saved(t.longterm.save(visible(content, "content"), category, tags))
+
+        return await call(ctx, work)
 
     @mcp.tool(
         description="Search long-term memory (keywords + meaning). No query: most recent.",
@@ -85,9 +120,12 @@ def register_tools(mcp: MCPServer, runtime: Runtime) -> None:
         def work(t: Tenant, ns: str) -> str:
             hits = t.longterm.search(query, category, tags, limit=20)
             if query and hits:  # which memories each caller was shown: the dream's scoring input
-                t.recall_log.append(
-                    {"caller": ns, "query": query[:500], "ids": [h.entry.id for h in hits]}
-                )
+                try:
+                    t.recall_log.append(
+                        {"caller": ns, "query": query[:500], "ids": [h.entry.id for h in hits]}
+                    )
+                except StoreError as exc:  # a full or read-only disk must not fail a search
+                    logger.warning("search served, but not recorded in the recall log: %s", exc)
             return render.found([h.entry for h in hits], utcnow())
 
         return await call(ctx, work)

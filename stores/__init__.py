@@ -1,7 +1,14 @@
 """Storage layer of dreamwell: long-term memory (LanceDB + Tantivy) and working memory."""
 
 from dreamwell.stores.embedding import Embedder, EmbedderError, OllamaEmbedder, OnnxMiniLM
-from dreamwell.stores.errors import InvalidInput, NotFound, StoreBusy, StoreError
+from dreamwell.stores.errors import (
+    InvalidInput,
+    NotFound,
+    StoreBusy,
+    StoreError,
+    StoreUnavailable,
+    WriteFailed,
+)
 from dreamwell.stores.layout import DataDir, check_tenant
 from dreamwell.stores.logs import CONVERSATION, FEEDBACK, RECALL, JsonlLog
 from dreamwell.stores.longterm import (
@@ -54,9 +61,11 @@ __all__ = [
     "SaveResult",
     "StoreBusy",
     "StoreError",
+    "StoreUnavailable",
     "WorkingEntry",
     "WorkingMemory",
     "Write",
+    "WriteFailed",
     "category_prefixes",
     "check_category",
     "check_own_namespace",

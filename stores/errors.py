@@ -15,3 +15,11 @@ class NotFound(StoreError):
 
 class StoreBusy(StoreError):
     """Another process held the data directory's write lock for too long."""
+
+
+class WriteFailed(StoreError):
+    """The data directory refused a write (read-only, full, permissions): nothing was written."""
+
+
+class StoreUnavailable(StoreError):
+    """A store cannot be opened (read-only or damaged data directory); the text says which."""

@@ -14,15 +14,21 @@ lands in the next take instead of being lost.
 from __future__ import annotations
 
 import json
+import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
+from dreamwell.stores.damaged import keep_aside
+from dreamwell.stores.errors import InvalidInput, StoreBusy, WriteFailed
 from dreamwell.stores.model import utcnow
+
+logger = logging.getLogger(__name__)
 
 CONVERSATION = "conversation.jsonl"
 FEEDBACK = "feedback.jsonl"
@@ -31,41 +37,91 @@ MAX_LINE = 64 * 1024
 
 
 class JsonlLog:
-    def __init__(self, data_dir: Path, name: str) -> None:
+    def __init__(self, data_dir: Path, name: str, lock_timeout: float = 15.0) -> None:
         self.path = data_dir / name
-        self._lock = FileLock(str(data_dir / f".{name}.lock"), timeout=15)
+        self._lock = FileLock(str(data_dir / f".{name}.lock"), timeout=lock_timeout)
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        try:
+            self._lock.acquire()
+        except Timeout as exc:
+            raise StoreBusy(
+                f"the log {self.path.name} is locked by another process; try again."
+            ) from exc
+        except OSError as exc:
+            raise WriteFailed(
+                f"the log {self.path} cannot be locked ({exc.strerror or exc}); check the data "
+                "directory's permissions."
+            ) from exc
+        try:
+            yield
+        finally:
+            self._lock.release()
 
     def append(self, record: Mapping[str, Any], now: datetime | None = None) -> None:
-        line = json.dumps({"ts": (now or utcnow()).isoformat(), **record}, ensure_ascii=False)
-        if len(line) > MAX_LINE:
-            raise ValueError(f"a log line is limited to {MAX_LINE} characters")
-        with self._lock:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                os.write(fd, (line + "\n").encode("utf-8"))
-            finally:
-                os.close(fd)
-
-    def read(self) -> list[dict[str, Any]]:
-        """Every well-formed record (a torn or foreign line is skipped, never fatal)."""
+        """Add one record; raises InvalidInput, StoreBusy or WriteFailed, never anything else."""
         try:
-            text = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return []
-        out = []
-        for line in text.splitlines():
+            line = json.dumps({"ts": (now or utcnow()).isoformat(), **record}, ensure_ascii=False)
+            data = (line + "\n").encode("utf-8")
+        except (TypeError, ValueError) as exc:  # not JSON, or a lone surrogate
+            raise InvalidInput(f"a log record must be JSON text in valid Unicode ({exc}).") from exc
+        if len(line) > MAX_LINE:
+            raise InvalidInput(f"a log line is limited to {MAX_LINE} characters; shorten it.")
+        with self._locked():
             try:
-                record = json.loads(line)
-            except ValueError:
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                try:
+                    os.write(fd, data)
+                finally:
+                    os.close(fd)
+            except OSError as exc:
+                raise WriteFailed(
+                    f"the log {self.path} could not be written ({exc.strerror or exc}); check "
+                    "the data directory's free space and permissions."
+                ) from exc
+
+    def _scan(self) -> tuple[list[dict[str, Any]], int]:
+        """(well-formed records, number of lines that are not)."""
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return [], 0
+        out: list[dict[str, Any]] = []
+        bad = 0
+        for line in raw.splitlines():
+            if not line.strip():
                 continue
+            try:
+                record = json.loads(line.decode("utf-8"))
+            except ValueError:  # not UTF-8, not JSON, a torn last line
+                record = None
             if isinstance(record, dict):
                 out.append(record)
-        return out
+            else:
+                bad += 1
+        return out, bad
+
+    def read(self) -> list[dict[str, Any]]:
+        """Every well-formed record; damaged lines are counted in the log, never fatal."""
+        records, bad = self._scan()
+        if bad:
+            logger.warning("%s: skipped %d damaged lines", self.path, bad)
+        return records
 
     def take(self) -> list[dict[str, Any]]:
-        """Read every record and empty the log, atomically with respect to appends."""
-        with self._lock:
-            records = self.read()
-            if self.path.exists():
-                self.path.unlink()
+        """Read every record and empty the log, atomically with respect to appends. A log with
+        damaged lines is kept aside (`<name>.corrupt-<time>`) rather than deleted."""
+        with self._locked():
+            records, bad = self._scan()
+            try:
+                if bad:
+                    keep_aside(self.path, f"{bad} lines are not JSON records")
+                else:
+                    self.path.unlink(missing_ok=True)
+            except OSError as exc:
+                raise WriteFailed(
+                    f"the log {self.path} could not be emptied ({exc.strerror or exc}); check "
+                    "the data directory's permissions."
+                ) from exc
         return records

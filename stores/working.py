@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -18,7 +19,8 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from dreamwell.stores.errors import InvalidInput, NotFound, StoreBusy
+from dreamwell.stores.damaged import keep_aside
+from dreamwell.stores.errors import InvalidInput, NotFound, StoreBusy, StoreError, WriteFailed
 from dreamwell.stores.model import (
     MAX_VALUE_BYTES,
     WorkingEntry,
@@ -79,15 +81,23 @@ def _to_json(e: WorkingEntry) -> dict[str, object]:
     }
 
 
-def _from_json(d: dict[str, object]) -> WorkingEntry:
-    return WorkingEntry(
-        key=str(d["key"]),
-        value=str(d["value"]),
-        stored_at=datetime.fromisoformat(str(d["stored_at"])),
-        expires_at=datetime.fromisoformat(str(d["expires_at"])),
-        category=None if d.get("category") is None else str(d["category"]),
-        tags=tuple(str(t) for t in d.get("tags") or ()),  # type: ignore[attr-defined]
-    )
+def _from_json(d: object, top: str) -> WorkingEntry:
+    """One stored item, checked field by field (ValueError / TypeError / StoreError if bad)."""
+    if not isinstance(d, dict):
+        raise TypeError("an item must be a JSON object")
+    key, value, tags = d["key"], d["value"], d.get("tags") or []
+    if not isinstance(key, str) or key_segments(key)[0] != top or not isinstance(value, str):
+        raise TypeError(f"item key {key!r} or its value is not valid here")
+    value.encode("utf-8")  # UnicodeEncodeError (a ValueError) for a lone surrogate
+    stored, expires = (datetime.fromisoformat(str(d[k])) for k in ("stored_at", "expires_at"))
+    if stored.tzinfo is None or expires.tzinfo is None:
+        raise ValueError("times must carry a UTC offset")
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise TypeError("tags must be a list of strings")
+    category = d.get("category")
+    if category is not None and not isinstance(category, str):
+        raise TypeError("category must be a string")
+    return WorkingEntry(key, value, stored, expires, check_category(category), tuple(tags))
 
 
 class WorkingMemory:
@@ -99,7 +109,10 @@ class WorkingMemory:
         lock_timeout: float = 15.0,
     ) -> None:
         self._dir = data_dir / "working-memory"
-        self._dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self._dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a read-only data directory still serves reads
+            logger.warning("cannot create %s (%s); working memory is read-only", self._dir, exc)
         self.default_ttl_minutes = default_ttl_minutes
         self.max_per_namespace = max_per_namespace
         self._flock = FileLock(str(self._dir / ".lock"), timeout=lock_timeout)
@@ -107,6 +120,7 @@ class WorkingMemory:
         self._files: dict[str, tuple[int, int]] = {}
         self._entries: dict[str, WorkingEntry] = {}
         self._stale: set[str] = set()
+        self._damaged: dict[str, tuple[int, int]] = {}  # file stamp seen damaged, per segment
 
     # ---- persistence ----------------------------------------------------------------------
     def _path(self, top: str) -> Path:
@@ -119,34 +133,79 @@ class WorkingMemory:
         except FileNotFoundError:
             return (0, 0)
 
+    def _read(self, top: str) -> tuple[list[WorkingEntry], str | None]:
+        """The entries of one file and, if some or all of it could not be read, why."""
+        path = self._path(top)
+        try:
+            raw = json.loads(path.read_bytes().decode("utf-8"))
+        except FileNotFoundError:
+            return [], None
+        except (ValueError, OSError) as exc:  # ValueError: not UTF-8 or not JSON
+            return [], f"cannot be parsed: {exc}"
+        if not isinstance(raw, list):
+            return [], "is not a JSON list of entries"
+        entries: list[WorkingEntry] = []
+        bad = 0
+        for item in raw:
+            try:
+                entries.append(_from_json(item, top))
+            except (KeyError, TypeError, ValueError, StoreError) as exc:
+                bad += 1
+                logger.warning("skipped a malformed working-memory item in %s: %s", path, exc)
+        return entries, (f"{bad} of {len(raw)} items are malformed" if bad else None)
+
     def _load(self, top: str, now: datetime) -> None:
         stamp = self._stamp(top)
         if self._files.get(top) == stamp:
             return
         for key in [k for k in self._entries if k.split("/", 1)[0] == top]:
             del self._entries[key]
-        try:
-            raw = json.loads(self._path(top).read_text(encoding="utf-8")) if stamp[0] else []
-            for item in raw:
-                entry = _from_json(item)
-                if entry.expires_at > now:
-                    self._entries[entry.key] = entry
-                else:
-                    self._stale.add(top)  # on disk still: the next sweep rewrites the file
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        entries, damage = self._read(top) if stamp[0] else ([], None)
+        for entry in entries:
+            if entry.expires_at > now:
+                self._entries[entry.key] = entry
+            else:
+                self._stale.add(top)  # on disk still: the next sweep rewrites the file
+        if damage:
             logger.error(
-                "working memory file %s is unreadable (%s); ignoring it", self._path(top), exc
+                "working memory file %s %s; serving the %d readable entries, and the file "
+                "will be kept aside before the next write",
+                self._path(top),
+                damage,
+                len(entries),
             )
+            self._damaged[top] = stamp
         self._files[top] = stamp
 
     def _refresh(self, now: datetime) -> None:
         for top in TOP_SEGMENTS:
             self._load(top, now)
 
-    def _persist(self, top: str) -> None:
-        items = [_to_json(e) for k, e in sorted(self._entries.items()) if k.startswith(top + "/")]
-        write_atomic(self._path(top), json.dumps(items, ensure_ascii=False))
+    def _persist(self, top: str, entries: dict[str, WorkingEntry]) -> None:
+        """Write one file (under the file lock), then make `entries` the view of that segment:
+        if the write fails, nothing changed, on disk or in memory."""
+        path = self._path(top)
+        items = [_to_json(e) for k, e in sorted(entries.items())]
+        try:
+            if top in self._damaged:
+                if self._damaged[top] == self._stamp(top):
+                    keep_aside(path, "it could not be read back in full")
+                del self._damaged[top]
+            write_atomic(path, json.dumps(items, ensure_ascii=False))
+        except OSError as exc:
+            for tmp in path.parent.glob(f".{path.name}.{os.getpid()}.*.tmp"):
+                tmp.unlink(missing_ok=True)
+            raise WriteFailed(
+                f"working memory could not be written to {path} ({exc.strerror or exc}); "
+                "check the data directory's free space and permissions. Nothing was saved."
+            ) from exc
+        for key in [k for k in self._entries if k.split("/", 1)[0] == top]:
+            del self._entries[key]
+        self._entries.update(entries)
         self._files[top] = self._stamp(top)
+
+    def _segment(self, top: str) -> dict[str, WorkingEntry]:
+        return {k: e for k, e in self._entries.items() if k.split("/", 1)[0] == top}
 
     @contextmanager
     def _lock(self) -> Iterator[None]:
@@ -154,6 +213,12 @@ class WorkingMemory:
             self._flock.acquire()
         except Timeout as exc:
             raise StoreBusy("working memory is locked by another process; try again.") from exc
+        except OSError as exc:
+            raise WriteFailed(
+                f"working memory cannot be locked for writing in {self._dir} "
+                f"({exc.strerror or exc}); check the data directory's permissions. "
+                "Nothing was saved."
+            ) from exc
         try:
             yield
         finally:
@@ -206,14 +271,15 @@ class WorkingMemory:
         top = full.split("/", 1)[0]
         with self._mutex, self._lock():
             self._refresh(now)
+            view = self._segment(top)
             evicted = None
-            in_ns = [e for e in self._entries.values() if under(e.key, namespace)]
-            if full not in self._entries and len(in_ns) >= self.max_per_namespace:
+            in_ns = [e for e in view.values() if under(e.key, namespace)]
+            if full not in view and len(in_ns) >= self.max_per_namespace:
                 victim = min(in_ns, key=lambda e: (e.expires_at, e.key))
-                del self._entries[victim.key]
+                del view[victim.key]
                 evicted = victim.key
-            self._entries[full] = entry
-            self._persist(top)
+            view[full] = entry
+            self._persist(top, view)
         return SaveOutcome(entry, evicted)
 
     def get(self, key: str, namespace: str, now: datetime | None = None) -> WorkingEntry:
@@ -264,11 +330,10 @@ class WorkingMemory:
         with self._mutex, self._lock():
             self._refresh(now)
             expired = [k for k, e in self._entries.items() if e.expires_at <= now]
-            for k in expired:
-                del self._entries[k]
-            for top in {k.split("/", 1)[0] for k in expired} | self._stale:
-                self._persist(top)
-            self._stale.clear()
+            for top in sorted({k.split("/", 1)[0] for k in expired} | self._stale):
+                view = {k: e for k, e in self._segment(top).items() if e.expires_at > now}
+                self._persist(top, view)
+                self._stale.discard(top)
         return len(expired)
 
 

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import httpx2
 import pytest
+from mcp import Client
 
+from dreamwell.server.app import build_server
 from dreamwell.server.config import Settings
 from tests.conftest import ok
 from tests.servers import http_server
@@ -73,7 +75,7 @@ def test_a_bad_tokens_file_exits_2(tmp_path: Path, content: str) -> None:
     tokens = tmp_path / "tokens.json"
     tokens.write_text(content)
     done = serve("--transport", "http", "--tokens-file", str(tokens), "--data-dir", str(tmp_path))
-    assert done.returncode == 2 and "tokens_file" in done.stderr
+    assert done.returncode == 2 and str(tokens) in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
 
 
@@ -126,3 +128,30 @@ async def test_dream_reports_belong_to_the_callers_tenant(tmp_path: Path) -> Non
         async with http(url, {"Authorization": "Bearer token-for-bob"}) as bob:
             theirs = await bob.read_resource("dream://reports")
             assert theirs.contents[0].text == "No dream cycles yet."  # type: ignore[union-attr]
+
+
+async def test_a_single_token_serves_the_store_the_user_already_has(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    local = Settings(data_dir=data, embedder="none")
+    async with Client(build_server(local)) as stdio_like:
+        await ok(stdio_like, "save_memory", content="saved before the token existed")
+    settings = Settings(
+        data_dir=data, transport="http", port=0, embedder="none", token="s3cret-token"
+    )
+    async with (
+        http_server(settings) as url,
+        http(url, {"Authorization": "Bearer s3cret-token"}) as c,
+    ):
+        assert "before the token existed" in await ok(c, "search_memory", query="token")
+        await ok(c, "save_memory", content="saved over HTTP with the token")
+    assert not (data / "tenants").exists()
+    async with Client(build_server(local)) as stdio_like:
+        assert "with the token" in await ok(stdio_like, "search_memory", query="HTTP")
+
+
+def test_a_short_single_token_is_refused_in_one_line(tmp_path: Path) -> None:
+    done = serve("--transport", "http", "--token", "short", "--data-dir", str(tmp_path))
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "dreamwell: bad setting token: a bearer token must be at least 8 characters"
+    ]

@@ -6,8 +6,11 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
+from anyio.streams.text import TextReceiveStream
 from mcp import Client, StdioServerParameters
 
 from tests.conftest import ok
@@ -44,3 +47,65 @@ async def test_the_embedded_model_serves_hybrid_recall_over_stdio(tmp_path: Path
         await ok(c, "save_memory", content="Deploys happen on Tuesdays")
         found = await ok(c, "search_memory", query="which city does the person live in")
         assert found.splitlines()[2].endswith("The user is based in Chicago, Illinois")
+
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
+SURROGATE_CALL = (
+    b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"save_to_working_memory",'
+    b'"arguments":{"key":"k","data":"\\ud800"}}}'
+)
+
+
+@pytest.mark.parametrize(
+    ("frame", "code", "request_id"),
+    [
+        (SURROGATE_CALL, -32700, 7),
+        (b"{oops", -32700, None),
+        (b"[1,2,3]", -32600, None),
+        (b"\x00", -32700, None),
+        (b'{"jsonrpc":"2.0","id":8}', -32600, 8),
+    ],
+)
+async def test_every_malformed_stdio_frame_gets_an_error_reply_and_serving_goes_on(
+    tmp_path: Path, frame: bytes, code: int, request_id: int | None
+) -> None:
+    params = from_mcp_json(tmp_path)
+    process = await anyio.open_process([params.command, *params.args], env=params.env)
+    assert process.stdin is not None and process.stdout is not None
+    lines = TextReceiveStream(process.stdout)
+    buffered = ""
+
+    async def reply() -> dict[str, Any]:
+        nonlocal buffered
+        while "\n" not in buffered:
+            buffered += await lines.receive()
+        line, buffered = buffered.split("\n", 1)
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    try:
+        with anyio.fail_after(30):
+            if request_id is None:  # before the handshake too: the era is not chosen yet
+                await process.stdin.send(frame + b"\n")
+                assert (await reply())["error"]["code"] == code
+            await process.stdin.send(json.dumps(INIT).encode() + b"\n")
+            assert (await reply())["id"] == 0
+            await process.stdin.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+            await process.stdin.send(frame + b"\n")
+            error = await reply()
+            assert error["id"] == request_id and error["error"]["code"] == code
+            assert "Traceback" not in error["error"]["message"]
+            await process.stdin.send(b'{"jsonrpc":"2.0","id":9,"method":"ping"}\n')
+            assert await reply() == {"jsonrpc": "2.0", "id": 9, "result": {}}
+    finally:
+        process.kill()
+        await process.aclose()

@@ -158,18 +158,18 @@ async def test_categories_are_counted_and_sorted_case_insensitively(client: Clie
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ({"content": ""}, "content: String should have at least 1 character"),
+        ({"content": ""}, "'content' must not be empty"),
         ({"content": "   "}, "content is empty"),
-        ({"content": "x" * 32_001}, "content: String should have at most 32000 characters"),
+        ({"content": "x" * 32_001}, "'content' is longer than 32000 characters"),
         ({"content": "x", "category": "../etc"}, "category '../etc' is not valid"),
         ({"content": "x", "category": "/abs"}, "category '/abs' is not valid"),
         ({"content": "x", "category": "a//b"}, "category 'a//b' is not valid"),
-        ({"content": "x", "category": "a" * 201}, "category: String should have at most 200"),
+        ({"content": "x", "category": "a" * 201}, "'category' is longer than 200 characters"),
         ({"content": "x", "tags": "t" * 65}, "longer than 64 characters"),
         ({"content": "x", "tags": ",".join(f"t{i}" for i in range(33))}, "at most 32 are allowed"),
-        ({"content": "x", "tags": 5}, "Invalid arguments for save_memory: tags"),
-        ({"content": 7}, "Invalid arguments for save_memory: content"),
-        ({}, "Invalid arguments for save_memory: content: Field required"),
+        ({"content": "x", "tags": 5}, "Invalid arguments for save_memory: 'tags' must be text"),
+        ({"content": 7}, "Invalid arguments for save_memory: 'content' must be text"),
+        ({}, "Invalid arguments for save_memory: 'content' is required"),
     ],
 )
 async def test_save_memory_rejects_bad_input_and_writes_nothing(
@@ -187,7 +187,7 @@ async def test_save_memory_rejects_bad_input_and_writes_nothing(
     [
         ({"category": "bad category"}, "category 'bad category' is not valid"),
         ({"tags": "x" * 70}, "longer than 64 characters"),
-        ({"query": "q" * 10_001}, "query: String should have at most 10000 characters"),
+        ({"query": "q" * 10_001}, "'query' is longer than 10000 characters"),
     ],
 )
 async def test_search_memory_rejects_bad_filters(
@@ -197,7 +197,9 @@ async def test_search_memory_rejects_bad_filters(
 
 
 async def test_delete_memory_rejects_an_empty_id(client: Client) -> None:
-    assert "Invalid arguments for delete_memory: id" in await fails(client, "delete_memory", id="")
+    assert "Invalid arguments for delete_memory: 'id' must not be empty" in await fails(
+        client, "delete_memory", id=""
+    )
 
 
 async def test_a_tool_that_does_not_exist_is_an_error(client: Client) -> None:

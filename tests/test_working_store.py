@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from dreamwell.stores import InvalidInput, NotFound, WorkingMemory, utcnow
+from dreamwell.stores import InvalidInput, NotFound, WorkingMemory, WriteFailed, utcnow
 
 NS = "session/abc123"
 
@@ -76,3 +77,104 @@ def test_nothing_is_written_outside_the_data_directory(tmp_path: Path) -> None:
             wm.save(NS, key, "v")
     outside = {p for p in tmp_path.rglob("*") if data not in p.parents and p != data}
     assert outside == set()
+
+
+# ---- damaged files and failed writes ---------------------------------------------------------
+def _item(key: str, value: str = "v") -> dict[str, object]:
+    now = utcnow()
+    return {
+        "key": key,
+        "value": value,
+        "stored_at": now.isoformat(),
+        "expires_at": (now + timedelta(hours=1)).isoformat(),
+        "category": None,
+        "tags": [],
+    }
+
+
+def test_a_malformed_item_is_skipped_and_the_rest_survive_the_next_save(tmp_path: Path) -> None:
+    folder = tmp_path / "working-memory"
+    folder.mkdir()
+    bad = {"key": f"{NS}/k2", "value": 5, "stored_at": "yesterday"}
+    original = json.dumps([_item(f"{NS}/k1"), bad, _item(f"{NS}/k3")])
+    (folder / "session.json").write_text(original)
+    wm = WorkingMemory(tmp_path)
+    assert [e.key for e in wm.listing(NS)] == [f"{NS}/k1", f"{NS}/k3"]
+    wm.save(NS, "k4", "new")
+    again = WorkingMemory(tmp_path)
+    assert [e.key for e in again.listing(NS)] == [f"{NS}/k1", f"{NS}/k3", f"{NS}/k4"]
+    (aside,) = folder.glob("session.json.corrupt-*")
+    assert aside.read_text() == original  # the bad item is kept, not overwritten
+
+
+@pytest.mark.parametrize(
+    "content", ['[{"key": "session/abc123/k1", "val', "{}", b"\xff\xfe not utf-8", "null"]
+)
+def test_a_file_that_cannot_be_parsed_is_kept_aside_never_overwritten(
+    tmp_path: Path, content: str | bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = tmp_path / "working-memory"
+    folder.mkdir()
+    raw = content.encode() if isinstance(content, str) else content
+    (folder / "session.json").write_bytes(raw)
+    wm = WorkingMemory(tmp_path)
+    assert wm.listing(NS) == []
+    wm.save(NS, "k", "after")
+    (aside,) = folder.glob("session.json.corrupt-*")
+    assert aside.read_bytes() == raw
+    assert "session.json" in caplog.text and aside.name in caplog.text
+    assert WorkingMemory(tmp_path).get("k", NS).value == "after"
+
+
+def test_a_naive_timestamp_is_a_malformed_item_not_a_crash(tmp_path: Path) -> None:
+    folder = tmp_path / "working-memory"
+    folder.mkdir()
+    naive = _item(f"{NS}/naive") | {"expires_at": "2999-01-01T00:00:00"}
+    (folder / "session.json").write_text(json.dumps([naive, _item(f"{NS}/ok")]))
+    assert [e.key for e in WorkingMemory(tmp_path).listing(NS)] == [f"{NS}/ok"]
+
+
+@pytest.mark.parametrize("errno", [28, 30])  # ENOSPC, EROFS
+def test_a_failed_write_changes_nothing_on_disk_or_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, errno: int
+) -> None:
+    wm = WorkingMemory(tmp_path)
+    wm.save(NS, "kept", "old")
+    before = (tmp_path / "working-memory" / "session.json").read_bytes()
+
+    def refuse(*_args: object) -> None:
+        raise OSError(errno, os.strerror(errno))
+
+    monkeypatch.setattr(os, "replace", refuse)
+    with pytest.raises(WriteFailed, match="Nothing was saved"):
+        wm.save(NS, "new", "value")
+    with pytest.raises(WriteFailed):
+        wm.save(NS, "kept", "overwritten")
+    monkeypatch.undo()
+    with pytest.raises(NotFound):
+        wm.get("new", NS)
+    assert wm.get("kept", NS).value == "old"
+    assert (tmp_path / "working-memory" / "session.json").read_bytes() == before
+    assert not list((tmp_path / "working-memory").glob(".*.tmp"))
+
+
+def test_a_lock_that_cannot_be_created_is_a_write_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wm = WorkingMemory(tmp_path)
+
+    def refuse(*_args: object, **_kw: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(wm._flock, "acquire", refuse)
+    with pytest.raises(WriteFailed, match="permissions"):
+        wm.save(NS, "k", "v")
+
+
+def test_a_value_with_a_lone_surrogate_is_a_malformed_item(tmp_path: Path) -> None:
+    """Such a value cannot be encoded as UTF-8: served, it took the stdio transport down."""
+    folder = tmp_path / "working-memory"
+    folder.mkdir()
+    bad = json.dumps([_item(f"{NS}/bad", "x"), _item(f"{NS}/ok")]).replace('"x"', '"\\ud800"')
+    (folder / "session.json").write_text(bad)
+    assert [e.key for e in WorkingMemory(tmp_path).listing(NS)] == [f"{NS}/ok"]

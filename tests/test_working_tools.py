@@ -152,20 +152,20 @@ async def test_a_full_namespace_evicts_the_entry_closest_to_expiry(tmp_path: Pat
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ({"key": "k", "data": "x", "ttl_minutes": 0}, "ttl_minutes: Input should be greater"),
-        ({"key": "k", "data": "x", "ttl_minutes": -5}, "ttl_minutes: Input should be greater"),
-        ({"key": "k", "data": "x", "ttl_minutes": 10_081}, "ttl_minutes: Input should be less"),
+        ({"key": "k", "data": "x", "ttl_minutes": 0}, "'ttl_minutes' must be at least 1"),
+        ({"key": "k", "data": "x", "ttl_minutes": -5}, "'ttl_minutes' must be at least 1"),
+        ({"key": "k", "data": "x", "ttl_minutes": 10_081}, "'ttl_minutes' must be at most 10080"),
         ({"key": "../etc/passwd", "data": "x"}, "key '../etc/passwd' is not valid"),
         ({"key": "a//b", "data": "x"}, "key 'a//b' is not valid"),
         ({"key": "a/./b", "data": "x"}, "is not valid"),
         ({"key": "with space", "data": "x"}, "is not valid"),
         ({"key": "/abs", "data": "x"}, "is not valid"),
-        ({"key": "k" * 257, "data": "x"}, "key: String should have at most 256"),
-        ({"key": "k", "data": "x" * (1024 * 1024 + 1)}, "data: String should have at most"),
+        ({"key": "k" * 257, "data": "x"}, "'key' is longer than 256 characters"),
+        ({"key": "k", "data": "x" * (1024 * 1024 + 1)}, "'data' is longer than 1048576 characters"),
         ({"key": "k", "data": "é" * (600 * 1024)}, "data is larger than 1 MiB"),
         ({"key": "k", "data": "x", "category": "no spaces"}, "category 'no spaces' is not valid"),
         ({"key": "session/other/k", "data": "x"}, "writes go to your own namespace"),
-        ({"data": "x"}, "Invalid arguments for save_to_working_memory: key: Field required"),
+        ({"data": "x"}, "Invalid arguments for save_to_working_memory: 'key' is required"),
     ],
 )
 async def test_save_to_working_memory_rejects_bad_input_and_writes_nothing(
@@ -179,7 +179,7 @@ async def test_save_to_working_memory_rejects_bad_input_and_writes_nothing(
     ("tool", "args", "message"),
     [
         ("get_from_working_memory", {"key": "../../x"}, "is not valid"),
-        ("get_from_working_memory", {"key": ""}, "key: String should have at least 1"),
+        ("get_from_working_memory", {"key": ""}, "'key' must not be empty"),
         ("list_working_memory", {"namespace": "etc/passwd"}, "must start with one of"),
         ("list_working_memory", {"namespace": "../session"}, "is not valid"),
         ("search_working_memory", {"namespace": "session/.."}, "is not valid"),

@@ -1,0 +1,137 @@
+"""stdio with an answer to every frame.
+
+The SDK's stdio transport turns a frame it cannot parse into an exception on the read stream,
+and its dispatcher drops those silently: a client that sent invalid JSON, a lone UTF-16
+surrogate, `[1,2,3]` or a NUL byte waited for its own time-out. Here each such frame gets a
+JSON-RPC error reply (-32700 parse error, -32600 invalid request), with the request's id when
+one can be read, and the server goes on serving.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
+from pydantic import ValidationError
+
+logger = logging.getLogger(__name__)
+
+NOT_JSON = "Parse error: the frame is not valid JSON ({detail}); send one JSON object per line."
+SURROGATE = (
+    "Parse error: the frame holds a lone UTF-16 surrogate escape (such as \\ud800), which is "
+    "not valid Unicode; send valid UTF-8 text."
+)
+NOT_A_MESSAGE = (
+    "Invalid request: a frame must be one JSON-RPC 2.0 object with 'jsonrpc', 'method' and, "
+    "for a request, 'id' (batches are not supported)."
+)
+
+
+def _request_id(value: Any) -> str | int | None:
+    if isinstance(value, dict):
+        found = value.get("id")
+        if isinstance(found, str) or (isinstance(found, int) and not isinstance(found, bool)):
+            return found
+    return None
+
+
+def error_reply(exc: Exception) -> JSONRPCError | None:
+    """The JSON-RPC error for a frame the transport could not read (None: a blank line)."""
+    if not isinstance(exc, ValidationError):
+        return JSONRPCError(
+            jsonrpc="2.0",
+            id=None,
+            error=ErrorData(code=PARSE_ERROR, message=NOT_JSON.format(detail="unreadable frame")),
+        )
+    errors = exc.errors(include_url=False)
+    if errors and errors[0]["type"] == "json_invalid":
+        first = errors[0]
+        raw = first.get("input")
+        if isinstance(raw, str) and not raw.strip("\r\n\t "):
+            return None
+        try:  # Python's parser accepts lone surrogates, so it can still find the id
+            parsed = json.loads(raw) if isinstance(raw, str) else None
+        except ValueError:
+            detail = str(first.get("ctx", {}).get("error", "malformed JSON"))
+            message, rid = NOT_JSON.format(detail=detail), None
+        else:
+            message, rid = SURROGATE, _request_id(parsed)
+        return JSONRPCError(
+            jsonrpc="2.0", id=rid, error=ErrorData(code=PARSE_ERROR, message=message)
+        )
+    rid = next((r for e in errors if (r := _request_id(e.get("input"))) is not None), None)
+    return JSONRPCError(
+        jsonrpc="2.0", id=rid, error=ErrorData(code=INVALID_REQUEST, message=NOT_A_MESSAGE)
+    )
+
+
+class ReplyingReadStream:
+    """The transport's read stream, minus unreadable frames, which are answered instead."""
+
+    def __init__(self, inner: Any, write: Any, on_eof: Callable[[], None] | None = None) -> None:
+        self._inner = inner
+        self._write = write
+        self._on_eof = on_eof
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        while True:
+            try:
+                item = await self._inner.receive()
+            except (anyio.EndOfStream, anyio.ClosedResourceError):
+                if self._on_eof is not None:  # stdin closed: the client is gone
+                    self._on_eof()
+                raise
+            if not isinstance(item, Exception):
+                return item
+            reply = error_reply(item)
+            if reply is not None:
+                logger.info("answered an unreadable stdio frame: %s", reply.error.message)
+                await self._write.send(SessionMessage(reply))
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> ReplyingReadStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> ReplyingReadStream:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> bool | None:
+        await self.aclose()
+        return None
+
+
+async def run_stdio(mcp: MCPServer[Any], on_eof: Callable[[], None] | None = None) -> None:
+    """What `MCPServer.run_stdio_async` does, with every unreadable frame answered; `on_eof`
+    runs as soon as stdin closes (handlers still running may keep `run` from returning)."""
+    lowlevel = mcp._lowlevel_server
+    async with stdio_server() as (read_stream, write_stream):
+        await lowlevel.run(
+            ReplyingReadStream(read_stream, write_stream, on_eof),
+            write_stream,
+            lowlevel.create_initialization_options(),
+        )

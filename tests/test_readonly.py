@@ -1,0 +1,113 @@
+"""A read-only data directory: reads keep working, writes refuse in words, nothing changes.
+
+Made read-only for real: a read-only bind mount in a private mount namespace when the tests run
+as root (chmod does not stop root), else the directory's write permission removed."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from dreamwell.server.app import build_server
+from dreamwell.server.config import Settings
+from tests.conftest import fails, ok
+
+pytestmark = pytest.mark.anyio
+NS = "patrol/readonly"
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+@contextmanager
+def read_only_server(data: Path) -> Iterator[StdioServerParameters]:
+    """`dreamwell serve` over stdio on `data`, which it cannot write."""
+    env = {**os.environ, "DREAMWELL_EMBEDDER": "none"}
+    serve = ["dreamwell", "serve", "--data-dir", str(data), "--namespace", NS]
+    if os.geteuid() != 0:
+        modes = {p: p.stat().st_mode for p in [data, *data.rglob("*")]}
+        for p in modes:
+            p.chmod(modes[p] & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+        try:
+            yield StdioServerParameters(command=serve[0], args=serve[1:], env=env)
+        finally:
+            for p, mode in modes.items():
+                p.chmod(mode)
+        return
+    unshare = shutil.which("unshare")
+    probe = subprocess.run([unshare or "unshare", "-m", "true"], capture_output=True, check=False)
+    if unshare is None or probe.returncode != 0:
+        pytest.skip("running as root without mount namespaces: cannot make a read-only directory")
+    script = 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" "$1" && shift && exec "$@"'
+    yield StdioServerParameters(
+        command=unshare, args=["-m", "sh", "-c", script, "sh", str(data), *serve], env=env
+    )
+
+
+async def _seed(data: Path) -> None:
+    async with Client(build_server(Settings(data_dir=data, embedder="none", namespace=NS))) as c:
+        await ok(c, "save_memory", content="Readable on a read-only disk", category="ops")
+        await ok(c, "save_to_working_memory", key="k", data="working value", ttl_minutes=60)
+
+
+async def test_working_memory_reads_work_and_writes_refuse_on_a_read_only_directory(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    await _seed(data)
+    before = _tree(data)
+    with read_only_server(data) as params:
+        async with Client(params) as c:
+            assert await ok(c, "get_from_working_memory", key="k") == "working value"
+            assert "patrol/readonly/k" in await ok(c, "list_working_memory")
+            assert "1 result(s)" in await ok(c, "search_working_memory", query="working")
+            refusal = await fails(c, "save_to_working_memory", key="k2", data="v")
+            assert "Nothing was saved" in refusal and "Traceback" not in refusal
+            assert "Error executing tool" not in await fails(c, "save_memory", content="new")
+            assert "not found" in await fails(c, "get_from_working_memory", key="k2")
+    assert _tree(data) == before
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="LongTermStore cannot open read-only: it takes Tantivy's and the state file's write "
+    "locks and tries to rebuild the index (issue 12 §2, store-core rewrite)",
+)
+async def test_long_term_reads_work_on_a_read_only_directory(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    await _seed(data)
+    with read_only_server(data) as params:
+        async with Client(params) as c:
+            assert "Readable on a read-only disk" in await ok(c, "search_memory", query="disk")
+            assert "- ops (1)" in await ok(c, "list_memory_categories")
+
+
+async def test_long_term_memory_that_cannot_open_does_not_take_working_memory_down(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dreamwell.server.runtime as runtime_module
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(runtime_module, "LongTermStore", broken)
+    async with Client(build_server(Settings(data_dir=tmp_path, embedder="none"))) as c:
+        for tool, args in [("save_memory", {"content": "x"}), ("search_memory", {})]:
+            text = await fails(c, tool, **args)
+            assert "cannot be opened (No space left on device" in text or "[Errno 28]" in text
+            assert "Working memory still works." in text
+        await ok(c, "save_to_working_memory", key="k", data="still here")
+        assert await ok(c, "get_from_working_memory", key="k") == "still here"
+        recalled = await c.get_prompt("recall", {"message": "anything"})
+        text = recalled.messages[0].content.text  # type: ignore[union-attr]
+        assert text.startswith("Long-term memory is unavailable: long-term memory in")
+        assert "/k: expires in" in text
