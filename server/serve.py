@@ -26,6 +26,6 @@ async def serve(settings: Settings) -> None:
         if settings.transport == "stdio":
             await mcp.run_stdio_async()
         else:
-            server = uvicorn_server(build_asgi(mcp, settings), settings)
+            server = uvicorn_server(build_asgi(mcp, settings, runtime), settings)
             await server.serve()
         tg.cancel_scope.cancel()
