@@ -12,18 +12,19 @@ import ctypes.util
 import logging
 import sys
 from collections.abc import Callable, Sequence
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
+from dreamwell.server.flags import COMMANDS as NAMES
+from dreamwell.server.flags import SETTINGS, settings_of
 
-from dreamwell.server.config import LOOPBACK, Settings, check_tenant, flag_for
+if TYPE_CHECKING:
+    from dreamwell.server.config import Settings
 
 logger = logging.getLogger("dreamwell")
 _M_ARENA_MAX = -8  # mallopt parameter number in glibc's malloc.h
 
-Command = Callable[[Settings, argparse.Namespace], int]
+Command = Callable[["Settings", argparse.Namespace], int]
 HELP = {
     "serve": "run the MCP server",
     "dream": "refine long-term memory (the dream worker)",
@@ -36,27 +37,31 @@ HELP = {
 }
 
 
-def _version() -> str:
-    try:
-        return version("dreamwell")
-    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
-        return "unknown"
+class _Version(argparse.Action):
+    """`--version`, looked up only when asked for."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            found = version("dreamwell")
+        except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+            found = "unknown"
+        sys.stdout.write(f"dreamwell {found}\n")
+        parser.exit()
 
 
 def add_settings(parser: argparse.ArgumentParser, command: str) -> None:
-    """The flags of `command` that set a setting, with their help from the model."""
-    for name, info in Settings.model_fields.items():
-        if command not in flag_for(name):
-            continue
+    """The flags of `command` that set a setting, with their meaning from `flags.SETTINGS`
+    (values are checked by Settings, which names the key in a one-line error)."""
+    for name in settings_of(command):
+        meta = SETTINGS[name]
         flag = "--" + name.replace("_", "-")
-        if info.annotation is bool:
-            parser.add_argument(flag, action="store_true", default=None, help=info.description)
-            continue
-        choices = get_args(info.annotation)
-        metavar = (
-            "|".join(choices) if choices and all(isinstance(c, str) for c in choices) else None
-        )
-        parser.add_argument(flag, help=info.description, metavar=metavar)
+        if meta.switch:
+            parser.add_argument(flag, action="store_true", default=None, help=meta.meaning)
+        else:
+            metavar = "|".join(meta.choices) if meta.choices else None
+            parser.add_argument(flag, help=meta.meaning, metavar=metavar)
 
 
 def _own_arguments(name: str, parser: argparse.ArgumentParser) -> None:
@@ -89,8 +94,9 @@ def _own_arguments(name: str, parser: argparse.ArgumentParser) -> None:
 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="dreamwell", description="MCP memory server.")
-    top.add_argument("--version", action="version", version=f"dreamwell {_version()}")
+    top.add_argument("--version", action=_Version, nargs=0, help="print the version and exit")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    assert tuple(HELP) == NAMES
     for name, text in HELP.items():
         command = sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
         _own_arguments(name, command)
@@ -100,6 +106,10 @@ def parser() -> argparse.ArgumentParser:
 
 def settings_from(args: argparse.Namespace, keys: Sequence[str]) -> Settings:
     """Flags beat environment variables; a bad value is one line on stderr and exit code 2."""
+    from pydantic import ValidationError
+
+    from dreamwell.server.config import Settings
+
     given: dict[str, Any] = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
     try:
         settings = Settings(**given)
@@ -122,6 +132,8 @@ def fail(message: str, code: int = 1) -> int:
 
 
 def tenant_dir(settings: Settings, tenant: str | None) -> Path:
+    from dreamwell.server.config import check_tenant
+
     if not tenant:
         return settings.data_dir
     return settings.data_dir / "tenants" / check_tenant(tenant)
@@ -131,6 +143,7 @@ def tenant_dir(settings: Settings, tenant: str | None) -> Path:
 def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     import anyio
 
+    from dreamwell.server.config import LOOPBACK
     from dreamwell.server.serve import serve
     from dreamwell.server.stats import ensure_format
 
@@ -227,7 +240,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     _few_malloc_arenas()
     args = parser().parse_args(argv)
     command: str = args.command
-    settings = settings_from(args, [n for n in Settings.model_fields if command in flag_for(n)])
+    settings = settings_from(args, settings_of(command))
     logging.basicConfig(
         stream=sys.stderr,
         level=settings.log_level,

@@ -11,6 +11,8 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from dreamwell.server.flags import COMMANDS, SETTINGS
+
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _TENANT = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -35,97 +37,42 @@ def default_data_dir() -> Path:
     return Path(base) / "dreamwell"
 
 
-# The commands that take each setting as a flag; "*" = every command that opens a data dir.
-ALL = ("serve", "dream", "log", "export", "import", "stats", "doctor", "ui")
-
-
-def _setting(
-    default: Any = None,
-    meaning: str = "",
-    flag_for: tuple[str, ...] = (),
-    shown: str | None = None,
-    **limits: Any,
-) -> Any:
-    """A settings field with its README meaning, the commands that take it as a flag and,
-    where the value alone would mislead, how its default is shown."""
-    extra: dict[str, Any] = {"flag_for": list(flag_for), "shown": shown}
+def _setting(name: str, default: Any = None, **limits: Any) -> Any:
+    """A settings field described by its row in `flags.SETTINGS`."""
     if callable(default):
-        return Field(
-            default_factory=default, description=meaning, json_schema_extra=extra, **limits
-        )
-    return Field(default=default, description=meaning, json_schema_extra=extra, **limits)
+        return Field(default_factory=default, description=SETTINGS[name].meaning, **limits)
+    return Field(default=default, description=SETTINGS[name].meaning, **limits)
 
 
 class Settings(BaseSettings):
     """Every setting; CLI flags override the environment, which overrides these defaults.
-    Each field says which commands take it as a flag: `dreamwell --help` and the README's
-    settings table are both generated from here."""
+    What each means and which commands take it as a flag: `flags.SETTINGS`."""
 
     model_config = SettingsConfigDict(env_prefix="DREAMWELL_", extra="forbid", frozen=True)
 
-    data_dir: Path = _setting(
-        default_data_dir,
-        "everything is stored here, nothing outside it",
-        ALL,
-        "`$XDG_DATA_HOME/dreamwell` or `~/.local/share/dreamwell`",
-    )
-    transport: Literal["stdio", "sse", "http"] = _setting(
-        "stdio", "`stdio`, `sse` or `http`", ("serve",)
-    )
-    host: str = _setting("127.0.0.1", "bind address of HTTP transports", ("serve",))
-    port: int = _setting(
-        8765,
-        "port of HTTP transports and `ui` (0 = any free port)",
-        ("serve", "ui"),
-        ge=0,
-        le=65535,
-    )
-    namespace: str | None = _setting(
-        None, "pin the working-memory namespace, e.g. `patrol/heartbeat`", ("serve",)
-    )
-    token: str | None = _setting(None, "bearer token for HTTP transports", ("serve",))
-    tokens_file: Path | None = _setting(None, "JSON object of bearer token → tenant", ("serve",))
-    stateless_http: bool = _setting(False, "streamable HTTP without sessions", ("serve",))
-    wm_ttl_minutes: int = _setting(5, "default working-memory TTL", ge=1, le=10_080)
-    wm_max_per_namespace: int = _setting(
-        50, "working-memory entries per namespace", ge=1, le=10_000
-    )
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = _setting(
-        "WARNING", "logs go to stderr", ("serve", "dream", "import", "ui")
-    )
+    data_dir: Path = _setting("data_dir", default_data_dir)
+    transport: Literal["stdio", "sse", "http"] = _setting("transport", "stdio")
+    host: str = _setting("host", "127.0.0.1")
+    port: int = _setting("port", 8765, ge=0, le=65535)
+    namespace: str | None = _setting("namespace")
+    token: str | None = _setting("token")
+    tokens_file: Path | None = _setting("tokens_file")
+    stateless_http: bool = _setting("stateless_http", False)
+    wm_ttl_minutes: int = _setting("wm_ttl_minutes", 5, ge=1, le=10_080)
+    wm_max_per_namespace: int = _setting("wm_max_per_namespace", 50, ge=1, le=10_000)
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = _setting("log_level", "WARNING")
     # recall
-    embedder: Literal["minilm", "ollama", "none"] = _setting(
-        "minilm",
-        "`minilm` (embedded), `ollama` or `none` (BM25 only)",
-        ("serve", "stats", "doctor"),
-    )
-    ollama_embed_model: str = _setting("nomic-embed-text", "embedding model when `embedder=ollama`")
-    min_similarity: float | None = _setting(
-        None,
-        "cosine below this is ignored in hybrid ranking",
-        shown="per embedder (MiniLM 0.2, Ollama 0.5)",
-        ge=-1.0,
-        le=1.0,
-    )
+    embedder: Literal["minilm", "ollama", "none"] = _setting("embedder", "minilm")
+    ollama_embed_model: str = _setting("ollama_embed_model", "nomic-embed-text")
+    min_similarity: float | None = _setting("min_similarity", None, ge=-1.0, le=1.0)
     # share of keywords in hybrid ranking: 1 = BM25 only, 0 = vectors only (for measuring)
-    keyword_weight: float = _setting(
-        0.6,
-        "share of BM25 in hybrid ranking (1 = keywords only, 0 = vectors only)",
-        ge=0.0,
-        le=1.0,
-    )
+    keyword_weight: float = _setting("keyword_weight", 0.6, ge=0.0, le=1.0)
     # the LLM behind the dream worker (and Ollama embeddings); no host = no LLM
-    ollama_host: str | None = _setting(
-        None,
-        "Ollama for the dream worker's LLM passes (none: they are skipped)",
-        ("dream", "doctor", "ui"),
-    )
-    ollama_model: str = _setting("llama3.2", "the dream worker's model", ("dream", "ui"))
-    ollama_timeout: float = _setting(120.0, "seconds per LLM call", gt=0, le=3600)
+    ollama_host: str | None = _setting("ollama_host")
+    ollama_model: str = _setting("ollama_model", "llama3.2")
+    ollama_timeout: float = _setting("ollama_timeout", 120.0, gt=0, le=3600)
     # dreaming inside `serve` (off unless set), e.g. "12h", "30m"
-    dream_every: str | None = _setting(
-        None, "dream inside `serve` on a timer, e.g. `12h`", ("serve",)
-    )
+    dream_every: str | None = _setting("dream_every")
 
     @field_validator("dream_every")
     @classmethod
@@ -159,31 +106,19 @@ class Settings(BaseSettings):
         return tokens
 
 
-def flag_for(name: str) -> tuple[str, ...]:
-    """The commands that take setting `name` as a flag."""
-    extra = Settings.model_fields[name].json_schema_extra
-    assert isinstance(extra, dict)
-    return tuple(str(c) for c in extra["flag_for"] or ())  # type: ignore[union-attr]
-
-
 def settings_table() -> str:
     """The README's settings table, generated from the model so the two cannot drift."""
     rows = ["| setting | flag | default | meaning |", "|---|---|---|---|"]
     for name, info in Settings.model_fields.items():
-        extra = info.json_schema_extra
-        assert isinstance(extra, dict)
-        commands = flag_for(name)
+        meta = SETTINGS[name]
         flag = "—"
-        if commands:
-            where = "every command" if commands == ALL else ", ".join(commands)
+        if meta.commands:
+            where = "every command" if meta.commands == COMMANDS else ", ".join(meta.commands)
             flag = f"`--{name.replace('_', '-')}` ({where})"
-        shown = extra.get("shown")
+        shown = meta.shown
         if shown is None:
             value = info.get_default(call_default_factory=False)
-            shown = (
-                "—"
-                if value is None
-                else f"`{str(value).lower() if isinstance(value, bool) else value}`"
-            )
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            shown = "—" if value is None else f"`{text}`"
         rows.append(f"| `{name}` | {flag} | {shown} | {info.description} |")
     return "\n".join(rows) + "\n"

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from dreamwell.server.cli import HELP, main, parser
-from dreamwell.server.config import ALL, Settings, flag_for, settings_table
+from dreamwell.server.config import Settings, settings_table
+from dreamwell.server.flags import COMMANDS, SETTINGS, flag_for
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("mcp", "lancedb", "onnxruntime", "tantivy", "pyarrow", "uvicorn", "starlette")
+HEAVY = ("mcp", "lancedb", "onnxruntime", "tantivy", "pyarrow", "uvicorn", "starlette", "pydantic")
 
 
 def dreamwell(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -92,7 +93,14 @@ def test_readme_settings_table_is_generated_from_the_model() -> None:
     assert settings_table() in readme, (
         "paste: python -c 'from dreamwell.server.config import settings_table as t; print(t())'"
     )
-    assert set(HELP) == set(ALL)
+    assert tuple(HELP) == COMMANDS
+
+
+def test_the_flag_table_names_exactly_the_settings_and_their_switches() -> None:
+    assert list(SETTINGS) == list(Settings.model_fields)
+    for name, info in Settings.model_fields.items():
+        assert SETTINGS[name].switch == (info.annotation is bool), name
+        assert info.description == SETTINGS[name].meaning
 
 
 def test_a_bad_setting_is_one_line_naming_key_and_value(tmp_path: Path) -> None:
