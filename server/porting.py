@@ -385,10 +385,9 @@ def import_command(data_dir: Path, args: argparse.Namespace) -> int:
 
 # ---- export --------------------------------------------------------------------------------
 def export_lines(
-    store: LongTermStore, include_archived: bool, vectors: dict[str, list[float]] | None = None
+    entries: Sequence[MemoryEntry], vectors: dict[str, list[float]] | None = None
 ) -> Iterator[str]:
-    entries = sorted(store.entries(include_archived), key=lambda e: (e.created_at, e.id))
-    for e in entries:
+    for e in sorted(entries, key=lambda e: (e.created_at, e.id)):
         data = entry_to_dict(e)
         if vectors is not None and e.id in vectors:
             data["vector"] = [float(x) for x in vectors[e.id]]
@@ -403,11 +402,14 @@ def _stored_vectors(store: LongTermStore) -> dict[str, list[float]]:
     return found
 
 
-def _write_all(out: IO[str], lines: Iterable[str]) -> int:
+def _write_all(out: IO[str], lines: Iterable[str], total: int) -> int:
     count = 0
-    for line in lines:
-        out.write(line)
-        count += 1
+    with _progress(total, "exporting") as bar:
+        for line in lines:
+            out.write(line)
+            count += 1
+            if count % 1000 == 0 or count == total:
+                bar.update(count - bar.n)
     return count
 
 
@@ -417,11 +419,12 @@ def export_command(data_dir: Path, args: argparse.Namespace) -> int:
         return 1
     store = LongTermStore(data_dir, embedder=None, embed_on_save=False)
     vectors = _stored_vectors(store) if args.with_vectors else None
-    lines = export_lines(store, args.include_archived, vectors)
+    entries = store.entries(args.include_archived)
+    lines = export_lines(entries, vectors)
     if args.output:
         with Path(args.output).open("w", encoding="utf-8") as out:
-            count = _write_all(out, lines)
+            count = _write_all(out, lines, len(entries))
     else:
-        count = _write_all(sys.stdout, lines)
+        count = _write_all(sys.stdout, lines, len(entries))
     sys.stderr.write(f"exported {count} memories\n")
     return 0

@@ -11,7 +11,7 @@ import pytest
 
 from dreamwell.server.cli import main
 from dreamwell.server.porting import read_records
-from dreamwell.stores import LongTermStore, MemoryEntry, entry_to_dict
+from dreamwell.stores import LongTermStore, MemoryEntry, OnnxMiniLM, entry_to_dict
 
 T0 = datetime(2026, 3, 1, 12, 30, 15, 123456, tzinfo=timezone.utc)
 
@@ -211,3 +211,16 @@ def test_an_unreadable_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFi
     assert run("import", str(tmp_path / "nope.jsonl"), "--data-dir", str(tmp_path / "d")) == 1
     err = capsys.readouterr().err
     assert err.startswith("dreamwell: cannot read") and err.count("\n") == 1
+
+
+def test_with_vectors_exports_the_stored_vector_and_import_leaves_it_to_the_backfill(
+    tmp_path: Path,
+) -> None:
+    model = OnnxMiniLM()
+    LongTermStore(tmp_path / "a", embedder=model).save("The cat sleeps on the sofa")
+    out = tmp_path / "v.jsonl"
+    assert run("export", "--data-dir", str(tmp_path / "a"), "--with-vectors", "-o", str(out)) == 0
+    line = json.loads(out.read_text())
+    assert len(line["vector"]) == model.dim and line["vector_model"] == model.name
+    assert run("import", str(out), "--data-dir", str(tmp_path / "b")) == 0
+    assert LongTermStore(tmp_path / "b", embedder=model).missing_vectors() == 1

@@ -196,3 +196,27 @@ def test_a_person_browses_edits_deletes_restores_and_dreams_in_chromium(
         page.wait_for_selector("#report h2:text('— undone')")
         assert len(LongTermStore(data, embedder=None).entries()) == 4
         browser.close()
+
+
+@pytest.mark.anyio
+async def test_editing_content_keeps_the_id_and_makes_the_new_text_searchable(
+    tmp_path: Path,
+) -> None:
+    settings = Settings(data_dir=tmp_path / "d", embedder="none", transport="http", port=0)
+    saved = LongTermStore(tmp_path / "d", embedder=None).save("Meeting on Monday", "work").entry
+    async with http_server(settings, Runtime(settings)) as url, httpx2.AsyncClient() as http:
+        csrf = {"x-dreamwell-csrf": csrf_of((await http.get(f"{url}/")).text)}
+        done = await http.post(
+            f"{url}/ui/api/memories/{saved.id}/edit",
+            json={"content": "Meeting moved to Thursday"},
+            headers=csrf,
+        )
+        assert done.status_code == 200, done.text
+        found = await http.get(f"{url}/ui/api/memories", params={"q": "thursday"})
+        (hit,) = found.json()["memories"]
+        assert hit["id"] == saved.id and hit["category"] == "work"
+        assert hit["created_at"] == saved.created_at.isoformat()
+        old = await http.get(f"{url}/ui/api/memories", params={"q": "monday"})
+        assert old.json()["memories"] == []
+        rebinding = await http.get(f"{url}/ui/api/memories", headers={"host": "evil.example"})
+        assert rebinding.status_code == 403
