@@ -276,40 +276,45 @@ def _dup_key(e: MemoryEntry) -> tuple[str, str]:
     return (e.category or "", fold_text(e.content) or e.content)
 
 
-def plan_import(
-    existing: Sequence[MemoryEntry], records: Sequence[MemoryEntry], now: datetime
-) -> Plan:
-    """What importing `records` into a store holding `existing` changes (SPEC §3): a known id
+class Planner:
+    """What importing records into a store holding `existing` changes (SPEC §3): a known id
     is left alone (or, for dreamwell's own records, replaced by a newer version of itself;
-    foreign records carry no version); the same text live in the same
-    category reinforces; anything else is added."""
-    by_id = {e.id: e for e in existing}
-    seen = set(by_id)
-    for e in existing:
-        seen.update(i for i in e.metadata.get(IMPORTED_AS, "").split(",") if i)
-    dups = {_dup_key(e): e.id for e in existing if e.live}
-    plan = Plan()
-    for r in records:
-        current = plan.upserts.get(r.id) or by_id.get(r.id)
-        if r.id in seen:
-            newer = ("source" not in r.metadata or r.metadata["source"] not in FOREIGN) and (
-                current is not None and r != current and r.updated_at > current.updated_at
-            )
-            if newer:
+    foreign records carry no version); the same text live in the same category reinforces;
+    anything else is added. Remembers what it planned, batch after batch."""
+
+    def __init__(self, existing: Iterable[MemoryEntry]) -> None:
+        self.by_id = {e.id: e for e in existing}
+        self.seen = set(self.by_id)
+        for e in self.by_id.values():
+            self.seen.update(i for i in e.metadata.get(IMPORTED_AS, "").split(",") if i)
+        self.dups = {_dup_key(e): e.id for e in self.by_id.values() if e.live}
+
+    def plan(self, records: Iterable[MemoryEntry], now: datetime) -> Plan:
+        plan = Plan()
+        for r in records:
+            self._one(plan, r, now)
+        self.by_id.update(plan.upserts)
+        return plan
+
+    def _one(self, plan: Plan, r: MemoryEntry, now: datetime) -> None:
+        current = plan.upserts.get(r.id) or self.by_id.get(r.id)
+        if r.id in self.seen:
+            own = r.metadata.get("source") not in FOREIGN
+            if own and current is not None and r != current and r.updated_at > current.updated_at:
                 plan.upserts[r.id] = r
                 plan.updated += 1
             else:
                 plan.unchanged += 1
-            continue
-        seen.add(r.id)
-        target_id = dups.get(_dup_key(r)) if r.live else None
+            return
+        self.seen.add(r.id)
+        target_id = self.dups.get(_dup_key(r)) if r.live else None
         if target_id is None:
             plan.upserts[r.id] = r
             plan.added += 1
             if r.live:
-                dups[_dup_key(r)] = r.id
-            continue
-        target = plan.upserts.get(target_id) or by_id[target_id]
+                self.dups[_dup_key(r)] = r.id
+            return
+        target = plan.upserts.get(target_id) or self.by_id[target_id]
         ids = [i for i in target.metadata.get(IMPORTED_AS, "").split(",") if i]
         plan.upserts[target_id] = replace(
             target,
@@ -320,7 +325,6 @@ def plan_import(
             metadata={**target.metadata, IMPORTED_AS: ",".join([*ids, r.id])},
         )
         plan.reinforced += 1
-    return plan
 
 
 def _progress(total: int, what: str) -> Any:
@@ -330,28 +334,41 @@ def _progress(total: int, what: str) -> Any:
     return tqdm(total=total, desc=what, unit=" memories", disable=not sys.stderr.isatty())
 
 
-def write_plan(store: LongTermStore, plan: Plan, batch: int = BATCH) -> None:
-    pending = list(plan.upserts.values())
-    with _progress(len(pending), "importing") as bar:
-        for start in range(0, len(pending), batch):
-            chunk = pending[start : start + batch]
-            store.apply(chunk)
+def write_batches(
+    store: LongTermStore, records: Sequence[MemoryEntry], now: datetime, batch: int = BATCH
+) -> Plan:
+    """Plan and write batch by batch, each through one `apply` (one lock, one LanceDB write,
+    one index commit). When another process wrote since our last batch, plan the next one on
+    a fresh snapshot, so a server's concurrent change is not overwritten by a stale plan."""
+    total = Plan()
+    planner = Planner(store.entries(include_archived=True))
+    seen_version = store.version()
+    with _progress(len(records), "importing") as bar:
+        for start in range(0, len(records), batch):
+            chunk = records[start : start + batch]
+            if store.version() != seen_version:
+                planner = Planner(store.entries(include_archived=True))
+            plan = planner.plan(chunk, now)
+            store.apply(list(plan.upserts.values()))
+            seen_version = store.version()
+            for name in ("added", "reinforced", "updated", "unchanged"):
+                setattr(total, name, getattr(total, name) + getattr(plan, name))
             bar.update(len(chunk))
             if bar.disable:
-                sys.stderr.write(f"imported {start + len(chunk)}/{len(pending)}\n")
+                sys.stderr.write(f"imported {start + len(chunk)}/{len(records)}\n")
+    return total
 
 
 def import_file(data_dir: Path, text: str, skip_bad: bool) -> tuple[Plan, list[str]]:
-    """Read, validate, plan, write. With bad records and no `skip_bad`, nothing is written."""
+    """Read and validate everything, then write in batches. With bad records and no
+    `skip_bad`, nothing is written."""
     now = utcnow()
     records, bad = read_records(text, now)
     if bad and not skip_bad:
         return Plan(), bad
     ensure_format(data_dir)
     store = LongTermStore(data_dir, embedder=None, embed_on_save=False)
-    plan = plan_import(store.entries(include_archived=True), records, now)
-    write_plan(store, plan)
-    return plan, bad
+    return write_batches(store, records, now), bad
 
 
 def import_command(data_dir: Path, args: argparse.Namespace) -> int:

@@ -4,14 +4,16 @@ content, bad lines by number, idempotence and reinforcement."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from dreamwell.server.cli import main
-from dreamwell.server.porting import read_records
-from dreamwell.stores import LongTermStore, MemoryEntry, OnnxMiniLM, entry_to_dict
+from dreamwell.server.porting import read_records, write_batches
+from dreamwell.stores import LongTermStore, MemoryEntry, OnnxMiniLM, entry_to_dict, utcnow
 
 T0 = datetime(2026, 3, 1, 12, 30, 15, 123456, tzinfo=timezone.utc)
 
@@ -224,3 +226,38 @@ def test_with_vectors_exports_the_stored_vector_and_import_leaves_it_to_the_back
     assert len(line["vector"]) == model.dim and line["vector_model"] == model.name
     assert run("import", str(out), "--data-dir", str(tmp_path / "b")) == 0
     assert LongTermStore(tmp_path / "b", embedder=model).missing_vectors() == 1
+
+
+class Interleaved(list[MemoryEntry]):
+    """Records whose second batch is read right after another process wrote."""
+
+    def __init__(self, items: list[MemoryEntry], other_write: Callable[[], object]) -> None:
+        super().__init__(items)
+        self.other_write = other_write
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice) and index.start:
+            self.other_write()
+        return super().__getitem__(index)
+
+
+def test_a_batch_planned_after_another_process_wrote_does_not_undo_its_write(
+    tmp_path: Path,
+) -> None:
+    ours, theirs = store(tmp_path), store(tmp_path)
+    kept = ours.save("Standup at nine", category="team").entry
+    records, bad = read_records(
+        json.dumps(
+            [
+                {"content": "a"},
+                {"content": "b"},
+                {"content": "standup at nine", "memory_type": "team"},
+            ]
+        )
+    )
+    assert bad == []
+    other = Interleaved(records, lambda: theirs.save("Standup at nine", category="team"))
+    plan = write_batches(ours, other, utcnow(), batch=2)
+    assert (plan.added, plan.reinforced) == (2, 1)
+    got = store(tmp_path).get(kept.id)
+    assert got is not None and got.reinforcement_count == 3
