@@ -26,6 +26,7 @@ from dreamwell.stores import (
 
 MAX_TAGS = 32  # SPEC §1
 FOREIGN = ("knowledge-graph", "mcp-memory-service")  # metadata.source of foreign records
+_OWN = {"id", "content", "created_at", "updated_at", "last_seen_at"}  # keys of our export
 _NOT_CATEGORY = re.compile(r"[^A-Za-z0-9_/-]+")
 
 
@@ -199,7 +200,7 @@ def from_item(item: object, now: datetime) -> list[MemoryEntry]:
         raise BadRecord("expected a JSON object")
     if item.get("type") in ("entity", "relation") or {"entityType", "observations"} & item.keys():
         return from_graph(item, now)
-    if "id" in item and "created_at" in item and "content" in item:
+    if item.keys() >= _OWN:
         try:
             return [ExportLine.model_validate(item).entry()]
         except ValidationError as exc:
@@ -227,6 +228,9 @@ def _items(text: str) -> Iterator[tuple[str, object]]:
         for key in ("entities", "relations"):
             for i, x in enumerate(doc.get(key) or []):
                 yield f"{key}[{i}]", ({"type": key[:-1]} | x) if isinstance(x, dict) else x
+        return
+    if isinstance(doc, dict):  # one record, possibly spread over several lines
+        yield "item 1", doc
         return
     for number, line in enumerate(text.splitlines(), 1):
         if line.strip():

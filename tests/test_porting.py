@@ -262,3 +262,13 @@ def test_a_batch_planned_after_another_process_wrote_does_not_undo_its_write(
     assert (plan.added, plan.reinforced) == (2, 1)
     got = store(tmp_path).get(kept.id)
     assert got is not None and got.reinforcement_count == 3
+
+
+def test_a_single_pretty_printed_record_and_a_service_record_with_an_id_are_read() -> None:
+    own = json.dumps(entry_to_dict(rich_entries()[0]), indent=2)
+    records, bad = read_records(own)
+    assert bad == [] and records == [rich_entries()[0]]
+    service = json.dumps({"id": 7, "content": "Uses vim", "created_at": 1767225600})
+    records, bad = read_records(service + "\n")
+    assert bad == [] and records[0].content == "Uses vim"
+    assert records[0].metadata == {"source": "mcp-memory-service"}
