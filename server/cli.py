@@ -250,4 +250,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         code = COMMANDS[command](settings, args)
     except ValueError as exc:  # bad tenant names and the like, already worded for people
         code = fail(str(exc), 2)
+    except Exception as exc:
+        from dreamwell.stores import StoreError  # loaded already if a store was opened
+
+        if not isinstance(exc, StoreError):
+            raise
+        code = fail(str(exc))  # e.g. the write lock held too long: it says to try again
     raise SystemExit(code)

@@ -123,3 +123,32 @@ def test_log_appends_a_feedback_record(tmp_path: Path) -> None:
     assert exit_.value.code == 0
     line = json.loads((tmp_path / "feedback.jsonl").read_text().splitlines()[0])
     assert line["detail"] == "wrong tz" and line["memory_id"] == "abc"
+
+
+def test_a_store_error_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    """Another process holds the write lock for longer than the store waits."""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from filelock import FileLock; "
+            f"l = FileLock({str(tmp_path / 'write.lock')!r}); l.acquire(); "
+            "print('held', flush=True); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        source = tmp_path / "x.json"
+        source.write_text('[{"content": "a"}]')
+        done = dreamwell("import", str(source), "--data-dir", str(tmp_path))
+        assert done.returncode == 1, done.stderr
+        assert done.stderr.count("\n") == 1
+        assert "locked by another process; try again in a moment" in done.stderr
+    finally:
+        assert holder.stdin is not None and holder.stdout is not None
+        holder.stdin.close()
+        holder.wait(timeout=30)
+        holder.stdout.close()
