@@ -127,6 +127,9 @@ def test_log_appends_a_feedback_record(tmp_path: Path) -> None:
 
 def test_a_store_error_is_one_line_not_a_traceback(tmp_path: Path) -> None:
     """Another process holds the write lock for longer than the store waits."""
+    from dreamwell.stores import LongTermStore
+
+    LongTermStore(tmp_path, embedder=None).save("a")
     holder = subprocess.Popen(
         [
             sys.executable,
@@ -141,9 +144,7 @@ def test_a_store_error_is_one_line_not_a_traceback(tmp_path: Path) -> None:
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
-        source = tmp_path / "x.json"
-        source.write_text('[{"content": "a"}]')
-        done = dreamwell("import", str(source), "--data-dir", str(tmp_path))
+        done = dreamwell("export", "--data-dir", str(tmp_path))
         assert done.returncode == 1, done.stderr
         assert done.stderr.count("\n") == 1
         assert "locked by another process; try again in a moment" in done.stderr
