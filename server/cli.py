@@ -1,4 +1,8 @@
-"""`dreamwell serve`: the command line."""
+"""The `dreamwell` command line: one small function per command.
+
+Parsing imports nothing heavy (no MCP SDK, LanceDB, onnxruntime or Tantivy), so `--help` is
+fast; each command imports what it needs. Flags that set a setting come from the Settings
+model (`flag_for` on each field), the rest are the command's own arguments."""
 
 from __future__ import annotations
 
@@ -7,42 +11,105 @@ import ctypes
 import ctypes.util
 import logging
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import anyio
-from pydantic import ValidationError
+from dreamwell.server.flags import COMMANDS as NAMES
+from dreamwell.server.flags import SETTINGS, settings_of
 
-from dreamwell.server.config import LOOPBACK, Settings
-from dreamwell.server.dream_edge import add_cli, run_cli
+if TYPE_CHECKING:
+    from dreamwell.server.config import Settings
 
 logger = logging.getLogger("dreamwell")
 _M_ARENA_MAX = -8  # mallopt parameter number in glibc's malloc.h
 
+Command = Callable[["Settings", argparse.Namespace], int]
+HELP = {
+    "serve": "run the MCP server",
+    "dream": "refine long-term memory (the dream worker)",
+    "log": "append to the conversation or feedback log",
+    "export": "write memories as JSON Lines",
+    "import": "read memories from dreamwell, knowledge-graph or mcp-memory-service files",
+    "stats": "what is stored: counts, categories, vectors, index, disk, last dream",
+    "doctor": "check the data directory and say how to fix what is wrong",
+    "ui": "browse and curate memory in a web browser (127.0.0.1)",
+}
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dreamwell", description="MCP memory server.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="run the MCP server")
-    # values are checked by Settings, which names the key in a one-line error
-    serve.add_argument("--transport", help="stdio (default), sse or http")
-    serve.add_argument("--host")
-    serve.add_argument("--port")
-    serve.add_argument("--data-dir")
-    serve.add_argument(
-        "--namespace", help="pin the working-memory namespace, e.g. patrol/heartbeat"
-    )
-    serve.add_argument("--token", help="bearer token required on HTTP transports")
-    serve.add_argument("--tokens-file", help="JSON object of bearer token -> tenant name")
-    serve.add_argument("--stateless-http", action="store_true", default=None)
-    serve.add_argument("--log-level", help="DEBUG, INFO, WARNING (default) or ERROR")
-    serve.add_argument("--dream-every", help="dream inside the server, e.g. 12h")
-    add_cli(sub)
-    return parser
+
+class _Version(argparse.Action):
+    """`--version`, looked up only when asked for."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            found = version("dreamwell")
+        except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+            found = "unknown"
+        sys.stdout.write(f"dreamwell {found}\n")
+        parser.exit()
+
+
+def add_settings(parser: argparse.ArgumentParser, command: str) -> None:
+    """The flags of `command` that set a setting, with their meaning from `flags.SETTINGS`
+    (values are checked by Settings, which names the key in a one-line error)."""
+    for name in settings_of(command):
+        meta = SETTINGS[name]
+        flag = "--" + name.replace("_", "-")
+        if meta.switch:
+            parser.add_argument(flag, action="store_true", default=None, help=meta.meaning)
+        else:
+            metavar = "|".join(meta.choices) if meta.choices else None
+            parser.add_argument(flag, help=meta.meaning, metavar=metavar)
+
+
+def _own_arguments(name: str, parser: argparse.ArgumentParser) -> None:
+    if name == "dream":
+        what = parser.add_mutually_exclusive_group(required=True)
+        what.add_argument("--once", action="store_true", help="run one cycle now")
+        what.add_argument("--every", help="run a cycle every interval, e.g. 12h")
+        what.add_argument("--report", nargs="?", const="", metavar="RUN", help="print a report")
+        what.add_argument("--undo", metavar="RUN", help="revert a cycle")
+        parser.add_argument("--dry-run", action="store_true", help="with --once: plan only")
+    elif name == "log":
+        parser.add_argument("log", choices=["conversation", "feedback"])
+        parser.add_argument("text")
+        parser.add_argument("--session", default="cli")
+        parser.add_argument("--role", choices=["user", "assistant"], default="user")
+        parser.add_argument("--kind", default="Correction", help="Correction, helpful, ...")
+        parser.add_argument("--memory-id")
+    elif name == "export":
+        parser.add_argument("--tenant", help="a tenant's memory instead of the default")
+        parser.add_argument("--include-archived", action="store_true", help="archived too")
+        parser.add_argument("--with-vectors", action="store_true", help="add stored vectors")
+        parser.add_argument("--output", "-o", metavar="FILE", help="default: stdout")
+    elif name == "import":
+        parser.add_argument("file", metavar="FILE", help="JSON Lines or JSON ('-' = stdin)")
+        parser.add_argument("--tenant", help="a tenant's memory instead of the default")
+        parser.add_argument("--skip-bad", action="store_true", help="import the good lines")
+    elif name == "doctor":
+        parser.add_argument("--tenant", help="check one tenant instead of all")
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="dreamwell", description="MCP memory server.")
+    top.add_argument("--version", action=_Version, nargs=0, help="print the version and exit")
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    assert tuple(HELP) == NAMES
+    for name, text in HELP.items():
+        command = sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+        _own_arguments(name, command)
+        add_settings(command, name)
+    return top
 
 
 def settings_from(args: argparse.Namespace, keys: Sequence[str]) -> Settings:
     """Flags beat environment variables; a bad value is one line on stderr and exit code 2."""
+    from pydantic import ValidationError
+
+    from dreamwell.server.config import Settings
+
     given: dict[str, Any] = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
     try:
         settings = Settings(**given)
@@ -58,20 +125,103 @@ def settings_from(args: argparse.Namespace, keys: Sequence[str]) -> Settings:
     return settings
 
 
-def _serve(settings: Settings) -> None:
+def fail(message: str, code: int = 1) -> int:
+    """One line on stderr that says what was wrong and what to do."""
+    sys.stderr.write(f"dreamwell: {message}\n")
+    return code
+
+
+def tenant_dir(settings: Settings, tenant: str | None) -> Path:
+    from dreamwell.server.config import check_tenant
+
+    if not tenant:
+        return settings.data_dir
+    return settings.data_dir / "tenants" / check_tenant(tenant)
+
+
+# ---- commands ------------------------------------------------------------------------------
+def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
+    import anyio
+
+    from dreamwell.server.config import LOOPBACK
     from dreamwell.server.serve import serve
+    from dreamwell.server.stats import ensure_format
 
     if (
         settings.transport != "stdio"
         and settings.host not in LOOPBACK
         and not settings.tenant_tokens()
     ):
-        sys.stderr.write(
-            f"dreamwell: refusing to bind {settings.host}: a non-loopback address needs bearer "
-            "tokens (--token or --tokens-file)\n"
+        return fail(
+            f"refusing to bind {settings.host}: a non-loopback address needs bearer "
+            "tokens (--token or --tokens-file)",
+            2,
         )
-        raise SystemExit(2)
+    ensure_format(settings.data_dir)
     anyio.run(serve, settings)
+    return 0
+
+
+def cmd_dream(settings: Settings, args: argparse.Namespace) -> int:
+    from dreamwell.server.dream_edge import run_dream_command
+
+    return run_dream_command(args, settings)
+
+
+def cmd_log(settings: Settings, args: argparse.Namespace) -> int:
+    from dreamwell.stores import CONVERSATION, FEEDBACK, JsonlLog
+
+    record = (
+        {"session": args.session, "role": args.role, "content": args.text}
+        if args.log == "conversation"
+        else {"session": args.session, "kind": args.kind, "detail": args.text}
+        | ({"memory_id": args.memory_id} if args.memory_id else {})
+    )
+    name = CONVERSATION if args.log == "conversation" else FEEDBACK
+    JsonlLog(settings.data_dir, name).append(record)
+    return 0
+
+
+def cmd_export(settings: Settings, args: argparse.Namespace) -> int:
+    from dreamwell.server.porting import export_command
+
+    return export_command(tenant_dir(settings, args.tenant), args)
+
+
+def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
+    from dreamwell.server.porting import import_command
+
+    return import_command(tenant_dir(settings, args.tenant), args)
+
+
+def cmd_stats(settings: Settings, args: argparse.Namespace) -> int:
+    from dreamwell.server.stats import stats_command
+
+    return stats_command(settings)
+
+
+def cmd_doctor(settings: Settings, args: argparse.Namespace) -> int:
+    from dreamwell.server.stats import doctor_command
+
+    return doctor_command(settings, args.tenant)
+
+
+def cmd_ui(settings: Settings, args: argparse.Namespace) -> int:
+    from dreamwell.server.ui import ui_command
+
+    return ui_command(settings)
+
+
+COMMANDS: dict[str, Command] = {
+    "serve": cmd_serve,
+    "dream": cmd_dream,
+    "log": cmd_log,
+    "export": cmd_export,
+    "import": cmd_import,
+    "stats": cmd_stats,
+    "doctor": cmd_doctor,
+    "ui": cmd_ui,
+}
 
 
 def _few_malloc_arenas() -> None:
@@ -88,33 +238,22 @@ def _few_malloc_arenas() -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     _few_malloc_arenas()
-    args = _parser().parse_args(argv)
-    if args.command in ("dream", "log"):
-        keys = (
-            ["data_dir", "ollama_host", "ollama_model"] if args.command == "dream" else ["data_dir"]
-        )
-        settings = settings_from(args, keys)
-        logging.basicConfig(stream=sys.stderr, level=settings.log_level)
-        raise SystemExit(run_cli(args, settings))
-    if args.command == "serve":
-        settings = settings_from(
-            args,
-            [
-                "transport",
-                "host",
-                "port",
-                "data_dir",
-                "namespace",
-                "token",
-                "tokens_file",
-                "stateless_http",
-                "log_level",
-                "dream_every",
-            ],
-        )
-        logging.basicConfig(
-            stream=sys.stderr,
-            level=settings.log_level,
-            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        )
-        _serve(settings)
+    args = parser().parse_args(argv)
+    command: str = args.command
+    settings = settings_from(args, settings_of(command))
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=settings.log_level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        code = COMMANDS[command](settings, args)
+    except ValueError as exc:  # bad tenant names and the like, already worded for people
+        code = fail(str(exc), 2)
+    except Exception as exc:
+        from dreamwell.stores import StoreError  # loaded already if a store was opened
+
+        if not isinstance(exc, StoreError):
+            raise
+        code = fail(str(exc))  # e.g. the write lock held too long: it says to try again
+    raise SystemExit(code)

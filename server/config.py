@@ -6,10 +6,12 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from dreamwell.server.flags import COMMANDS, SETTINGS
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -24,39 +26,53 @@ def parse_every(text: str) -> float:
     return float(match.group(1)) * _UNITS[match.group(2)]
 
 
+def check_tenant(name: str) -> str:
+    if not _TENANT.fullmatch(name):
+        raise ValueError(f"tenant name {name!r} must be 1-64 letters, digits, - or _")
+    return name
+
+
 def default_data_dir() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "dreamwell"
 
 
+def _setting(name: str, default: Any = None, **limits: Any) -> Any:
+    """A settings field described by its row in `flags.SETTINGS`."""
+    if callable(default):
+        return Field(default_factory=default, description=SETTINGS[name].meaning, **limits)
+    return Field(default=default, description=SETTINGS[name].meaning, **limits)
+
+
 class Settings(BaseSettings):
-    """Every setting; CLI flags override the environment, which overrides these defaults."""
+    """Every setting; CLI flags override the environment, which overrides these defaults.
+    What each means and which commands take it as a flag: `flags.SETTINGS`."""
 
     model_config = SettingsConfigDict(env_prefix="DREAMWELL_", extra="forbid", frozen=True)
 
-    data_dir: Path = Field(default_factory=default_data_dir)
-    transport: Literal["stdio", "sse", "http"] = "stdio"
-    host: str = "127.0.0.1"
-    port: int = Field(default=8765, ge=0, le=65535)
-    namespace: str | None = None
-    token: str | None = None
-    tokens_file: Path | None = None
-    stateless_http: bool = False
-    wm_ttl_minutes: int = Field(default=5, ge=1, le=10_080)
-    wm_max_per_namespace: int = Field(default=50, ge=1, le=10_000)
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
+    data_dir: Path = _setting("data_dir", default_data_dir)
+    transport: Literal["stdio", "sse", "http"] = _setting("transport", "stdio")
+    host: str = _setting("host", "127.0.0.1")
+    port: int = _setting("port", 8765, ge=0, le=65535)
+    namespace: str | None = _setting("namespace")
+    token: str | None = _setting("token")
+    tokens_file: Path | None = _setting("tokens_file")
+    stateless_http: bool = _setting("stateless_http", False)
+    wm_ttl_minutes: int = _setting("wm_ttl_minutes", 5, ge=1, le=10_080)
+    wm_max_per_namespace: int = _setting("wm_max_per_namespace", 50, ge=1, le=10_000)
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = _setting("log_level", "WARNING")
     # recall
-    embedder: Literal["minilm", "ollama", "none"] = "minilm"
-    ollama_embed_model: str = "nomic-embed-text"
-    min_similarity: float | None = Field(default=None, ge=-1.0, le=1.0)
+    embedder: Literal["minilm", "ollama", "none"] = _setting("embedder", "minilm")
+    ollama_embed_model: str = _setting("ollama_embed_model", "nomic-embed-text")
+    min_similarity: float | None = _setting("min_similarity", None, ge=-1.0, le=1.0)
     # share of keywords in hybrid ranking: 1 = BM25 only, 0 = vectors only (for measuring)
-    keyword_weight: float = Field(default=0.6, ge=0.0, le=1.0)
+    keyword_weight: float = _setting("keyword_weight", 0.6, ge=0.0, le=1.0)
     # the LLM behind the dream worker (and Ollama embeddings); no host = no LLM
-    ollama_host: str | None = None
-    ollama_model: str = "llama3.2"
-    ollama_timeout: float = Field(default=120.0, gt=0, le=3600)
+    ollama_host: str | None = _setting("ollama_host")
+    ollama_model: str = _setting("ollama_model", "llama3.2")
+    ollama_timeout: float = _setting("ollama_timeout", 120.0, gt=0, le=3600)
     # dreaming inside `serve` (off unless set), e.g. "12h", "30m"
-    dream_every: str | None = None
+    dream_every: str | None = _setting("dream_every")
 
     @field_validator("dream_every")
     @classmethod
@@ -110,3 +126,21 @@ def _read_tokens(path: Path) -> dict[str, str]:
         if len(token) < 8:
             raise ValueError(f"tokens file {path}: a bearer token must be at least 8 characters")
     return data
+
+
+def settings_table() -> str:
+    """The README's settings table, generated from the model so the two cannot drift."""
+    rows = ["| setting | flag | default | meaning |", "|---|---|---|---|"]
+    for name, info in Settings.model_fields.items():
+        meta = SETTINGS[name]
+        flag = "—"
+        if meta.commands:
+            where = "every command" if meta.commands == COMMANDS else ", ".join(meta.commands)
+            flag = f"`--{name.replace('_', '-')}` ({where})"
+        shown = meta.shown
+        if shown is None:
+            value = info.get_default(call_default_factory=False)
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            shown = "—" if value is None else f"`{text}`"
+        rows.append(f"| `{name}` | {flag} | {shown} | {info.description} |")
+    return "\n".join(rows) + "\n"

@@ -1,5 +1,5 @@
 """The dream worker at the MCP edge: the `dream` prompt, report resources, the `dreamwell
-dream` and `dreamwell log` commands, and the opt-in timer inside `serve`."""
+dream` command, and the opt-in timer inside `serve`."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from dreamwell.dream import DreamBusy, DreamOptions, OllamaLLM, render, run_cycl
 from dreamwell.dream.report import list_reports, load_report
 from dreamwell.server.config import Settings, parse_every
 from dreamwell.server.runtime import CURRENT_REQUEST, Runtime, Tenant
-from dreamwell.stores import CONVERSATION, FEEDBACK, JsonlLog, StoreError
+from dreamwell.stores import StoreError
 
 logger = logging.getLogger(__name__)
 
@@ -98,45 +98,11 @@ async def dream_forever(runtime: Runtime, period: float | None = None) -> None:
                 logger.exception("dream cycle failed")
 
 
-def add_cli(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    dream = sub.add_parser("dream", help="refine long-term memory (the dream worker)")
-    dream.add_argument("--data-dir")
-    dream.add_argument("--ollama-host")
-    dream.add_argument("--ollama-model")
-    what = dream.add_mutually_exclusive_group(required=True)
-    what.add_argument("--once", action="store_true", help="run one cycle now")
-    what.add_argument("--every", help="run a cycle every interval, e.g. 12h")
-    what.add_argument("--report", nargs="?", const="", metavar="RUN", help="print a report")
-    what.add_argument("--undo", metavar="RUN", help="revert a cycle")
-    dream.add_argument("--dry-run", action="store_true", help="with --once: plan only")
-    log = sub.add_parser("log", help="append to the conversation or feedback log")
-    log.add_argument("log", choices=["conversation", "feedback"])
-    log.add_argument("text")
-    log.add_argument("--data-dir")
-    log.add_argument("--session", default="cli")
-    log.add_argument("--role", choices=["user", "assistant"], default="user")
-    log.add_argument("--kind", default="Correction", help="Correction, helpful, harmful, ...")
-    log.add_argument("--memory-id")
-
-
-def run_cli(args: argparse.Namespace, settings: Settings) -> int:
+def run_dream_command(args: argparse.Namespace, settings: Settings) -> int:
+    """`dreamwell dream`: --once [--dry-run], --every, --report [RUN], --undo RUN."""
     runtime = Runtime(settings)
     tenant = runtime.open_tenant("")
     out = sys.stdout
-    if args.command == "log":
-        name = CONVERSATION if args.log == "conversation" else FEEDBACK
-        record = (
-            {"session": args.session, "role": args.role, "content": args.text}
-            if args.log == "conversation"
-            else {"session": args.session, "kind": args.kind, "detail": args.text}
-            | ({"memory_id": args.memory_id} if args.memory_id else {})
-        )
-        try:
-            JsonlLog(tenant.data_dir, name).append(record)
-        except StoreError as exc:
-            sys.stderr.write(f"dreamwell: {exc}\n")
-            return 1
-        return 0
     try:
         if args.report is not None:
             runs = list_reports(tenant.data_dir)

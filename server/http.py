@@ -13,7 +13,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from dreamwell.server.config import LOOPBACK, Settings
-from dreamwell.server.runtime import TENANT_SCOPE_KEY
+from dreamwell.server.runtime import TENANT_SCOPE_KEY, Runtime
 
 logger = logging.getLogger(__name__)
 # A request body larger than this gets 413 before it is read or parsed: room for the largest
@@ -82,7 +82,9 @@ def _security(host: str) -> TransportSecuritySettings | None:
     return None  # a non-loopback bind requires bearer tokens instead
 
 
-def build_asgi(mcp: MCPServer[Any], settings: Settings) -> ASGIApp:
+def build_asgi(mcp: MCPServer[Any], settings: Settings, runtime: Runtime | None = None) -> ASGIApp:
+    """The MCP endpoint; with `runtime`, streamable HTTP also serves the memory browser at `/`
+    (its API behind the same bearer tokens)."""
     security = _security(settings.host)
     app: ASGIApp
     if settings.transport == "sse":
@@ -97,6 +99,10 @@ def build_asgi(mcp: MCPServer[Any], settings: Settings) -> ASGIApp:
             max_request_body_size=MAX_BODY_BYTES,
         )
     tokens = settings.tenant_tokens()
+    if runtime is not None and settings.transport == "http":
+        from dreamwell.server.ui import with_ui
+
+        return with_ui(app, runtime, (lambda inner: BearerAuth(inner, tokens)) if tokens else None)
     return BearerAuth(app, tokens) if tokens else app
 
 

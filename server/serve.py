@@ -60,7 +60,7 @@ async def serve(settings: Settings) -> None:
         if settings.transport == "stdio":
             await run_stdio(mcp, on_eof=_exit_soon)
         else:
-            server = uvicorn_server(build_asgi(mcp, settings), settings)
+            server = uvicorn_server(build_asgi(mcp, settings, runtime), settings)
             await server.serve()
         _exit_soon()
         tg.cancel_scope.cancel()

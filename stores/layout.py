@@ -28,6 +28,13 @@ FORMAT = 2  # 1: v0.1 (one LanceDB version per write); 2: write-ahead log + chec
 TENANT_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
+def newer_format(root: Path, found: int) -> str:
+    return (
+        f"{root} holds data format {found}, newer than this dreamwell reads ({FORMAT}); "
+        "upgrade it: pipx upgrade dreamwell (or pip install -U dreamwell)"
+    )
+
+
 def check_tenant(name: str) -> str:
     if not TENANT_RE.fullmatch(name):
         raise InvalidInput(f"tenant name {name!r} must be 1-64 letters, digits, '-' or '_'.")
@@ -105,7 +112,11 @@ class DataDir:
 
     # ---- format -------------------------------------------------------------------------------
     def ensure(self) -> None:
-        """Create the directory and record the layout version when it is new."""
+        """Create the directory and record the layout version when it is new; refuse a
+        directory written by a newer dreamwell."""
+        found = self.format()
+        if found is not None and found > FORMAT:
+            raise StoreError(newer_format(self.root, found))
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             if not self.format_file.exists():

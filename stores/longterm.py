@@ -341,9 +341,15 @@ class LongTermStore:
                     vectors.append(op)
             if changes:
                 self._change(changes, record.seq)
-            for op in vectors:
+            model = self.embedder.name if self.embedder is not None else None
+            for op in vectors:  # another embedder's vectors are not this process's business
                 target = self._view.get(str(op["id"]))
-                if target is not None and target.live and text_hash(target.content) == op["h"]:
+                if (
+                    op["m"] == model
+                    and target is not None
+                    and target.live
+                    and text_hash(target.content) == op["h"]
+                ):
                     self._rows.set_vector(target.id, str(op["m"]), _vector_of(op))
 
     def _change(self, changes: Mapping[str, MemoryEntry | None], seq: int) -> None:
@@ -615,6 +621,19 @@ class LongTermStore:
 
         return self._commit(plan)
 
+    def vectors(self, model: str) -> dict[str, list[float]]:
+        """Every entry's vector made by `model`: the current embedder's as held in memory
+        (pending ones included), another model's as stored in LanceDB."""
+        if self.embedder is not None and model == self.embedder.name:
+            self.load_vectors()
+            self._fresh()
+            rows, out = self._rows, {}
+            for entry_id, row in list(rows.row_of.items()):
+                if rows.has_vec[row] and rows.vec is not None:
+                    out[entry_id] = rows.vec[row].tolist()
+            return out
+        return {i: list(v.values) for i, v in self._table.vectors(model).items()}
+
     def missing_vectors(self) -> int:
         if self.embedder is None:
             return 0
@@ -731,6 +750,14 @@ class LongTermStore:
     def version(self) -> int:
         """The LanceDB table version: changes with every checkpoint by any process."""
         return self._table.version
+
+    def index_documents(self) -> int:
+        return self._index.doc_count()
+
+    def index_in_step(self) -> bool:
+        """The text index holds as many documents as LanceDB holds live records (both as of
+        the last checkpoint; the log's pending changes are searched beside the index)."""
+        return self._index.in_step(self._table.count_live())
 
     def pending(self) -> int:
         """Changes logged but not yet folded into LanceDB and Tantivy."""

@@ -186,6 +186,9 @@ class MemoryTable:
     def count(self) -> int:
         return int(self._table.count_rows())
 
+    def count_live(self) -> int:
+        return int(self._table.count_rows("archived_at IS NULL"))
+
     def fragments(self) -> int:
         stats: Any = self._table.stats()
         return int(stats["fragment_stats"]["num_fragments"])

@@ -11,16 +11,18 @@ import anyio
 from dreamwell.server.app import build_server
 from dreamwell.server.config import Settings
 from dreamwell.server.http import build_asgi, uvicorn_server
+from dreamwell.server.runtime import Runtime
 
 
 @asynccontextmanager
-async def http_server(settings: Settings) -> AsyncIterator[str]:
+async def http_server(settings: Settings, runtime: Runtime | None = None) -> AsyncIterator[str]:
     """Yields the base URL (http://127.0.0.1:PORT) while the server runs; stops it after."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn_server(build_asgi(build_server(settings), settings), settings)
+    app = build_asgi(build_server(settings, runtime), settings, runtime)
+    server = uvicorn_server(app, settings)
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(server.serve, [sock])

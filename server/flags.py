@@ -1,0 +1,68 @@
+"""What each setting means and which commands take it as a flag: the one table that
+`dreamwell --help`, the Settings model's field descriptions and the README's settings table
+are all made from. Plain Python (no pydantic), so parsing the command line stays fast; a test
+checks it names exactly the Settings fields."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+COMMANDS = ("serve", "dream", "log", "export", "import", "stats", "doctor", "ui")
+
+
+class Meta(NamedTuple):
+    meaning: str
+    commands: tuple[str, ...] = ()  # the commands that take it as `--name-with-dashes`
+    shown: str | None = None  # the default as the README shows it, where the value misleads
+    switch: bool = False  # a flag without a value (a bool setting)
+    choices: tuple[str, ...] = ()  # shown as the flag's metavar
+
+
+SETTINGS: dict[str, Meta] = {
+    "data_dir": Meta(
+        "everything is stored here, nothing outside it",
+        COMMANDS,
+        "`$XDG_DATA_HOME/dreamwell` or `~/.local/share/dreamwell`",
+    ),
+    "transport": Meta("`stdio`, `sse` or `http`", ("serve",), choices=("stdio", "sse", "http")),
+    "host": Meta("bind address of HTTP transports", ("serve",)),
+    "port": Meta("port of HTTP transports and `ui` (0 = any free port)", ("serve", "ui")),
+    "namespace": Meta("pin the working-memory namespace, e.g. `patrol/heartbeat`", ("serve",)),
+    "token": Meta("bearer token for HTTP transports", ("serve",)),
+    "tokens_file": Meta("JSON object of bearer token → tenant", ("serve",)),
+    "stateless_http": Meta("streamable HTTP without sessions", ("serve",), switch=True),
+    "wm_ttl_minutes": Meta("default working-memory TTL"),
+    "wm_max_per_namespace": Meta("working-memory entries per namespace"),
+    "log_level": Meta(
+        "logs go to stderr",
+        ("serve", "dream", "import", "ui"),
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+    ),
+    "embedder": Meta(
+        "`minilm` (embedded), `ollama` or `none` (BM25 only)",
+        ("serve", "stats", "doctor"),
+        choices=("minilm", "ollama", "none"),
+    ),
+    "ollama_embed_model": Meta("embedding model when `embedder=ollama`"),
+    "min_similarity": Meta(
+        "cosine below this is ignored in hybrid ranking",
+        shown="per embedder (MiniLM 0.2, Ollama 0.5)",
+    ),
+    "keyword_weight": Meta("share of BM25 in hybrid ranking (1 = keywords only, 0 = vectors only)"),
+    "ollama_host": Meta(
+        "Ollama for the dream worker's LLM passes (none: they are skipped)",
+        ("dream", "doctor", "ui"),
+    ),
+    "ollama_model": Meta("the dream worker's model", ("dream", "ui")),
+    "ollama_timeout": Meta("seconds per LLM call"),
+    "dream_every": Meta("dream inside `serve` on a timer, e.g. `12h`", ("serve",)),
+}
+
+
+def flag_for(name: str) -> tuple[str, ...]:
+    """The commands that take setting `name` as a flag."""
+    return SETTINGS[name].commands
+
+
+def settings_of(command: str) -> list[str]:
+    return [name for name, meta in SETTINGS.items() if command in meta.commands]

@@ -1,0 +1,276 @@
+"""`dreamwell export` / `dreamwell import`: an exact round trip, the peers' formats detected by
+content, bad lines by number, idempotence and reinforcement."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dreamwell.server.cli import main
+from dreamwell.server.formats import read_records
+from dreamwell.server.porting import write_batches
+from dreamwell.stores import LongTermStore, MemoryEntry, OnnxMiniLM, entry_to_dict, utcnow
+
+T0 = datetime(2026, 3, 1, 12, 30, 15, 123456, tzinfo=timezone.utc)
+
+
+def run(*args: str) -> int:
+    with pytest.raises(SystemExit) as exit_:
+        main(list(args))
+    code = exit_.value.code
+    assert isinstance(code, int)
+    return code
+
+
+def store(data: Path) -> LongTermStore:
+    return LongTermStore(data, embedder=None)
+
+
+def rich_entries() -> list[MemoryEntry]:
+    """Entries with every field away from its default, one archived."""
+    return [
+        MemoryEntry(
+            id="a1b2c3d4e5f6",
+            content="User lives in Zürich — “quoted”, emoji 🙂",
+            category="user-preferences/location",
+            tags=("place", "home"),
+            created_at=T0,
+            updated_at=T0 + timedelta(days=3),
+            last_seen_at=T0 + timedelta(days=2),
+            reinforcement_count=4,
+            importance=0.83,
+            score=-1.25,
+            last_used_at=T0 + timedelta(days=5, microseconds=7),
+            decayed_at=T0 + timedelta(days=1),
+            metadata={"merged_from": "aaaaaaaaaaaa,bbbbbbbbbbbb", "subjectTime": "2026-02"},
+        ),
+        MemoryEntry(
+            id="0f0f0f0f0f0f",
+            content="An archived fact",
+            category=None,
+            tags=(),
+            created_at=T0 - timedelta(days=400),
+            updated_at=T0,
+            last_seen_at=T0 - timedelta(days=100),
+            archived_at=T0 + timedelta(hours=1),
+            metadata={"derived_from": "a1b2c3d4e5f6"},
+        ),
+    ]
+
+
+def test_export_then_import_round_trips_every_field(tmp_path: Path) -> None:
+    store(tmp_path / "a").apply(rich_entries())
+    out = tmp_path / "out.jsonl"
+    assert (
+        run("export", "--data-dir", str(tmp_path / "a"), "--include-archived", "-o", str(out)) == 0
+    )
+    assert len(out.read_text().splitlines()) == 2
+    assert run("import", str(out), "--data-dir", str(tmp_path / "b")) == 0
+    back = {e.id: e for e in store(tmp_path / "b").entries(include_archived=True)}
+    for original in rich_entries():
+        assert entry_to_dict(back[original.id]) == entry_to_dict(original)
+        assert back[original.id] == original
+
+
+def test_export_leaves_archived_entries_out_unless_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store(tmp_path).apply(rich_entries())
+    capsys.readouterr()
+    assert run("export", "--data-dir", str(tmp_path)) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [json.loads(x)["id"] for x in lines] == ["a1b2c3d4e5f6"]
+
+
+def test_importing_the_same_file_twice_adds_nothing(tmp_path: Path) -> None:
+    source = tmp_path / "graph.json"
+    source.write_text(
+        '{"type":"entity","name":"John_Smith","entityType":"person",'
+        '"observations":["Speaks fluent Spanish","Graduated in 2019"]}\n'
+        '{"type":"relation","from":"John_Smith","to":"Anthropic","relationType":"works_at"}\n'
+    )
+    data = str(tmp_path / "d")
+    assert run("import", str(source), "--data-dir", data) == 0
+    first = {e.id: e for e in store(Path(data)).entries(include_archived=True)}
+    assert run("import", str(source), "--data-dir", data) == 0
+    again = {e.id: e for e in store(Path(data)).entries(include_archived=True)}
+    assert again == first and len(first) == 3
+
+
+def test_knowledge_graph_entities_become_memories_with_their_type_as_category(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "memory.json"  # the older single-document form
+    source.write_text(
+        json.dumps(
+            {
+                "entities": [
+                    {"name": "Ada", "entityType": "Person", "observations": ["Likes tea"]}
+                ],
+                "relations": [{"from": "Ada", "to": "Bob", "relationType": "knows"}],
+            }
+        )
+    )
+    assert run("import", str(source), "--data-dir", str(tmp_path / "d")) == 0
+    got = {e.content: e for e in store(tmp_path / "d").entries()}
+    assert got["Ada: Likes tea"].category == "Person"
+    assert got["Ada: Likes tea"].tags == ("ada",)
+    assert got["Ada knows Bob"].category == "relations"
+    assert got["Ada knows Bob"].metadata["source"] == "knowledge-graph"
+
+
+def test_memory_service_export_is_detected_by_content_not_name(tmp_path: Path) -> None:
+    source = tmp_path / "backup.txt"
+    source.write_text(
+        json.dumps(
+            {
+                "export_metadata": {"source_machine": "x", "total_memories": 2},
+                "memories": [
+                    {
+                        "content": "Deploys happen on Fridays",
+                        "content_hash": "ab12",
+                        "tags": ["ops", "deploy"],
+                        "memory_type": "note",
+                        "created_at": 1767225600.0,
+                    },
+                    {
+                        "content": "Staging DB is pg-2",
+                        "content_hash": "cd34",
+                        "tags": "infra,db",
+                        "created_at_iso": "2025-12-31T10:00:00Z",
+                    },
+                ],
+            }
+        )
+    )
+    assert run("import", str(source), "--data-dir", str(tmp_path / "d")) == 0
+    got = {e.content: e for e in store(tmp_path / "d").entries()}
+    fridays = got["Deploys happen on Fridays"]
+    assert fridays.tags == ("ops", "deploy") and fridays.category == "note"
+    assert fridays.created_at == datetime(2026, 1, 1, tzinfo=timezone.utc)
+    assert got["Staging DB is pg-2"].tags == ("infra", "db")
+    assert got["Staging DB is pg-2"].created_at == datetime(2025, 12, 31, 10, tzinfo=timezone.utc)
+
+
+def test_bad_lines_are_named_by_number_and_nothing_is_imported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = json.dumps(entry_to_dict(rich_entries()[0]))
+    bad_importance = json.dumps(entry_to_dict(rich_entries()[1]) | {"importance": 7})
+    source = tmp_path / "mixed.jsonl"
+    source.write_text(f'{good}\nnot json\n\n{bad_importance}\n{{"what": 1}}\n')
+    data = tmp_path / "d"
+    assert run("import", str(source), "--data-dir", str(data)) == 1
+    err = capsys.readouterr().err
+    assert "line 2: not JSON" in err
+    assert "line 4: importance: Input should be less than or equal to 1" in err
+    assert "line 5: not a dreamwell, knowledge-graph or mcp-memory-service record" in err
+    assert "3 bad record(s), nothing imported; fix them or pass --skip-bad" in err
+    assert not data.exists()
+    assert run("import", str(source), "--data-dir", str(data), "--skip-bad") == 0
+    assert [e.id for e in store(data).entries(include_archived=True)] == ["a1b2c3d4e5f6"]
+
+
+def test_the_same_text_in_the_same_category_reinforces_the_live_entry(tmp_path: Path) -> None:
+    data = tmp_path / "d"
+    saved = store(data).save("Speaks fluent Spanish", category="person").entry
+    source = tmp_path / "s.json"
+    source.write_text(
+        json.dumps([{"content": "speaks  fluent spanish!", "memory_type": "person", "tags": ["x"]}])
+    )
+    assert run("import", str(source), "--data-dir", str(data)) == 0
+    assert run("import", str(source), "--data-dir", str(data)) == 0
+    (only,) = store(data).entries(include_archived=True)
+    assert only.id == saved.id
+    assert only.reinforcement_count == 2
+    assert only.tags == ("x",)
+
+
+def test_a_newer_version_of_a_known_entry_replaces_it_and_an_older_does_not(
+    tmp_path: Path,
+) -> None:
+    original = rich_entries()[0]
+    store(tmp_path).apply([original])
+    newer = entry_to_dict(original) | {"importance": 0.1, "updated_at": "2027-01-01T00:00:00+00:00"}
+    older = entry_to_dict(original) | {"importance": 0.9, "updated_at": "2020-01-01T00:00:00+00:00"}
+    records, bad = read_records(json.dumps(older) + "\n" + json.dumps(newer) + "\n")
+    assert bad == [] and len(records) == 2
+    source = tmp_path / "v.jsonl"
+    source.write_text(json.dumps(older) + "\n")
+    assert run("import", str(source), "--data-dir", str(tmp_path)) == 0
+    assert store(tmp_path).get(original.id) == original
+    source.write_text(json.dumps(newer) + "\n")
+    assert run("import", str(source), "--data-dir", str(tmp_path)) == 0
+    got = store(tmp_path).get(original.id)
+    assert got is not None and got.importance == 0.1
+
+
+def test_an_unreadable_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run("import", str(tmp_path / "nope.jsonl"), "--data-dir", str(tmp_path / "d")) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("dreamwell: cannot read") and err.count("\n") == 1
+
+
+def test_with_vectors_exports_the_stored_vector_and_import_leaves_it_to_the_backfill(
+    tmp_path: Path,
+) -> None:
+    model = OnnxMiniLM()
+    saver = LongTermStore(tmp_path / "a", embedder=model)
+    saver.save("The cat sleeps on the sofa")
+    assert saver.backfill() == 1  # the server's background backfill
+    out = tmp_path / "v.jsonl"
+    assert run("export", "--data-dir", str(tmp_path / "a"), "--with-vectors", "-o", str(out)) == 0
+    line = json.loads(out.read_text())
+    assert len(line["vector"]) == model.dim and line["vector_model"] == model.name
+    assert run("import", str(out), "--data-dir", str(tmp_path / "b")) == 0
+    assert LongTermStore(tmp_path / "b", embedder=model).missing_vectors() == 1
+
+
+class Interleaved(list[MemoryEntry]):
+    """Records whose second batch is read right after another process wrote."""
+
+    def __init__(self, items: list[MemoryEntry], other_write: Callable[[], object]) -> None:
+        super().__init__(items)
+        self.other_write = other_write
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice) and index.start:
+            self.other_write()
+        return super().__getitem__(index)
+
+
+def test_a_batch_planned_after_another_process_wrote_does_not_undo_its_write(
+    tmp_path: Path,
+) -> None:
+    ours, theirs = store(tmp_path), store(tmp_path)
+    kept = ours.save("Standup at nine", category="team").entry
+    records, bad = read_records(
+        json.dumps(
+            [
+                {"content": "a"},
+                {"content": "b"},
+                {"content": "standup at nine", "memory_type": "team"},
+            ]
+        )
+    )
+    assert bad == []
+    other = Interleaved(records, lambda: theirs.save("Standup at nine", category="team"))
+    plan = write_batches(ours, other, utcnow(), batch=2)
+    assert (plan.added, plan.reinforced) == (2, 1)
+    got = store(tmp_path).get(kept.id)
+    assert got is not None and got.reinforcement_count == 3
+
+
+def test_a_single_pretty_printed_record_and_a_service_record_with_an_id_are_read() -> None:
+    own = json.dumps(entry_to_dict(rich_entries()[0]), indent=2)
+    records, bad = read_records(own)
+    assert bad == [] and records == [rich_entries()[0]]
+    service = json.dumps({"id": 7, "content": "Uses vim", "created_at": 1767225600})
+    records, bad = read_records(service + "\n")
+    assert bad == [] and records[0].content == "Uses vim"
+    assert records[0].metadata == {"source": "mcp-memory-service"}

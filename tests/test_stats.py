@@ -1,0 +1,106 @@
+"""`dreamwell stats`, `dreamwell doctor` and the data directory's format version."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from dreamwell.server.cli import main
+from dreamwell.server.stats import FORMAT_VERSION
+from dreamwell.stores import LongTermStore
+
+
+def run(*args: str) -> int:
+    with pytest.raises(SystemExit) as exit_:
+        main(list(args))
+    code = exit_.value.code
+    assert isinstance(code, int)
+    return code
+
+
+def filled(data: Path) -> LongTermStore:
+    store = LongTermStore(data, embedder=None)
+    store.save("User is in Chicago", category="user/timezone")
+    store.save("User is in Chicago", category="user/timezone")
+    store.save("Prefers tea", category="user/drinks")
+    gone = store.save("Old fact").entry
+    store.apply([replace(gone, archived_at=gone.created_at)])
+    return store
+
+
+def test_stats_counts_memories_per_tenant_and_category_and_shows_the_last_dream(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    filled(tmp_path)
+    LongTermStore(tmp_path / "tenants" / "team", embedder=None).save("Team fact", category="t")
+    assert run("log", "feedback", "helpful", "--data-dir", str(tmp_path), "--kind", "helpful") == 0
+    assert run("dream", "--once", "--data-dir", str(tmp_path)) == 0
+    capsys.readouterr()
+    assert run("stats", "--data-dir", str(tmp_path), "--embedder", "none") == 0
+    out = capsys.readouterr().out
+    default, team = out.split("tenant team")
+    assert "memories: 2 live, 1 archived" in default
+    assert "user/timezone: 1" in default and "user/drinks: 1" in default
+    assert "text index: in step" in default
+    assert "vectors missing: 2" in default
+    assert "last dream: " in default and "last dream: never" not in default
+    assert "embedder: none (BM25 only)" in out
+    assert "memories: 1 live, 0 archived" in team and "last dream: never" in team
+
+
+def test_stats_of_a_missing_directory_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run("stats", "--data-dir", str(tmp_path / "nope")) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no data directory" in err
+
+
+def test_doctor_passes_a_healthy_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    filled(tmp_path)
+    assert run("doctor", "--data-dir", str(tmp_path)) == 0
+    out = capsys.readouterr().out
+    assert "FAIL" not in out and out.endswith("all good\n")
+    assert "embedded model files match their checksums" in out
+
+
+def test_doctor_names_an_unreachable_llm_and_the_command_that_fixes_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    filled(tmp_path)
+    host = "http://127.0.0.1:9"  # discard port: nothing listens
+    assert run("doctor", "--data-dir", str(tmp_path), "--ollama-host", host) == 1
+    out = capsys.readouterr().out
+    assert "FAIL ollama:llama3.2@http://127.0.0.1:9 is unreachable" in out
+    assert "fix: ollama serve  # then: ollama pull llama3.2" in out
+    assert out.endswith("1 problem(s)\n")
+
+
+def test_a_data_directory_from_a_newer_dreamwell_is_refused_with_what_to_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "format.json").write_text(json.dumps({"format": FORMAT_VERSION + 1}))
+    source = tmp_path / "x.json"
+    source.write_text('[{"content": "a"}]')
+    assert run("import", str(source), "--data-dir", str(tmp_path)) == 1
+    err = capsys.readouterr().err
+    assert "newer than this dreamwell reads" in err and "pipx upgrade dreamwell" in err
+    assert not (tmp_path / "lancedb").exists()
+    assert run("doctor", "--data-dir", str(tmp_path)) == 1
+    assert "fix: pipx upgrade dreamwell" in capsys.readouterr().out
+
+
+def test_the_format_file_is_written_once_and_never_rewritten(tmp_path: Path) -> None:
+    source = tmp_path / "x.json"
+    source.write_text('[{"content": "a"}]')
+    data = tmp_path / "d"
+    assert run("import", str(source), "--data-dir", str(data)) == 0
+    assert json.loads((data / "format.json").read_text()) == {"format": FORMAT_VERSION}
+    (data / "format.json").write_text('{"format": 1, "note": "kept"}')
+    assert run("import", str(source), "--data-dir", str(data)) == 0
+    assert "kept" in (data / "format.json").read_text()

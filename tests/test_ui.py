@@ -1,0 +1,222 @@
+"""The memory browser: its API behind bearer tokens, tenants and CSRF checks (through the real
+HTTP stack), and the page itself driven in a real Chromium by Playwright."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import timedelta
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from dreamwell.server.config import Settings
+from dreamwell.server.runtime import Runtime
+from dreamwell.stores import LongTermStore, MemoryEntry, new_id, utcnow
+from tests.servers import http_server
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "tests" / "artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def csrf_of(page: str) -> str:
+    found = re.search(r'name="dreamwell-csrf" content="([^"]+)"', page)
+    assert found, page
+    return found.group(1)
+
+
+@pytest.mark.anyio
+async def test_served_at_root_of_http_behind_the_same_tokens_and_tenants(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"token-aaaa-1": "alice", "token-bbbb-2": "bob"}))
+    settings = Settings(
+        data_dir=tmp_path / "d", embedder="none", transport="http", port=0, tokens_file=tokens
+    )
+    LongTermStore(tmp_path / "d" / "tenants" / "alice", embedder=None).save("Alice's secret")
+    async with http_server(settings, Runtime(settings)) as url, httpx2.AsyncClient() as http:
+        page = await http.get(f"{url}/")
+        assert page.status_code == 200 and "<title>dreamwell" in page.text
+        assert (await http.get(f"{url}/ui/api/memories")).status_code == 401
+        alice = {"authorization": "Bearer token-aaaa-1"}
+        bob = {"authorization": "Bearer token-bbbb-2"}
+        mine = (await http.get(f"{url}/ui/api/memories", headers=alice)).json()["memories"]
+        assert [m["content"] for m in mine] == ["Alice's secret"]
+        assert (await http.get(f"{url}/ui/api/memories", headers=bob)).json()["memories"] == []
+        edit = f"{url}/ui/api/memories/{mine[0]['id']}/edit"
+        body = {"importance": 0.9}
+        no_csrf = await http.post(edit, json=body, headers=alice)
+        assert no_csrf.status_code == 403 and "CSRF" in no_csrf.json()["error"]
+        csrf = {"x-dreamwell-csrf": csrf_of(page.text)}
+        evil = {**alice, **csrf, "origin": "http://evil.example"}
+        refused = await http.post(edit, json=body, headers=evil)
+        assert refused.status_code == 403 and "cross-site" in refused.json()["error"]
+        by_bob = await http.post(edit, json=body, headers={**bob, **csrf})
+        assert by_bob.status_code == 404
+        done = await http.post(edit, json=body, headers={**alice, **csrf, "origin": url})
+        assert done.status_code == 200 and done.json()["memory"]["importance"] == 0.9
+        bad = await http.post(edit, json={"category": "../x"}, headers={**alice, **csrf})
+        assert bad.status_code == 400 and "category" in bad.json()["error"]
+        assert (await http.get(f"{url}/mcp", headers=bob)).status_code != 401
+
+
+# ---- the page in a real browser ------------------------------------------------------------
+def seed(data: Path) -> dict[str, MemoryEntry]:
+    """Four live memories (two of them the same text, for the dream to merge), one archived."""
+    now = utcnow()
+
+    def entry(content: str, category: str | None, **more: object) -> MemoryEntry:
+        base = MemoryEntry(new_id(), content, category, (), now, now, now)
+        return replace(base, **more)  # type: ignore[arg-type]
+
+    entries = {
+        "tz": entry("User is in Chicago (UTC-6)", "user/timezone", tags=("location",)),
+        "tea": entry("Prefers green tea", "user/drinks", importance=0.7),
+        "dup1": entry(
+            "Deploys happen on Fridays",
+            "ops",
+            created_at=now - timedelta(days=3),
+            metadata={"merged_from": "aaaaaaaaaaaa"},
+        ),
+        "dup2": entry("deploys happen on fridays!", "ops"),
+        "old": entry("Used to live in Boston", "user", archived_at=now),
+    }
+    LongTermStore(data, embedder=None).apply(list(entries.values()))
+    return entries
+
+
+@pytest.fixture
+def ui_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    data = tmp_path / "data"
+    seed(data)
+    env = {**os.environ, "DREAMWELL_EMBEDDER": "none"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dreamwell.server", "ui", "--port", "0", "--data-dir", str(data)],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()  # printed once the socket listens
+        found = re.search(r"http://127\.0\.0\.1:\d+/", line)
+        assert found, line
+        yield found.group(0), data
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
+def browser_or_fail() -> object:
+    """The Playwright module when Chromium is here; in CI its absence fails the test."""
+    missing = ""
+    try:
+        from playwright import sync_api
+    except ImportError:
+        missing = "the playwright package (pip install -e '.[dev]')"
+    else:
+        if not Path(CHROMIUM).exists():
+            missing = f"{CHROMIUM} (apt-get install chromium)"
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"browser test needs {missing}")
+        pytest.skip(f"browser test needs {missing}")
+    return sync_api
+
+
+def test_a_person_browses_edits_deletes_restores_and_dreams_in_chromium(
+    ui_server: tuple[str, Path],
+) -> None:
+    sync_api: object = browser_or_fail()
+    url, data = ui_server
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_api.sync_playwright() as p:  # type: ignore[attr-defined]
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        page.set_default_timeout(20_000)
+        page.goto(url)
+        page.wait_for_selector("#count:text('4 memories')")
+        assert page.locator("#tree a[data-category='user']").count() == 1
+        assert "merged from" in page.locator("#list").inner_text()
+        assert page.locator(".card .editor").first.is_hidden()
+        assert page.locator("#dreams-view").is_hidden()
+        page.screenshot(path=str(ARTIFACTS / "ui-memories.png"), full_page=True)
+
+        page.click("#tree a[data-category='user/drinks']")
+        page.wait_for_selector("#count:text('1 memories')")
+        card = page.locator(".card").first
+        card.locator(".edit").click()
+        card.locator("input[name='tags']").fill("Drinks, morning")
+        card.locator("input[name='importance']").fill("0.95")
+        page.screenshot(path=str(ARTIFACTS / "ui-edit.png"), full_page=True)
+        card.locator("button[type='submit']").click()
+        page.wait_for_selector("#status:text('Saved.')")
+        (tea,) = [e for e in LongTermStore(data, embedder=None).entries() if "tea" in e.content]
+        assert tea.tags == ("drinks", "morning") and tea.importance == 0.95
+
+        page.locator(".card .archive").first.click()
+        page.wait_for_selector("#status:text('Deleted (restorable).')")
+        page.fill("#category", "")
+        page.select_option("#archived", "archived")
+        page.wait_for_selector("#count:text('2 memories')")
+        page.locator(".card", has_text="green tea").locator(".restore").click()
+        page.wait_for_selector("#status:text('Restored.')")
+        assert LongTermStore(data, embedder=None).get(tea.id).live  # type: ignore[union-attr]
+
+        page.click("#tab-dreams")
+        assert page.locator("#memories-view").is_hidden()
+        page.click("#preview")
+        page.wait_for_selector("#report h2:text('(preview, nothing changed)')")
+        assert page.locator("#report .change").count() >= 1
+        assert len(LongTermStore(data, embedder=None).entries()) == 4
+        page.screenshot(path=str(ARTIFACTS / "ui-dream-preview.png"), full_page=True)
+        page.click("#apply")
+        page.wait_for_selector("#undo")
+        assert page.locator("#report ins, #report del").count() >= 1
+        page.screenshot(path=str(ARTIFACTS / "ui-dream-report.png"), full_page=True)
+        assert len(LongTermStore(data, embedder=None).entries()) == 3
+        page.click("#undo")
+        page.wait_for_selector("#report h2:text('— undone')")
+        assert len(LongTermStore(data, embedder=None).entries()) == 4
+        browser.close()
+
+
+@pytest.mark.anyio
+async def test_editing_content_keeps_the_id_and_makes_the_new_text_searchable(
+    tmp_path: Path,
+) -> None:
+    settings = Settings(data_dir=tmp_path / "d", embedder="none", transport="http", port=0)
+    saved = LongTermStore(tmp_path / "d", embedder=None).save("Meeting on Monday", "work").entry
+    async with http_server(settings, Runtime(settings)) as url, httpx2.AsyncClient() as http:
+        csrf = {"x-dreamwell-csrf": csrf_of((await http.get(f"{url}/")).text)}
+        done = await http.post(
+            f"{url}/ui/api/memories/{saved.id}/edit",
+            json={"content": "Meeting moved to Thursday"},
+            headers=csrf,
+        )
+        assert done.status_code == 200, done.text
+        found = await http.get(f"{url}/ui/api/memories", params={"q": "thursday"})
+        (hit,) = found.json()["memories"]
+        assert hit["id"] == saved.id and hit["category"] == "work"
+        assert hit["created_at"] == saved.created_at.isoformat()
+        old = await http.get(f"{url}/ui/api/memories", params={"q": "monday"})
+        assert old.json()["memories"] == []
+        rebinding = await http.get(f"{url}/ui/api/memories", headers={"host": "evil.example"})
+        assert rebinding.status_code == 403
