@@ -62,7 +62,7 @@ def all_ids(store: LongTermStore) -> set[str]:
 
 
 def dream(store: LongTermStore, host: str, timeout: float = 5.0) -> dict[str, str]:
-    report = run_cycle(store, OllamaLLM(host, "fake", timeout), options=QUIET)
+    report = run_cycle(store, OllamaLLM(host, "fake", timeout, backoff=0), options=QUIET)
     return {p.name: f"{p.status} {p.reason}".strip() for p in report.passes}
 
 
@@ -111,12 +111,33 @@ def test_a_merge_that_drops_a_number_or_name_is_rejected(tmp_path: Path) -> None
     assert live_contents(store) == before
 
 
-def test_high_value_entries_are_never_deleted_outright(tmp_path: Path) -> None:
+def test_deletions_need_a_newer_related_successor_and_spare_high_value(tmp_path: Path) -> None:
     store = seeded(tmp_path)
-    with fake_ollama(plan([], [D, C])) as (host, _):
+    deletions = [
+        {"id": D, "supersededBy": B},  # high value: kept
+        {"id": C, "supersededBy": A},  # a flight is not superseded by a standup: refused
+        {"id": C, "supersededBy": ""},  # no successor: refused
+    ]
+    with fake_ollama(json.dumps({"toDelete": deletions, "toSave": []})) as (host, _):
         dream(store, host)
-    assert store.get(D).live  # type: ignore[union-attr]
-    assert not store.get(C).live and C in all_ids(store)  # archived, restorable
+    assert {e.id for e in store.entries()} == {A, B, C, D}
+
+
+def test_a_superseded_entry_is_archived_naming_its_successor(tmp_path: Path) -> None:
+    store = seeded(tmp_path)
+    later = utcnow()
+    store.apply(
+        [
+            MemoryEntry(
+                "e" * 12, "Flight to Lisbon moved to 14 May 2024", "travel", (), later, later, later
+            )
+        ]
+    )
+    answer = json.dumps({"toDelete": [{"id": C, "supersededBy": "e" * 12}], "toSave": []})
+    with fake_ollama(answer) as (host, _):
+        assert dream(store, host)["consolidation"] == "ran"
+    gone = store.get(C)
+    assert gone is not None and not gone.live  # archived, restorable
 
 
 def test_think_preambles_and_snake_case_keys_are_accepted(tmp_path: Path) -> None:
@@ -179,6 +200,9 @@ def test_preferences_follow_the_thresholds_and_flag_sensitive_ones(tmp_path: Pat
     store = LongTermStore(tmp_path)
     log = JsonlLog(tmp_path, CONVERSATION)
     log.append({"session": "s1", "role": "user", "content": "NO bullet points, I said!"})
+    for session in ("s2", "s3"):
+        said = "Please confirm card payments with me first"
+        log.append({"session": session, "role": "user", "content": said})
     answer = json.dumps(
         {
             "preferences": [
