@@ -476,8 +476,8 @@ def _json_candidates(text: str) -> Iterator[str]:
     body = re.sub(r"^.*?</think>", "", body, flags=re.S | re.I)  # an unclosed opening tag
     yield from _FENCE.findall(body)
     start, end = body.find("{"), body.rfind("}")
-    if start >= 0 and end > start:
-        yield body[start : end + 1]
+    if start >= 0:  # without a closing brace, json says where the (cut off) answer broke
+        yield body[start : end + 1] if end > start else body[start:]
 
 
 def parse_answer(text: str, model: type[T]) -> T:

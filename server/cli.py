@@ -14,7 +14,7 @@ import anyio
 from pydantic import ValidationError
 
 from dreamwell.server.config import LOOPBACK, Settings
-from dreamwell.server.dream_edge import add_cli, run_cli
+from dreamwell.server.dream_edge import LLM_FLAGS, add_cli, add_llm_flags, run_cli
 
 logger = logging.getLogger("dreamwell")
 _M_ARENA_MAX = -8  # mallopt parameter number in glibc's malloc.h
@@ -37,6 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--stateless-http", action="store_true", default=None)
     serve.add_argument("--log-level", help="DEBUG, INFO, WARNING (default) or ERROR")
     serve.add_argument("--dream-every", help="dream inside the server, e.g. 12h")
+    add_llm_flags(serve)
     add_cli(sub)
     return parser
 
@@ -50,7 +51,8 @@ def settings_from(args: argparse.Namespace, keys: Sequence[str]) -> Settings:
     except ValidationError as err:
         first = err.errors()[0]
         key = ".".join(str(p) for p in first["loc"])
-        sys.stderr.write(f"dreamwell: bad setting {key}={first.get('input')!r}: {first['msg']}\n")
+        shown = "***" if "key" in key or "token" in key else repr(first.get("input"))
+        sys.stderr.write(f"dreamwell: bad setting {key}={shown}: {first['msg']}\n")
         raise SystemExit(2) from None
     except (OSError, ValueError) as err:
         sys.stderr.write(f"dreamwell: bad setting tokens_file: {err}\n")
@@ -91,7 +93,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     if args.command in ("dream", "log"):
         keys = (
-            ["data_dir", "ollama_host", "ollama_model"] if args.command == "dream" else ["data_dir"]
+            ["data_dir", "ollama_host", "ollama_model", *LLM_FLAGS]
+            if args.command == "dream"
+            else ["data_dir"]
         )
         settings = settings_from(args, keys)
         logging.basicConfig(stream=sys.stderr, level=settings.log_level)
@@ -110,6 +114,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 "stateless_http",
                 "log_level",
                 "dream_every",
+                *LLM_FLAGS,
             ],
         )
         logging.basicConfig(

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -51,10 +51,19 @@ class Settings(BaseSettings):
     min_similarity: float | None = Field(default=None, ge=-1.0, le=1.0)
     # share of keywords in hybrid ranking: 1 = BM25 only, 0 = vectors only (for measuring)
     keyword_weight: float = Field(default=0.6, ge=0.0, le=1.0)
-    # the LLM behind the dream worker (and Ollama embeddings); no host = no LLM
+    # Ollama: embeddings, and the dream's LLM when llm_base_url is unset; no host = no LLM
     ollama_host: str | None = None
     ollama_model: str = "llama3.2"
     ollama_timeout: float = Field(default=120.0, gt=0, le=3600)
+    # the dream's LLM: ollama (Ollama's API) or openai (any OpenAI-compatible chat endpoint:
+    # LM Studio, llama.cpp's server, vLLM, LocalAI, hosted APIs); the key is never shown
+    llm_provider: Literal["ollama", "openai"] = "ollama"
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    llm_api_key: SecretStr | None = None
+    llm_timeout: float = Field(default=600.0, gt=0, le=7200)  # per call; CPU models are slow
+    llm_context: int = Field(default=8192, ge=512, le=1_048_576)  # Ollama num_ctx
+    llm_max_tokens: int = Field(default=2048, ge=16, le=131_072)  # num_predict / max_tokens
     # dreaming inside `serve` (off unless set), e.g. "12h", "30m"
     dream_every: str | None = None
 
@@ -63,6 +72,13 @@ class Settings(BaseSettings):
     def _interval(cls, value: str | None) -> str | None:
         if value is not None:
             parse_every(value)
+        return value
+
+    @field_validator("llm_base_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"https?://[^\s/]+(/\S*)?", value):
+            raise ValueError("must be an http:// or https:// URL, e.g. http://127.0.0.1:1234/v1")
         return value
 
     @field_validator("data_dir")

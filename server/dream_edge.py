@@ -16,7 +16,8 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 from pydantic import Field
 
-from dreamwell.dream import DreamBusy, DreamOptions, OllamaLLM, render, run_cycle, undo
+from dreamwell.dream import LLM, DreamBusy, DreamOptions, render, run_cycle, undo
+from dreamwell.dream.llm import make_llm
 from dreamwell.dream.report import list_reports, load_report
 from dreamwell.server.config import Settings, parse_every
 from dreamwell.server.runtime import CURRENT_REQUEST, Runtime, Tenant
@@ -25,16 +26,36 @@ from dreamwell.stores import CONVERSATION, FEEDBACK, JsonlLog, StoreError
 logger = logging.getLogger(__name__)
 
 
-def llm_for(settings: Settings) -> OllamaLLM | None:
-    if not settings.ollama_host:
+NO_LLM = "no LLM configured (set llm_base_url, or ollama_host for Ollama)"
+
+
+def llm_for(settings: Settings) -> LLM | None:
+    """The dream's LLM from the llm_* settings; Ollama's old ollama_host/ollama_model still
+    work. None when no endpoint is configured."""
+    ollama = settings.llm_provider == "ollama"
+    base = settings.llm_base_url or (settings.ollama_host if ollama else None)
+    if not base:
         return None
-    return OllamaLLM(settings.ollama_host, settings.ollama_model, settings.ollama_timeout)
+    model = settings.llm_model or (settings.ollama_model if ollama else None)
+    if not model:
+        raise ValueError("llm_model is required with llm_provider=openai")
+    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
+    return make_llm(
+        settings.llm_provider,
+        base,
+        model,
+        settings.llm_timeout,
+        key,
+        max_tokens=settings.llm_max_tokens,
+        context=settings.llm_context,
+    )
 
 
 def dream_once(
     tenant: Tenant, settings: Settings, dry_run: bool, options: DreamOptions | None = None
 ) -> str:
-    report = run_cycle(tenant.longterm, llm_for(settings), dry_run=dry_run, options=options)
+    llm = llm_for(settings)
+    report = run_cycle(tenant.longterm, llm, dry_run=dry_run, options=options, no_llm_reason=NO_LLM)
     return render(report)
 
 
@@ -98,11 +119,22 @@ async def dream_forever(runtime: Runtime, period: float | None = None) -> None:
                 logger.exception("dream cycle failed")
 
 
+LLM_FLAGS = ["llm_provider", "llm_base_url", "llm_model", "llm_api_key"]
+
+
+def add_llm_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--llm-provider", help="ollama (default) or openai (any compatible API)")
+    parser.add_argument("--llm-base-url", help="e.g. http://127.0.0.1:1234/v1")
+    parser.add_argument("--llm-model")
+    parser.add_argument("--llm-api-key", help="better: env DREAMWELL_LLM_API_KEY")
+
+
 def add_cli(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     dream = sub.add_parser("dream", help="refine long-term memory (the dream worker)")
     dream.add_argument("--data-dir")
     dream.add_argument("--ollama-host")
     dream.add_argument("--ollama-model")
+    add_llm_flags(dream)
     what = dream.add_mutually_exclusive_group(required=True)
     what.add_argument("--once", action="store_true", help="run one cycle now")
     what.add_argument("--every", help="run a cycle every interval, e.g. 12h")

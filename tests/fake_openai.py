@@ -50,6 +50,7 @@ class Script:
     refuse_schema: bool = False
     stop: threading.Event = field(default_factory=threading.Event)
     disconnected: threading.Event = field(default_factory=threading.Event)
+    streaming: threading.Event = field(default_factory=threading.Event)  # 10 chars sent
     sent_chars: int = 0
 
     def next(self) -> Reply:
@@ -119,6 +120,8 @@ def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                     self.wfile.flush()
                     script.sent_chars += len(piece)
+                    if script.sent_chars >= 10:
+                        script.streaming.set()
                     if every and script.stop.wait(every):
                         return
                 self.wfile.write(b"data: [DONE]\n\n")
