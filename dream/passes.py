@@ -150,7 +150,9 @@ def _entry_line(n: int, e: MemoryEntry) -> str:
 
 
 def consolidation_prompts(
-    entries: Sequence[MemoryEntry], vectors: Mapping[str, Sequence[float]] | None
+    entries: Sequence[MemoryEntry],
+    vectors: Mapping[str, Sequence[float]] | None,
+    size: int = GROUP_PROMPT,
 ) -> list[list[MemoryEntry]]:
     """With vectors: groups of near neighbours packed into prompts of GROUP_PROMPT entries
     (entries without a vector yet go in category order after them). Without: category order
@@ -158,12 +160,12 @@ def consolidation_prompts(
     if vectors is None:
         ordered = sorted(entries, key=lambda e: (e.category or "", e.created_at))
         return [ordered[i : i + CHUNK] for i in range(0, len(ordered), CHUNK)]
-    prompts = pack_prompts(neighbour_groups(entries, vectors))
+    prompts = pack_prompts(neighbour_groups(entries, vectors), size)
     rest = sorted(
         (e for e in entries if not vectors.get(e.id)),
         key=lambda e: (e.category or "", e.created_at),
     )
-    return prompts + [rest[i : i + GROUP_PROMPT] for i in range(0, len(rest), GROUP_PROMPT)]
+    return prompts + [rest[i : i + size] for i in range(0, len(rest), size)]
 
 
 def consolidation_pass(
@@ -174,6 +176,7 @@ def consolidation_pass(
     now: datetime,
     vectors: Mapping[str, Sequence[float]] | None = None,
     cancel: threading.Event | None = None,
+    prompt_size: int = GROUP_PROMPT,
 ) -> PassResult:
     """One prompt per group of candidates; a chunk whose answers stay bad is skipped with a
     note and the others still count. The pass fails only when no chunk got an answer."""
@@ -183,7 +186,7 @@ def consolidation_pass(
         f"- {f.get('kind')}: {str(f.get('detail', ''))[:200]}" for f in feedback[-50:]
     )
     answered, failures = 0, []
-    for shown in consolidation_prompts(live(snapshot), vectors):
+    for shown in consolidation_prompts(live(snapshot), vectors, prompt_size):
         if len(shown) < 2:
             continue
         prompt = "Entries:\n" + "\n".join(_entry_line(i + 1, e) for i, e in enumerate(shown))
