@@ -1,14 +1,15 @@
 """A small fake OpenAI-compatible chat server on 127.0.0.1 for tests. It plays scripted answers
 to POST /v1/chat/completions (streamed as SSE when asked), lists its models at GET /v1/models,
 and can answer with an HTTP status (with Retry-After), stall past a time-out, drip an answer
-slowly (to cancel it mid-way), refuse `json_schema` response formats with 400, or echo the
-Authorization header back in an error body (to check the key never leaks)."""
+slowly (to cancel it mid-way), compute an answer from the request, refuse `json_schema`
+response formats with 400, or echo the Authorization header in an error body (to check the
+key never leaks)."""
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -38,7 +39,7 @@ class Drip:
     every: float = 0.05
 
 
-Reply = str | Status | Slow | Drip
+Reply = str | Status | Slow | Drip | Callable[[dict[str, Any]], str]
 
 
 @dataclass
@@ -92,6 +93,8 @@ def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
                 self._send(400, {"error": {"message": "response_format json_schema unsupported"}})
                 return
             answer = script.next()
+            if callable(answer):  # answers computed from the request (a scripted "model")
+                answer = answer(request)
             if isinstance(answer, Status):
                 headers = {"Retry-After": answer.retry_after} if answer.retry_after else {}
                 detail = self.headers.get("Authorization", "") if answer.echo_key else "scripted"
