@@ -14,7 +14,8 @@ from typing import Any, Literal
 from pydantic import Field
 
 from dreamwell.dream import directives
-from dreamwell.dream.llm import LLM, SHOWN_ID, Answer, LLMCancelled, LLMError, ask_for
+from dreamwell.dream.answers import SHOWN_ID, Answer, ask_for
+from dreamwell.dream.llm import LLM, LLMCancelled, LLMError
 from dreamwell.dream.rules import dropped_facts, placeholder, too_short, words
 from dreamwell.stores import InvalidInput, MemoryEntry, check_category, check_tags, new_id
 

@@ -16,16 +16,9 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from dreamwell.dream import directives
+from dreamwell.dream.answers import SAVE_REF, SHOWN_ID, Answer, ask_for
 from dreamwell.dream.grouping import GROUP_PROMPT, neighbour_groups, pack_prompts
-from dreamwell.dream.llm import (
-    LLM,
-    SAVE_REF,
-    SHOWN_ID,
-    Answer,
-    LLMCancelled,
-    LLMError,
-    ask_for,
-)
+from dreamwell.dream.llm import LLM, LLMCancelled, LLMError
 from dreamwell.dream.report import Change, PassResult
 from dreamwell.dream.rules import (
     DecayPolicy,

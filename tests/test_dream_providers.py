@@ -12,16 +12,8 @@ import time
 
 import pytest
 
-from dreamwell.dream.llm import (
-    BadAnswer,
-    LLMCancelled,
-    LLMUnavailable,
-    OllamaLLM,
-    OpenAILLM,
-    ask_for,
-    parse_answer,
-    schema_for,
-)
+from dreamwell.dream.answers import ask_for, parse_answer, schema_for
+from dreamwell.dream.llm import BadAnswer, LLMCancelled, LLMUnavailable, OllamaLLM, OpenAILLM
 from dreamwell.dream.passes import ConsolidationPlan, Preferences
 from dreamwell.server.config import Settings
 from dreamwell.server.dream_edge import llm_for
