@@ -208,3 +208,23 @@ def test_schema_marks_every_field_required_and_forbids_extra_keys() -> None:
     assert item["required"] == ["content", "sentiment", "occurrences", "sensitive"]
     assert item["additionalProperties"] is False
     assert item["properties"]["sentiment"]["enum"] == ["strong", "mild", "casual"]
+
+
+def test_llm_flags_on_dream_and_serve_beat_the_environment(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dreamwell.server.cli import _parser, settings_from
+    from dreamwell.server.dream_edge import LLM_FLAGS
+
+    monkeypatch.setenv("DREAMWELL_LLM_MODEL", "from-env")
+    flags = ["--llm-provider", "openai", "--llm-base-url", "http://127.0.0.1:1/v1"]
+    for command in (["dream", "--once"], ["serve"]):
+        args = _parser().parse_args([*command, *flags, "--llm-api-key", KEY])
+        settings = settings_from(args, LLM_FLAGS)
+        assert settings.llm_provider == "openai" and settings.llm_model == "from-env"
+        assert settings.llm_api_key is not None and settings.llm_api_key.get_secret_value() == KEY
+    args = _parser().parse_args(["dream", "--once", "--llm-base-url", "ftp://x"])
+    with pytest.raises(SystemExit) as bad:
+        settings_from(args, LLM_FLAGS)
+    assert bad.value.code == 2
+    assert capsys.readouterr().err.startswith("dreamwell: bad setting llm_base_url='ftp://x'")
