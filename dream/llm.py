@@ -150,6 +150,10 @@ class _HTTPChat:
             with _Call(self._timeout, self._headers(), cancel) as call:
                 try:
                     with call.client.stream("POST", self._base + path, json=body) as response:
+                        if response.status_code >= 400:
+                            response.read()
+                        if _format_refused(response):  # llama-cpp-python says so with a 500
+                            raise _Status(response)
                         if response.status_code in RETRY_STATUSES and attempt < self._retries:
                             delay = _retry_after(
                                 response.headers.get("Retry-After"), attempt, self._backoff
@@ -161,7 +165,6 @@ class _HTTPChat:
                                 delay,
                             )
                         elif response.status_code >= 400:
-                            response.read()
                             raise _Status(response)
                         else:
                             yield from _chunks(response, call, self._timeout)
@@ -188,6 +191,13 @@ class _HTTPChat:
         for chunk in self._post(path, body, cancel):
             parts.append(text_of(chunk))
         return "".join(parts)
+
+
+def _format_refused(response: httpx.Response) -> bool:
+    """The server refused the request's response_format (400/422, or a 5xx naming it)."""
+    if response.status_code < 400:
+        return False
+    return response.status_code in (400, 422) or "response_format" in response.text[:2000]
 
 
 class _Status(Exception):
@@ -402,7 +412,7 @@ class OpenAILLM(_HTTPChat):
             try:
                 return self._collect("/chat/completions", body, cancel, _openai_text)
             except _Status as status:
-                if status.response.status_code in (400, 422) and self._mode < len(MODES) - 1:
+                if _format_refused(status.response) and self._mode < len(MODES) - 1:
                     logger.info(
                         "%s refused response_format %s; trying a simpler one", self.name, mode
                     )

@@ -49,6 +49,7 @@ class Script:
     headers: list[dict[str, str]] = field(default_factory=list)
     models: list[str] = field(default_factory=lambda: ["fake-model"])
     refuse_schema: bool = False
+    refuse_status: int = 400  # llama-cpp-python answers 500 naming response_format
     stop: threading.Event = field(default_factory=threading.Event)
     disconnected: threading.Event = field(default_factory=threading.Event)
     streaming: threading.Event = field(default_factory=threading.Event)  # 10 chars sent
@@ -90,7 +91,8 @@ def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
             script.headers.append(dict(self.headers))
             fmt = request.get("response_format") or {}
             if script.refuse_schema and fmt.get("type") == "json_schema":
-                self._send(400, {"error": {"message": "response_format json_schema unsupported"}})
+                message = "body.response_format.type: Input should be 'text' or 'json_object'"
+                self._send(script.refuse_status, {"error": {"message": message}})
                 return
             answer = script.next()
             if callable(answer):  # answers computed from the request (a scripted "model")

@@ -9,6 +9,7 @@ import json
 import logging
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -24,8 +25,8 @@ KEY = "sk-test-0123456789abcdef"
 PLAN = json.dumps({"toDelete": [], "toSave": []})
 
 
-def openai(url: str, timeout: float = 5.0, **kw: object) -> OpenAILLM:
-    return OpenAILLM(url, "fake-model", timeout, KEY, backoff=0, **kw)  # type: ignore[arg-type]
+def openai(url: str, timeout: float = 5.0, **kw: Any) -> OpenAILLM:
+    return OpenAILLM(url, "fake-model", timeout, KEY, **({"backoff": 0.0} | kw))
 
 
 def test_a_good_answer_comes_back_with_the_schema_and_the_key_sent() -> None:
@@ -46,15 +47,18 @@ def test_a_good_answer_comes_back_with_the_schema_and_the_key_sent() -> None:
     assert "<id of a shown entry>" in request["messages"][1]["content"]  # the example
 
 
-def test_an_endpoint_without_json_schema_falls_back_and_remembers() -> None:
-    with fake_openai(PLAN, refuse_schema=True) as (url, script):
-        llm = openai(url)
+@pytest.mark.parametrize("status", [400, 422, 500])
+def test_an_endpoint_without_json_schema_falls_back_at_once_and_remembers(status: int) -> None:
+    with fake_openai(PLAN, refuse_schema=True, refuse_status=status) as (url, script):
+        llm = openai(url, backoff=10.0)  # a retry of the 500 would take 10 s
+        started = time.monotonic()
         llm.ask("s", "p", {"type": "object"})
         llm.ask("s", "p", {"type": "object"})
+        assert time.monotonic() - started < 5.0
     formats = [r["response_format"] for r in script.requests]
     assert formats[0]["type"] == "json_schema"
     assert formats[1] == {"type": "json_object", "schema": {"type": "object"}}
-    assert formats[2] == formats[1]
+    assert formats[2] == formats[1] and len(formats) == 3
 
 
 def test_broken_json_is_retried_once_quoting_the_error_then_fails() -> None:
