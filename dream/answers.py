@@ -83,6 +83,34 @@ def _json_candidates(text: str) -> Iterator[str]:
     start, end = body.find("{"), body.rfind("}")
     if start >= 0:  # without a closing brace, json says where the (cut off) answer broke
         yield body[start : end + 1] if end > start else body[start:]
+        yield from _salvaged(body[start:])
+
+
+def _salvaged(text: str, tries: int = 3) -> Iterator[str]:
+    """An answer cut off at the output limit, closed after its last complete object: the
+    items it finished count, the one it was writing is dropped."""
+    stack: list[str] = []
+    cuts: list[tuple[int, str]] = []
+    in_string = escaped = False
+    for i, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+            continue
+        if ch == '"':
+            in_string = True
+        elif ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+        elif ch in "}]" and stack:
+            stack.pop()
+            if ch == "}" and stack:
+                cuts.append((i + 1, "".join(reversed(stack))))
+    for at, closing in reversed(cuts[-tries:]):
+        yield text[:at] + closing
 
 
 def parse_answer(text: str, model: type[T]) -> T:

@@ -93,6 +93,16 @@ def test_raw_control_characters_fences_and_think_tags_are_accepted() -> None:
     assert answer.preferences[0].content == "Wants\nshort\tanswers"
 
 
+def test_an_answer_cut_off_at_the_output_limit_keeps_its_finished_items() -> None:
+    item = {"content": "Prefers prose to bullet points", "sentiment": "strong", "occurrences": 2}
+    whole = json.dumps({"preferences": [item, item | {"content": "Uses kilometres"}]})
+    cut = whole[: whole.rindex("Uses") + 2]  # mid-way through the second item
+    answer = parse_answer("Sure! " + cut, Preferences)
+    assert [p.content for p in answer.preferences] == ["Prefers prose to bullet points"]
+    nested = '{"toDelete": [], "toSave": [{"content": "a \\" } b", "sourceIds": ["x"]}, {"con'
+    assert [e.content for e in parse_answer(nested, ConsolidationPlan).to_save] == ['a " } b']
+
+
 def test_429_is_retried_after_the_server_s_delay_then_succeeds() -> None:
     with fake_openai(Status(429, retry_after="0"), PLAN) as (url, script):
         assert openai(url).ask("s", "p", {}) == PLAN
