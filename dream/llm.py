@@ -147,6 +147,8 @@ class _HTTPChat:
         """Stream the JSON chunks of one answer, retrying 429 and 5xx. Raises _Status for
         other HTTP errors (4xx), so a caller can fall back to a simpler request."""
         for attempt in range(self._retries + 1):
+            if cancel is not None and cancel.is_set():
+                raise LLMCancelled(f"{self.name}: cancelled")
             with _Call(self._timeout, self._headers(), cancel) as call:
                 try:
                     with call.client.stream("POST", self._base + path, json=body) as response:
@@ -232,6 +234,10 @@ class _Call:
             sock = stream.get_extra_info("socket") if stream is not None else None
             if isinstance(sock, socket.socket):
                 self._sockets.append(sock)
+                if self._cancel is not None and self._cancel.is_set():  # cancelled meanwhile
+                    self.cancelled = True
+                    with suppress(OSError):
+                        sock.shutdown(socket.SHUT_RDWR)
 
     def _watch(self) -> None:
         assert self._cancel is not None

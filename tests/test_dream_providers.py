@@ -9,15 +9,17 @@ import json
 import logging
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dreamwell.dream.answers import ask_for, parse_answer, schema_for
 from dreamwell.dream.llm import BadAnswer, LLMCancelled, LLMUnavailable, OllamaLLM, OpenAILLM
-from dreamwell.dream.passes import ConsolidationPlan, Preferences
+from dreamwell.dream.passes import ConsolidationPlan, Preferences, consolidation_pass
 from dreamwell.server.config import Settings
 from dreamwell.server.dream_edge import llm_for
+from dreamwell.stores import MemoryEntry, utcnow
 from tests.fake_ollama import fake_ollama, unreachable_host
 from tests.fake_openai import Drip, Slow, Status, fake_openai
 
@@ -165,6 +167,18 @@ def test_a_cancel_before_the_first_byte_returns_at_once() -> None:
         with pytest.raises(LLMCancelled):
             openai(url, timeout=30.0).ask("s", "p", {}, cancel)
         assert time.monotonic() - started < 3.0
+
+
+def test_a_pass_cancelled_before_its_call_sends_nothing(tmp_path: Path) -> None:
+    cancel = threading.Event()
+    cancel.set()
+    now = utcnow()
+    snapshot = {
+        i: MemoryEntry(i, f"fact {i}", None, (), now, now, now) for i in ("a" * 12, "b" * 12)
+    }
+    with fake_openai(PLAN) as (url, script), pytest.raises(LLMCancelled):
+        consolidation_pass(snapshot, openai(url), tmp_path, [], now, None, cancel)
+    assert script.requests == []
 
 
 def test_the_api_key_never_appears_in_errors_logs_or_names(
