@@ -323,3 +323,127 @@ def prunable(entry: MemoryEntry, now: datetime) -> bool:
         return False
     unused = now - (entry.last_used_at or entry.created_at)
     return any(entry.score <= limit and unused >= stale for limit, stale in PRUNE_RULES)
+
+
+# --- guards on what a model proposes -------------------------------------------------------
+
+_PLACEHOLDERS = frozenset(
+    {
+        "",
+        "id",
+        "ids",
+        "content",
+        "string",
+        "text",
+        "none",
+        "null",
+        "n/a",
+        "todo",
+        "example",
+        "preference",
+        "category",
+        "tag",
+        "domain",
+        "strong|mild|casual",
+        "helpful|harmful|unclear",
+    }
+)
+
+
+def placeholder(text: str) -> bool:
+    """Text copied from a prompt's example or field names rather than written."""
+    t = text.strip().strip("\"'`").strip().lower()
+    if t in _PLACEHOLDERS or not re.search(r"\w", t):
+        return True
+    return bool(re.search(r"<[^<>]{2,}>|\.\.\.|…|\|", t)) and len(t) < 200
+
+
+_STOP = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "with",
+        "that",
+        "this",
+        "from",
+        "have",
+        "what",
+        "when",
+        "your",
+        "you",
+        "are",
+        "was",
+        "were",
+        "will",
+        "would",
+        "should",
+        "could",
+        "about",
+        "into",
+        "them",
+        "they",
+        "their",
+        "there",
+        "then",
+        "than",
+        "also",
+        "just",
+        "like",
+        "likes",
+        "prefers",
+        "prefer",
+        "wants",
+        "want",
+        "user",
+        "users",
+        "always",
+        "never",
+        "every",
+        "more",
+        "less",
+        "very",
+        "much",
+        "some",
+        "only",
+        "does",
+        "doesn",
+        "don't",
+        "dont",
+        "not",
+        "please",
+        "thanks",
+        "answer",
+        "answers",
+        "reply",
+        "replies",
+    ]
+)
+_TASK = re.compile(
+    r"^\s*(?:please\s+|can you\s+|could you\s+|would you\s+|will you\s+|let'?s\s+)?"
+    r"(?:write|create|fix|summari[sz]e|translate|send|book|find|make|generate|build|draft|"
+    r"show|list|explain|tell|give|add|remove|delete|update|run|help|search|check|schedule|"
+    r"remind|buy|order|plan|refactor|implement)\b",
+    re.I,
+)
+
+
+def words(text: str) -> set[str]:
+    return {w.lower() for w in re.findall(r"[^\W\d_]{4,}", text) if w.lower() not in _STOP}
+
+
+def grounded(text: str, source: str, need: int = 2) -> bool:
+    """At least `need` of the text's content words (or all, when it has fewer) occur in
+    `source`: the model used the user's own words rather than inventing."""
+    mine = words(text)
+    common = mine & words(source)
+    return bool(mine) and len(common) >= min(need, len(mine))
+
+
+def task_request(text: str) -> bool:
+    """A request to do something now ("write me…", "can you…?"), not a durable preference."""
+    return bool(_TASK.match(text)) or text.strip().endswith("?")
+
+
+def too_short(text: str, chars: int = 12, min_words: int = 3) -> bool:
+    return len(text.strip()) < chars or len(text.split()) < min_words

@@ -117,7 +117,8 @@ def settings_from(args: argparse.Namespace, keys: Sequence[str]) -> Settings:
     except ValidationError as err:
         first = err.errors()[0]
         key = ".".join(str(p) for p in first["loc"])
-        sys.stderr.write(f"dreamwell: bad setting {key}={first.get('input')!r}: {first['msg']}\n")
+        shown = "***" if "key" in key or "token" in key else repr(first.get("input"))
+        sys.stderr.write(f"dreamwell: bad setting {key}={shown}: {first['msg']}\n")
         raise SystemExit(2) from None
     except (OSError, ValueError) as err:
         sys.stderr.write(f"dreamwell: bad setting {err}\n")

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from dreamwell.server.flags import COMMANDS, SETTINGS
@@ -67,10 +67,19 @@ class Settings(BaseSettings):
     min_similarity: float | None = _setting("min_similarity", None, ge=-1.0, le=1.0)
     # share of keywords in hybrid ranking: 1 = BM25 only, 0 = vectors only (for measuring)
     keyword_weight: float = _setting("keyword_weight", 0.6, ge=0.0, le=1.0)
-    # the LLM behind the dream worker (and Ollama embeddings); no host = no LLM
+    # Ollama: embeddings, and the dream's LLM when llm_base_url is unset; no host = no LLM
     ollama_host: str | None = _setting("ollama_host")
     ollama_model: str = _setting("ollama_model", "llama3.2")
     ollama_timeout: float = _setting("ollama_timeout", 120.0, gt=0, le=3600)
+    # the dream's LLM: ollama (Ollama's API) or openai (any OpenAI-compatible chat endpoint:
+    # LM Studio, llama.cpp's server, vLLM, LocalAI, hosted APIs); the key is never shown
+    llm_provider: Literal["ollama", "openai"] = _setting("llm_provider", "ollama")
+    llm_base_url: str | None = _setting("llm_base_url")
+    llm_model: str | None = _setting("llm_model")
+    llm_api_key: SecretStr | None = _setting("llm_api_key")
+    llm_timeout: float = _setting("llm_timeout", 600.0, gt=0, le=7200)
+    llm_context: int = _setting("llm_context", 8192, ge=512, le=1_048_576)
+    llm_max_tokens: int = _setting("llm_max_tokens", 2048, ge=16, le=131_072)
     # dreaming inside `serve` (off unless set), e.g. "12h", "30m"
     dream_every: str | None = _setting("dream_every")
 
@@ -79,6 +88,13 @@ class Settings(BaseSettings):
     def _interval(cls, value: str | None) -> str | None:
         if value is not None:
             parse_every(value)
+        return value
+
+    @field_validator("llm_base_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"https?://[^\s/]+(/\S*)?", value):
+            raise ValueError("must be an http:// or https:// URL, e.g. http://127.0.0.1:1234/v1")
         return value
 
     @field_validator("data_dir")

@@ -16,7 +16,8 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 from pydantic import Field
 
-from dreamwell.dream import DreamBusy, DreamOptions, OllamaLLM, render, run_cycle, undo
+from dreamwell.dream import LLM, DreamBusy, DreamOptions, render, run_cycle, undo
+from dreamwell.dream.llm import make_llm
 from dreamwell.dream.report import list_reports, load_report
 from dreamwell.server.config import Settings, parse_every
 from dreamwell.server.runtime import CURRENT_REQUEST, Runtime, Tenant
@@ -25,16 +26,36 @@ from dreamwell.stores import StoreError
 logger = logging.getLogger(__name__)
 
 
-def llm_for(settings: Settings) -> OllamaLLM | None:
-    if not settings.ollama_host:
+NO_LLM = "no LLM configured (set llm_base_url, or ollama_host for Ollama)"
+
+
+def llm_for(settings: Settings) -> LLM | None:
+    """The dream's LLM from the llm_* settings; Ollama's old ollama_host/ollama_model still
+    work. None when no endpoint is configured."""
+    ollama = settings.llm_provider == "ollama"
+    base = settings.llm_base_url or (settings.ollama_host if ollama else None)
+    if not base:
         return None
-    return OllamaLLM(settings.ollama_host, settings.ollama_model, settings.ollama_timeout)
+    model = settings.llm_model or (settings.ollama_model if ollama else None)
+    if not model:
+        raise ValueError("llm_model is required with llm_provider=openai")
+    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
+    return make_llm(
+        settings.llm_provider,
+        base,
+        model,
+        settings.llm_timeout,
+        key,
+        max_tokens=settings.llm_max_tokens,
+        context=settings.llm_context,
+    )
 
 
 def dream_once(
     tenant: Tenant, settings: Settings, dry_run: bool, options: DreamOptions | None = None
 ) -> str:
-    report = run_cycle(tenant.longterm, llm_for(settings), dry_run=dry_run, options=options)
+    llm = llm_for(settings)
+    report = run_cycle(tenant.longterm, llm, dry_run=dry_run, options=options, no_llm_reason=NO_LLM)
     return render(report)
 
 

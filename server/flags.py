@@ -50,11 +50,32 @@ SETTINGS: dict[str, Meta] = {
     ),
     "keyword_weight": Meta("share of BM25 in hybrid ranking (1 = keywords only, 0 = vectors only)"),
     "ollama_host": Meta(
-        "Ollama for the dream worker's LLM passes (none: they are skipped)",
+        "Ollama: embeddings with `embedder=ollama`, and the dream's LLM when `llm_base_url` is "
+        "unset (no LLM at all: the LLM passes are skipped)",
         ("dream", "doctor", "ui"),
     ),
-    "ollama_model": Meta("the dream worker's model", ("dream", "ui")),
-    "ollama_timeout": Meta("seconds per LLM call"),
+    "ollama_model": Meta("the dream's model on Ollama when `llm_model` is unset", ("dream", "ui")),
+    "ollama_timeout": Meta("seconds per Ollama embedding call"),
+    "llm_provider": Meta(
+        "the dream's LLM API: `ollama`, or `openai` for any OpenAI-compatible endpoint "
+        "(LM Studio, llama.cpp, vLLM, LocalAI, hosted)",
+        ("serve", "dream", "doctor", "ui"),
+        choices=("ollama", "openai"),
+    ),
+    "llm_base_url": Meta(
+        "the LLM endpoint, e.g. `http://127.0.0.1:8081/v1` (ollama: falls back to `ollama_host`)",
+        ("serve", "dream", "doctor", "ui"),
+    ),
+    "llm_model": Meta(
+        "the LLM model (required with `openai`; ollama: falls back to `ollama_model`)",
+        ("serve", "dream", "doctor", "ui"),
+    ),
+    "llm_api_key": Meta(
+        "API key sent as a bearer token; never logged or shown", ("serve", "dream", "doctor", "ui")
+    ),
+    "llm_timeout": Meta("seconds per LLM call (CPU-sized)"),
+    "llm_context": Meta("context window asked of Ollama (`num_ctx`)"),
+    "llm_max_tokens": Meta("output limit per LLM answer (`num_predict` / `max_tokens`)"),
     "dream_every": Meta("dream inside `serve` on a timer, e.g. `12h`", ("serve",)),
 }
 

@@ -65,6 +65,10 @@ def test_every_flag_comes_from_a_setting_and_reaches_it(name: str, tmp_path: Pat
         "ollama_host": "http://127.0.0.1:1",
         "ollama_model": "m",
         "dream_every": "2h",
+        "llm_provider": "openai",
+        "llm_base_url": "http://127.0.0.1:1/v1",
+        "llm_model": "m",
+        "llm_api_key": "sk-not-a-real-key",
     }
     for command in flag_for(name):
         args = [command, *{"dream": ["--once"], "log": ["feedback", "x"]}.get(command, [])]

@@ -7,7 +7,7 @@ import json
 from datetime import timedelta
 from pathlib import Path
 
-from dreamwell.dream import DreamOptions, OllamaLLM, run_cycle
+from dreamwell.dream import DreamOptions, OllamaLLM, directives, feeding, passes, run_cycle
 from dreamwell.stores import CONVERSATION, FEEDBACK, JsonlLog, LongTermStore, MemoryEntry, utcnow
 from tests.fake_ollama import fake_ollama, unreachable_host
 
@@ -62,7 +62,7 @@ def all_ids(store: LongTermStore) -> set[str]:
 
 
 def dream(store: LongTermStore, host: str, timeout: float = 5.0) -> dict[str, str]:
-    report = run_cycle(store, OllamaLLM(host, "fake", timeout), options=QUIET)
+    report = run_cycle(store, OllamaLLM(host, "fake", timeout, backoff=0), options=QUIET)
     return {p.name: f"{p.status} {p.reason}".strip() for p in report.passes}
 
 
@@ -111,12 +111,33 @@ def test_a_merge_that_drops_a_number_or_name_is_rejected(tmp_path: Path) -> None
     assert live_contents(store) == before
 
 
-def test_high_value_entries_are_never_deleted_outright(tmp_path: Path) -> None:
+def test_deletions_need_a_newer_related_successor_and_spare_high_value(tmp_path: Path) -> None:
     store = seeded(tmp_path)
-    with fake_ollama(plan([], [D, C])) as (host, _):
+    deletions = [
+        {"id": D, "supersededBy": B},  # high value: kept
+        {"id": C, "supersededBy": A},  # a flight is not superseded by a standup: refused
+        {"id": C, "supersededBy": ""},  # no successor: refused
+    ]
+    with fake_ollama(json.dumps({"toDelete": deletions, "toSave": []})) as (host, _):
         dream(store, host)
-    assert store.get(D).live  # type: ignore[union-attr]
-    assert not store.get(C).live and C in all_ids(store)  # archived, restorable
+    assert {e.id for e in store.entries()} == {A, B, C, D}
+
+
+def test_a_superseded_entry_is_archived_naming_its_successor(tmp_path: Path) -> None:
+    store = seeded(tmp_path)
+    later = utcnow()
+    store.apply(
+        [
+            MemoryEntry(
+                "e" * 12, "Flight to Lisbon moved to 14 May 2024", "travel", (), later, later, later
+            )
+        ]
+    )
+    answer = json.dumps({"toDelete": [{"id": C, "supersededBy": "e" * 12}], "toSave": []})
+    with fake_ollama(answer) as (host, _):
+        assert dream(store, host)["consolidation"] == "ran"
+    gone = store.get(C)
+    assert gone is not None and not gone.live  # archived, restorable
 
 
 def test_think_preambles_and_snake_case_keys_are_accepted(tmp_path: Path) -> None:
@@ -179,6 +200,9 @@ def test_preferences_follow_the_thresholds_and_flag_sensitive_ones(tmp_path: Pat
     store = LongTermStore(tmp_path)
     log = JsonlLog(tmp_path, CONVERSATION)
     log.append({"session": "s1", "role": "user", "content": "NO bullet points, I said!"})
+    for session in ("s2", "s3"):
+        said = "Please confirm card payments with me first"
+        log.append({"session": session, "role": "user", "content": said})
     answer = json.dumps(
         {
             "preferences": [
@@ -226,3 +250,161 @@ def test_directive_files_replace_the_built_in_prompts(tmp_path: Path) -> None:
         dream(store, host)
     system = script.requests[0]["messages"][0]["content"]
     assert system == "CUSTOM CONSOLIDATION RULES\n\nCUSTOM MEMORY RULES"
+
+
+def test_one_bad_chunk_no_longer_fails_the_pass(tmp_path: Path) -> None:
+    store = seeded(tmp_path)
+    now = utcnow()
+    snapshot = {e.id: e for e in sorted(store.entries(), key=lambda e: e.id, reverse=True)}
+    vectors = {A: [1.0, 0.0, 0.0], B: [0.98, 0.2, 0.0], C: [0.0, 1.0, 0.0], D: [0.0, 0.98, 0.2]}
+    good = plan(
+        [{"content": "Daily standup at 9:30, run by Priya", "sourceIds": [A, B], "tags": []}]
+    )
+    with fake_ollama("{broken", "{still broken", good) as (host, script):
+        llm = OllamaLLM(host, "fake", 5.0, backoff=0)
+        result = passes.consolidation_pass(snapshot, llm, tmp_path, [], now, vectors, None, 2)
+    assert result.status == "ran" and len(script.requests) == 3
+    assert "rejected" in script.requests[1]["messages"][1]["content"]  # the retry quotes it
+    assert any("skipped a chunk of 2 entries" in n for n in result.notes)
+    assert f"id={C}" in script.requests[0]["messages"][1]["content"]  # {C, D} went first
+    assert [c.kind for c in result.changes] == ["merge", "archive", "archive"]
+
+
+def test_the_anti_pattern_pass_has_its_own_system_prompt(tmp_path: Path) -> None:
+    store = LongTermStore(tmp_path)
+    (tmp_path / "anti-patterns.md").write_text("CUSTOM ANTI")
+    corrections = [{"session": "s1", "kind": "Correction", "detail": "Stop using find /"}]
+    answer = json.dumps({"antiPatterns": []})
+    with fake_ollama(answer) as (host, script):
+        llm = OllamaLLM(host, "fake", 5.0)
+        passes.anti_pattern_pass({}, llm, tmp_path, corrections, utcnow())
+    system, user = (m["content"] for m in script.requests[0]["messages"])
+    assert system.startswith("CUSTOM ANTI") and "toDelete" not in system
+    assert "Stop using find /" in user
+    assert store.entries() == []
+
+
+def test_pref_dream_md_replaces_the_preference_prompt_entirely(tmp_path: Path) -> None:
+    (tmp_path / "pref-dream.md").write_text("CUSTOM PREFS")
+    log = [{"session": "s", "role": "user", "content": "no emojis please"}]
+    with fake_ollama(json.dumps({"preferences": []})) as (host, script):
+        passes.preference_pass({}, OllamaLLM(host, "fake", 5.0), tmp_path, log, utcnow())
+    system, user = (m["content"] for m in script.requests[0]["messages"])
+    assert system.startswith("CUSTOM PREFS")
+    assert directives.PREFERENCES[:40] not in system + user
+
+
+def test_the_preference_guard_refuses_what_the_user_never_said(tmp_path: Path) -> None:
+    log = [
+        {"session": "s", "role": "user", "content": "NO emojis in commit messages, ever!"},
+        {"session": "s", "role": "user", "content": "write me a haiku about commits"},
+    ]
+    prefs = [
+        ("<the preference, in the user's own words>", "strong"),
+        ("strong|mild|casual", "strong"),
+        ("Write me a haiku about commits", "strong"),
+        ("No emojis", "strong"),
+        ("Prefers dark mode in the editor", "strong"),
+        ("No emojis in commit messages", "strong"),
+    ]
+    answer = json.dumps(
+        {
+            "preferences": [
+                {"content": c, "sentiment": s, "occurrences": 1, "sensitive": False}
+                for c, s in prefs
+            ]
+        }
+    )
+    with fake_ollama(answer) as (host, _):
+        result = passes.preference_pass({}, OllamaLLM(host, "fake", 5.0), tmp_path, log, utcnow())
+    assert [c.after.content for c in result.changes if c.after] == ["No emojis in commit messages"]
+    assert len(result.notes) == 5
+
+
+def test_the_judge_turns_recalls_and_follow_ups_into_feedback(tmp_path: Path) -> None:
+    store = seeded(tmp_path)
+    snapshot = {e.id: e for e in store.entries()}
+    recalls = [
+        {"ts": "2026-01-01T10:00:00+00:00", "caller": "c1", "ids": [A, C]},
+        {"ts": "2026-01-01T12:00:00+00:00", "caller": "c2", "ids": [D]},  # nothing followed
+    ]
+    conversation = [
+        {
+            "ts": "2026-01-01T10:01:00+00:00",
+            "caller": "c1",
+            "role": "user",
+            "content": "No, the standup moved to 10",
+        },
+        {
+            "ts": "2026-01-01T10:02:00+00:00",
+            "caller": "c9",
+            "role": "user",
+            "content": "other caller",
+        },
+    ]
+    answer = json.dumps(
+        {
+            "judgements": [
+                {"id": A, "verdict": "harmful", "reason": "user said the standup moved to 10"},
+                {"id": C, "verdict": "unclear", "reason": "not mentioned"},
+                {"id": "id", "verdict": "helpful", "reason": "copied placeholder id"},
+            ]
+        }
+    )
+    assert feeding.judge_recalls(None, snapshot, recalls, conversation) == []
+    with fake_ollama(answer) as (host, script):
+        judged = feeding.judge_recalls(
+            OllamaLLM(host, "fake", 5.0), snapshot, recalls, conversation
+        )
+    assert len(script.requests) == 1
+    prompt = script.requests[0]["messages"][1]["content"]
+    assert "standup moved to 10" in prompt and "other caller" not in prompt
+    assert judged == [
+        {
+            "kind": "harmful",
+            "memory_id": A,
+            "session": "c1",
+            "detail": "user said the standup moved to 10",
+            "source": "judge",
+        }
+    ]
+    result = passes.scoring_pass(snapshot, judged, [])
+    assert [c.after.score < 0 for c in result.changes if c.after] == [True]
+
+
+def test_enrich_splits_a_long_note_into_facts_derived_from_it(tmp_path: Path) -> None:
+    now = utcnow()
+    note = MemoryEntry(
+        "n" * 12,
+        "Priya moved to Berlin in May 2025 and she leads the payments team",
+        "people",
+        (),
+        now,
+        now,
+        now,
+    )
+    facts = {
+        "facts": [
+            {
+                "content": "Priya moved to Berlin in May 2025",
+                "category": "people/priya",
+                "tags": ["move"],
+            },
+            {
+                "content": "Priya leads the payments team",
+                "category": "<category/subcategory>",
+                "tags": [],
+            },
+            {"content": "Priya earns 90000 EUR", "category": "people", "tags": []},  # invented
+        ]
+    }
+    with fake_ollama(json.dumps(facts)) as (host, script):
+        derived = feeding.enrich(note, OllamaLLM(host, "fake", 5.0), "RULES", now)
+    assert script.requests[0]["messages"][1]["content"].startswith("RULES")
+    assert [d.content for d in derived] == [
+        "Priya moved to Berlin in May 2025",
+        "Priya leads the payments team",
+    ]
+    assert [d.category for d in derived] == ["people/priya", "people"]
+    assert all(d.metadata == {"derived_from": note.id, "source": "enrich"} for d in derived)
+    assert feeding.covered(note, derived) and not feeding.covered(note, derived[:1])

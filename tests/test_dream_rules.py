@@ -8,15 +8,22 @@ from datetime import datetime, timedelta, timezone
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dreamwell.dream.feeding import covered, mine_corrections
+from dreamwell.dream.grouping import GROUP_PROMPT, neighbour_groups, pack_prompts
+from dreamwell.dream.passes import consolidation_prompts
 from dreamwell.dream.rules import (
     DecayPolicy,
     decay,
     dropped_facts,
+    grounded,
     high_value,
     merge_subject_time,
     merged,
+    placeholder,
     prunable,
     scored,
+    task_request,
+    too_short,
 )
 from dreamwell.stores import MemoryEntry
 
@@ -170,3 +177,96 @@ def test_sources_that_each_carry_their_own_date_or_name_are_distinct_episodes() 
     assert distinct_episodes(same) is None  # one side adds detail: still one fact
     assert unrelated_sources([entry("Priya likes Rust"), entry("The Oslo office closes at 5")])
     assert not unrelated_sources(same)
+
+
+def spread(n: int) -> list[MemoryEntry]:
+    """n unrelated entries, each alone in its own category (so category order spreads them)."""
+    return [
+        entry(f"fact number {i}", id=f"{i:012d}", category=f"c{i:03d}", seen=T0 + timedelta(i))
+        for i in range(n)
+    ]
+
+
+def one_hot(i: int, dims: int = 64, noise: float = 0.0) -> list[float]:
+    v = [0.0] * dims
+    v[i % dims] = 1.0
+    v[(i + 1) % dims] = noise
+    return v
+
+
+def test_neighbour_groups_bring_duplicates_from_far_categories_and_chunks_together() -> None:
+    entries = spread(50)
+    vectors = {e.id: one_hot(i) for i, e in enumerate(entries)}
+    first, last = entries[0], entries[49]  # categories c000 and c049: chunks 1 and 2 of 40
+    vectors[last.id] = one_hot(0, noise=0.3)  # cosine 0.96 with `first`
+    vectors[entries[45].id] = one_hot(0, noise=-0.9)  # cosine 0.74: same group
+    by_category = consolidation_prompts(entries, None)
+    assert not any({first.id, last.id} <= {e.id for e in p} for p in by_category)
+    prompts = consolidation_prompts(entries, vectors)
+    [group] = [p for p in prompts if first in p]
+    assert {e.id for e in group} == {first.id, last.id, entries[45].id}
+    assert all(len(p) <= GROUP_PROMPT for p in prompts)
+
+
+def test_entries_without_a_vector_still_get_prompts_and_loners_are_left_out() -> None:
+    entries = spread(5)
+    vectors = {e.id: one_hot(i) for i, e in enumerate(entries[:3])}  # all unrelated
+    prompts = consolidation_prompts(entries, vectors)
+    assert [sorted(e.id for e in p) for p in prompts] == [[entries[3].id, entries[4].id]]
+
+
+def test_large_groups_are_cut_and_small_ones_packed_within_the_bound() -> None:
+    entries = spread(40)
+    vectors = {e.id: one_hot(0, noise=0.01 * i) for i, e in enumerate(entries[:35])}
+    vectors |= {e.id: one_hot(10, noise=0.01 * i) for i, e in enumerate(entries[35:])}
+    groups = neighbour_groups(entries, vectors)
+    assert sorted(len(g) for g in groups) == [5, 35]
+    prompts = pack_prompts(groups, 16)
+    assert sorted(len(p) for p in prompts) == [8, 16, 16]  # 16+16+3 of one, 5 of the other
+    assert sum(len(p) for p in prompts) == 40 and max(len(p) for p in prompts) <= 16
+
+
+def test_guards_catch_placeholders_task_requests_short_and_ungrounded_text() -> None:
+    for text in ("id", "...", "strong|mild|casual", "<the preference>", "  ", "content"):
+        assert placeholder(text), text
+    assert not placeholder("Prefers answers without bullet points")
+    assert task_request("Write me a poem about spring") and task_request("Can you fix it?")
+    assert not task_request("Prefers prose to bullet points")
+    assert too_short("Likes it") and not too_short("Prefers metric units always")
+    said = "no bullet points please, I hate bullet points"
+    assert grounded("Prefers prose to bullet points", said)
+    assert not grounded("Prefers dark mode in editors", said)
+
+
+def test_corrections_are_mined_from_user_turns_only() -> None:
+    log = [
+        {"caller": "c1", "role": "user", "content": "No, don't use find / for that", "ts": "t"},
+        {"caller": "c1", "role": "user", "content": "I told you to use ripgrep"},
+        {"caller": "c1", "role": "assistant", "content": "No problem, I will stop"},
+        {"caller": "c2", "role": "user", "content": "Nothing to fix, thanks"},
+        {"caller": "c2", "role": "user", "content": "What is the notation for this?"},
+    ]
+    mined = mine_corrections(log)
+    assert [m["detail"] for m in mined] == [
+        "No, don't use find / for that",
+        "I told you to use ripgrep",
+    ]
+    assert mined[0] == {
+        "session": "c1",
+        "kind": "Correction",
+        "detail": "No, don't use find / for that",
+        "ts": "t",
+        "source": "conversation",
+    }
+
+
+def test_coverage_keeps_an_original_whose_facts_are_not_all_carried() -> None:
+    original = entry("Priya moved to Berlin in May 2025 and leads the payments team")
+    full = [
+        entry("Priya moved to Berlin in May 2025"),
+        entry("Priya leads the payments team"),
+    ]
+    assert covered(original, full)
+    assert not covered(original, full[:1])  # the team is lost
+    assert not covered(original, [entry("Priya moved to Berlin; leads the payments team")])
+    assert not covered(original, [])

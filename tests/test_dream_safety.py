@@ -50,7 +50,7 @@ class ScriptedLLM:
     def check(self) -> None:
         pass
 
-    def ask(self, system: str, prompt: str, schema: dict[str, Any], **_: Any) -> str:
+    def ask(self, system: str, prompt: str, schema: dict[str, Any], *_: Any, **__: Any) -> str:
         self.asked += 1
         if self.asked == 1:
             self.during()
@@ -182,7 +182,12 @@ def test_a_cycle_killed_mid_way_is_undone_to_the_exact_store(tmp_path: Path) -> 
     before = everything(data)
     slow = (120.0, "{}")  # the LLM never answers in time: the cycle sits in consolidation
     with fake_ollama(slow) as (host, _script):
-        env = {**os.environ, "DREAMWELL_OLLAMA_HOST": host, "DREAMWELL_LOG_LEVEL": "ERROR"}
+        env = {
+            **os.environ,
+            "DREAMWELL_OLLAMA_HOST": host,
+            "DREAMWELL_OLLAMA_MODEL": "fake",
+            "DREAMWELL_LOG_LEVEL": "ERROR",
+        }
         dreamer = subprocess.Popen(
             [sys.executable, "-m", "dreamwell.server", "dream", "--once", "--data-dir", str(data)],
             env=env,

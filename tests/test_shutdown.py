@@ -97,7 +97,7 @@ def test_serve_stops_promptly_and_cleanly(tmp_path: Path, how: str) -> None:
 @pytest.mark.parametrize("how", ["eof", "sigterm"])
 def test_serve_stops_promptly_while_a_dream_waits_for_its_llm(tmp_path: Path, how: str) -> None:
     with fake_ollama((120.0, "{}")) as (host, script):
-        proc = start(tmp_path, {"DREAMWELL_OLLAMA_HOST": host})
+        proc = start(tmp_path, {"DREAMWELL_OLLAMA_HOST": host, "DREAMWELL_OLLAMA_MODEL": "fake"})
         assert proc.stdin is not None and proc.stdout is not None
         save = {"name": "save_memory", "arguments": {"content": "a second memory to consolidate"}}
         send(proc.stdin, {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": save})
