@@ -25,8 +25,8 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from dreamwell.dream import passes
-from dreamwell.dream.llm import LLM, LLMError
+from dreamwell.dream import feeding, passes
+from dreamwell.dream.llm import LLM, LLMCancelled, LLMError
 from dreamwell.dream.report import Change, PassResult, Report, load_report, save_report
 from dreamwell.dream.rules import DecayPolicy
 from dreamwell.stores import (
@@ -144,9 +144,12 @@ def commit(
 
 @dataclass
 class Inputs:
+    """What feeds the passes (README "What feeds each pass"): the feedback and recall logs,
+    and the conversation log the `recall` prompt records user turns into."""
+
     feedback: list[dict[str, Any]]
     recalls: list[dict[str, Any]]
-    conversation_log: JsonlLog
+    conversation: list[dict[str, Any]]
 
 
 def _take(log: JsonlLog, dry_run: bool) -> list[dict[str, Any]]:
@@ -186,7 +189,7 @@ def run_cycle(
         inputs = Inputs(
             _take(JsonlLog(data, FEEDBACK), dry_run),
             _take(JsonlLog(data, RECALL), dry_run),
-            JsonlLog(data, CONVERSATION),
+            _take(JsonlLog(data, CONVERSATION), dry_run),  # cleared whatever the passes do
         )
         try:
             _run_passes(store, llm, no_llm_reason, inputs, report, options, now)
@@ -209,14 +212,26 @@ def _run_passes(
 ) -> None:
     snapshot = {e.id: e for e in store.entries(include_archived=True)}
     data = store.data_dir
-    corrections = [f for f in inputs.feedback if str(f.get("kind", "")).lower() == "correction"]
+    said = feeding.mine_corrections(inputs.conversation) if llm is not None else []
+    logged = [f for f in inputs.feedback if str(f.get("kind", "")).lower() == "correction"]
+    corrections = logged + said
+    vectors = store.vectors(store.embedder.name) if store.embedder is not None else None
+    cancel = options.cancel
 
     def the_llm() -> LLM:  # only called for passes that run with an LLM
         assert llm is not None
         return llm
 
-    def conversation() -> list[dict[str, Any]]:  # cleared whatever the pass does
-        return _take(inputs.conversation_log, report.dry_run)
+    def judged() -> list[dict[str, Any]]:
+        """helpful/harmful verdicts on what callers were shown, from the user turns that
+        followed (LLM as judge); none without an LLM: scores are left alone."""
+        notes: list[str] = []
+        verdicts = feeding.judge_recalls(
+            llm, snapshot, inputs.recalls, inputs.conversation, cancel=cancel, notes=notes
+        )
+        for note in notes:
+            logger.info("judge: %s", note)
+        return verdicts
 
     steps: list[tuple[str, bool, Callable[[], PassResult]]] = [
         ("decay", False, lambda: passes.decay_pass(snapshot, now, options.decay)),
@@ -224,26 +239,34 @@ def _run_passes(
         (
             "consolidation",
             True,
-            lambda: passes.consolidation_pass(snapshot, the_llm(), data, inputs.feedback, now),
+            lambda: passes.consolidation_pass(
+                snapshot, the_llm(), data, inputs.feedback, now, vectors=vectors, cancel=cancel
+            ),
         ),
         (
             "anti-patterns",
             True,
-            lambda: passes.anti_pattern_pass(snapshot, the_llm(), data, corrections, now),
+            lambda: passes.anti_pattern_pass(
+                snapshot, the_llm(), data, corrections, now, cancel=cancel
+            ),
         ),
         (
             "preferences",
             True,
-            lambda: passes.preference_pass(snapshot, the_llm(), data, conversation(), now),
+            lambda: passes.preference_pass(
+                snapshot, the_llm(), data, inputs.conversation, now, cancel=cancel
+            ),
         ),
-        ("scoring", False, lambda: passes.scoring_pass(snapshot, inputs.feedback, inputs.recalls)),
+        (
+            "scoring",
+            False,
+            lambda: passes.scoring_pass(snapshot, inputs.feedback + judged(), inputs.recalls),
+        ),
         ("pruning", False, lambda: passes.pruning_pass(snapshot, now)),
     ]
     for name, needs_llm, step in steps:
         _check(options)
         if needs_llm and llm is None:
-            if name == "preferences":
-                conversation()
             report.passes.append(PassResult(name, "skipped", f"no LLM: {no_llm_reason}"))
             continue
         result = PassResult(name)
@@ -256,18 +279,18 @@ def _run_passes(
                 result.changes = planned.changes
             elif planned.changes:
                 commit(store, result, planned.changes, options, lambda: save_report(data, report))
-        except DreamCancelled:
+        except (DreamCancelled, LLMCancelled) as exc:
             result.status, result.reason = "partial", "cancelled"
-            raise
+            raise DreamCancelled("the dream cycle was cancelled") from exc
         except Exception as exc:  # a failing pass is reported; the others still run
             logger.exception("dream pass %s failed", name)
             result.status = "partial" if result.changes else "failed"
             result.reason = f"{type(exc).__name__}: {exc}"
         _refresh(snapshot, store, result)
     mined = any(p.name == "anti-patterns" and p.status == "ran" for p in report.passes)
-    if corrections and not mined and not report.dry_run:  # keep them for a cycle with an LLM
+    if logged and not mined and not report.dry_run:  # keep them for a cycle with an LLM
         feedback_log = JsonlLog(data, FEEDBACK)
-        for record in corrections:
+        for record in logged:
             feedback_log.append(record)
     report.passes.append(_maintenance(store, report.dry_run))
 

@@ -72,7 +72,11 @@ def _own_arguments(name: str, parser: argparse.ArgumentParser) -> None:
         what.add_argument("--report", nargs="?", const="", metavar="RUN", help="print a report")
         what.add_argument("--undo", metavar="RUN", help="revert a cycle")
         parser.add_argument("--dry-run", action="store_true", help="with --once: plan only")
+        parser.add_argument(
+            "--tenant", help="one tenant (default: --once/--every dream the root and every tenant)"
+        )
     elif name == "log":
+        parser.add_argument("--tenant", help="a tenant's log instead of the default")
         parser.add_argument("log", choices=["conversation", "feedback"])
         parser.add_argument("text")
         parser.add_argument("--session", default="cli")
@@ -179,7 +183,7 @@ def cmd_log(settings: Settings, args: argparse.Namespace) -> int:
         | ({"memory_id": args.memory_id} if args.memory_id else {})
     )
     name = CONVERSATION if args.log == "conversation" else FEEDBACK
-    JsonlLog(settings.data_dir, name).append(record)
+    JsonlLog(tenant_dir(settings, args.tenant), name).append(record)
     return 0
 
 

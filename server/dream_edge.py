@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from typing import Annotated
+from typing import IO, Annotated
 
 import anyio
 import anyio.to_thread
@@ -16,12 +16,12 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 from pydantic import Field
 
-from dreamwell.dream import LLM, DreamBusy, DreamOptions, render, run_cycle, undo
+from dreamwell.dream import LLM, DreamBusy, DreamCancelled, DreamOptions, render, run_cycle, undo
 from dreamwell.dream.llm import make_llm
 from dreamwell.dream.report import list_reports, load_report
 from dreamwell.server.config import Settings, parse_every
 from dreamwell.server.runtime import CURRENT_REQUEST, Runtime, Tenant
-from dreamwell.stores import StoreError
+from dreamwell.stores import DataDir, StoreError, check_tenant
 
 logger = logging.getLogger(__name__)
 
@@ -72,10 +72,8 @@ def register_dream(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
         tenant = await _caller_tenant(runtime)
         dry = apply.strip().lower() not in ("yes", "y", "true")
         try:  # the caller asked for it: no waiting for quiet
-            return await anyio.to_thread.run_sync(
-                dream_once, tenant, runtime.settings, dry, DreamOptions(quiet_seconds=0)
-            )
-        except (DreamBusy, StoreError) as exc:
+            return await dream_in_thread(tenant, runtime.settings, dry, quiet_seconds=0)
+        except (DreamBusy, DreamCancelled, StoreError) as exc:
             raise MCPError(INVALID_PARAMS, str(exc)) from exc
 
     @mcp.resource("dream://reports", description="Dream cycles run on this memory, newest first")
@@ -104,27 +102,53 @@ async def _caller_tenant(runtime: Runtime) -> Tenant:
         raise MCPError(INVALID_PARAMS, str(exc)) from exc
 
 
+async def dream_in_thread(
+    tenant: Tenant, settings: Settings, dry_run: bool, quiet_seconds: float = 30.0
+) -> str:
+    """One cycle off the event loop. Cancelling this (the server stops) tells the cycle to
+    stop between steps and interrupts its LLM call."""
+    options = DreamOptions(quiet_seconds=quiet_seconds)
+    try:
+        return await anyio.to_thread.run_sync(
+            dream_once, tenant, settings, dry_run, options, abandon_on_cancel=True
+        )
+    finally:
+        options.cancel.set()
+
+
+def tenant_names(runtime: Runtime, only: str | None = None) -> list[str]:
+    """The root store and every tenant under it, or just `only`."""
+    if only is not None:
+        return [check_tenant(only) if only else ""]
+    return ["", *DataDir(runtime.settings.data_dir).tenants()]
+
+
 async def dream_forever(runtime: Runtime, period: float | None = None) -> None:
-    """`dream_every` inside `serve`: one cycle per interval on every open tenant."""
+    """`dream_every` inside `serve`: one cycle per interval on the root store and on every
+    tenant, each under its own lock, each with its own report."""
     period = period or parse_every(runtime.settings.dream_every or "")
     while True:
         await anyio.sleep(period)
-        for tenant in runtime.opened():
+        for name in tenant_names(runtime):
             try:
-                text = await anyio.to_thread.run_sync(dream_once, tenant, runtime.settings, False)
-                logger.info("%s", text)
-            except DreamBusy as exc:
-                logger.info("dream skipped: %s", exc)
+                tenant = await runtime.tenant(name)
+                logger.info("%s", await dream_in_thread(tenant, runtime.settings, False))
+            except (DreamBusy, StoreError) as exc:
+                logger.info("dream of %s skipped: %s", name or "the root store", exc)
             except Exception:  # the server outlives a failed cycle
-                logger.exception("dream cycle failed")
+                logger.exception("dream cycle of %s failed", name or "the root store")
 
 
 def run_dream_command(args: argparse.Namespace, settings: Settings) -> int:
-    """`dreamwell dream`: --once [--dry-run], --every, --report [RUN], --undo RUN."""
+    """`dreamwell dream`: --once [--dry-run], --every, --report [RUN], --undo RUN; on one
+    --tenant, or (--once, --every) on the root store and every tenant."""
     runtime = Runtime(settings)
-    tenant = runtime.open_tenant("")
     out = sys.stdout
     try:
+        names = tenant_names(runtime, args.tenant if args.tenant is not None else None)
+        if args.once or args.every:
+            return _dream_all(runtime, names, args, out)
+        tenant = runtime.open_tenant(names[0] if args.tenant else "")
         if args.report is not None:
             runs = list_reports(tenant.data_dir)
             run = args.report or (runs[0] if runs else "")
@@ -132,20 +156,30 @@ def run_dream_command(args: argparse.Namespace, settings: Settings) -> int:
                 (render(load_report(tenant.data_dir, run)) if run else "No dream cycles yet.")
                 + "\n"
             )
-        elif args.undo:
-            out.write(render(undo(tenant.longterm, args.undo)) + "\n")
-        elif args.once:
-            out.write(dream_once(tenant, settings, args.dry_run) + "\n")
         else:
-            period = parse_every(args.every)
-            while True:
-                try:
-                    out.write(dream_once(tenant, settings, False) + "\n")
-                except DreamBusy as exc:
-                    sys.stderr.write(f"dreamwell: {exc}\n")
-                out.flush()
-                anyio.run(anyio.sleep, period)
-    except (KeyError, ValueError, DreamBusy) as exc:
+            out.write(render(undo(tenant.longterm, args.undo)) + "\n")
+    except (KeyError, ValueError, DreamBusy, StoreError) as exc:
         sys.stderr.write(f"dreamwell: {exc.args[0] if exc.args else exc}\n")
         return 1
     return 0
+
+
+def _dream_all(runtime: Runtime, names: list[str], args: argparse.Namespace, out: IO[str]) -> int:
+    """--once: one cycle per store; --every: that, every interval, for ever. A store whose
+    cycle is busy or fails is reported and the others still dream."""
+    period = parse_every(args.every) if args.every else None
+    failed = 0
+    while True:
+        for name in names:
+            label = f"tenant {name}" if name else "root store"
+            try:
+                tenant = runtime.open_tenant(name)
+                text = dream_once(tenant, runtime.settings, bool(args.dry_run))
+                out.write((f"[{label}] " if len(names) > 1 else "") + text + "\n")
+            except (DreamBusy, StoreError, ValueError) as exc:
+                failed += 1
+                sys.stderr.write(f"dreamwell: {label}: {exc}\n")
+            out.flush()
+        if period is None:
+            return 1 if failed else 0
+        anyio.run(anyio.sleep, period)

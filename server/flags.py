@@ -76,6 +76,11 @@ SETTINGS: dict[str, Meta] = {
     "llm_timeout": Meta("seconds per LLM call (CPU-sized)"),
     "llm_context": Meta("context window asked of Ollama (`num_ctx`)"),
     "llm_max_tokens": Meta("output limit per LLM answer (`num_predict` / `max_tokens`)"),
+    "record_conversation": Meta(
+        "record the user messages the `recall` prompt receives (per caller, newest ~4 MiB) as "
+        "the conversation log the dream reads; `false` turns it off",
+        switch=True,
+    ),
     "dream_every": Meta("dream inside `serve` on a timer, e.g. `12h`", ("serve",)),
 }
 

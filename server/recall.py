@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Annotated
@@ -15,7 +16,18 @@ from pydantic import Field
 from dreamwell.server.render import duration
 from dreamwell.server.runtime import Runtime, Tenant
 from dreamwell.server.tools import valid_unicode
-from dreamwell.stores import MemoryEntry, StoreError, WorkingEntry, fold_text, utcnow
+from dreamwell.stores import (
+    CONVERSATION,
+    CONVERSATION_MAX_BYTES,
+    JsonlLog,
+    MemoryEntry,
+    StoreError,
+    WorkingEntry,
+    fold_text,
+    utcnow,
+)
+
+logger = logging.getLogger(__name__)
 
 RECALLED = "Recalled from long-term memory (relevant to this message):"
 OWN = (
@@ -117,6 +129,19 @@ def build_block(
     return block or "Nothing recalled: long-term and working memory have nothing for this yet."
 
 
+def record_turn(tenant: Tenant, namespace: str, message: str) -> None:
+    """The user's message, per caller and timestamped, into the conversation log that the
+    dream's preference, correction and judging passes read (bounded in size). A failure to
+    record never fails the prompt."""
+    if not message.strip():
+        return
+    log = JsonlLog(tenant.data_dir, CONVERSATION, max_bytes=CONVERSATION_MAX_BYTES)
+    try:
+        log.append({"session": namespace, "role": "user", "content": message, "via": "recall"})
+    except StoreError as exc:
+        logger.warning("could not record the conversation turn: %s", exc)
+
+
 def register_recall(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
     injected = Injected()
 
@@ -150,6 +175,8 @@ def register_recall(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
             block = await anyio.to_thread.run_sync(
                 build_block, tenant, namespace, message, injected, (tenant_name, namespace), budget
             )
+            if runtime.settings.record_conversation:
+                await anyio.to_thread.run_sync(record_turn, tenant, namespace, message)
             return valid_unicode(block)
         except StoreError as exc:
             raise MCPError(INVALID_PARAMS, str(exc)) from exc

@@ -10,7 +10,13 @@ from dreamwell.stores.errors import (
     WriteFailed,
 )
 from dreamwell.stores.layout import DataDir, check_tenant
-from dreamwell.stores.logs import CONVERSATION, FEEDBACK, RECALL, JsonlLog
+from dreamwell.stores.logs import (
+    CONVERSATION,
+    CONVERSATION_MAX_BYTES,
+    FEEDBACK,
+    RECALL,
+    JsonlLog,
+)
 from dreamwell.stores.longterm import (
     ANY,
     CHECKPOINT_SECONDS,
@@ -41,6 +47,7 @@ __all__ = [
     "ANY",
     "CHECKPOINT_SECONDS",
     "CONVERSATION",
+    "CONVERSATION_MAX_BYTES",
     "FEEDBACK",
     "MAX_CONTENT_CHARS",
     "MAX_QUERY_CHARS",

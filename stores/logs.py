@@ -27,6 +27,7 @@ from filelock import FileLock, Timeout
 from dreamwell.stores.damaged import keep_aside
 from dreamwell.stores.errors import InvalidInput, StoreBusy, WriteFailed
 from dreamwell.stores.model import utcnow
+from dreamwell.stores.state import write_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -36,9 +37,20 @@ RECALL = "recall.jsonl"
 MAX_LINE = 64 * 1024
 
 
+CONVERSATION_MAX_BYTES = 4 * 1024 * 1024  # the recorded conversation keeps its newest ~4 MiB
+
+
 class JsonlLog:
-    def __init__(self, data_dir: Path, name: str, lock_timeout: float = 15.0) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        name: str,
+        lock_timeout: float = 15.0,
+        max_bytes: int | None = None,
+    ) -> None:
+        """`max_bytes` bounds the log: past it, the oldest half of the lines is dropped."""
         self.path = data_dir / name
+        self.max_bytes = max_bytes
         self._lock = FileLock(str(data_dir / f".{name}.lock"), timeout=lock_timeout)
 
     @contextmanager
@@ -73,13 +85,22 @@ class JsonlLog:
                 fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
                 try:
                     os.write(fd, data)
+                    size = os.fstat(fd).st_size
                 finally:
                     os.close(fd)
+                if self.max_bytes is not None and size > self.max_bytes:
+                    self._trim()
             except OSError as exc:
                 raise WriteFailed(
                     f"the log {self.path} could not be written ({exc.strerror or exc}); check "
                     "the data directory's free space and permissions."
                 ) from exc
+
+    def _trim(self) -> None:
+        """Keep the newest half of the lines (caller holds the lock)."""
+        lines = self.path.read_bytes().splitlines(keepends=True)
+        kept = lines[len(lines) // 2 :]
+        write_atomic(self.path, b"".join(kept).decode("utf-8", "replace"))
 
     def _scan(self) -> tuple[list[dict[str, Any]], int]:
         """(well-formed records, number of lines that are not)."""
