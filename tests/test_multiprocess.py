@@ -56,9 +56,15 @@ def _rpc(proc: subprocess.Popen[bytes], message: dict[str, object]) -> None:
     proc.stdin.flush()
 
 
-def test_a_server_killed_mid_write_keeps_every_acknowledged_write(tmp_path: Path) -> None:
+@pytest.mark.parametrize("round_", range(5))
+def test_a_server_killed_during_1000_pipelined_saves_keeps_every_acknowledged_one(
+    tmp_path: Path, round_: int
+) -> None:
+    """kill -9 lands while hundreds of saves are in flight: every acknowledged save is
+    present exactly once and searchable by its own token after a restart, and the
+    unacknowledged ones are present at most once."""
     data = tmp_path / "data"
-    acked: list[str] = []
+    acked: dict[str, str] = {}  # id -> its unique token
     with subprocess.Popen(
         [sys.executable, "-m", "dreamwell.server", "serve", "--data-dir", str(data)],
         stdin=subprocess.PIPE,
@@ -82,7 +88,7 @@ def test_a_server_killed_mid_write_keeps_every_acknowledged_write(tmp_path: Path
         assert proc.stdout is not None
         assert b'"id":0' in proc.stdout.readline()
         _rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
-        for i in range(1, 150):  # pipelined: many writes are in flight when the kill lands
+        for i in range(1, 1001):  # pipelined: many writes are in flight when the kill lands
             _rpc(
                 proc,
                 {
@@ -91,21 +97,26 @@ def test_a_server_killed_mid_write_keeps_every_acknowledged_write(tmp_path: Path
                     "method": "tools/call",
                     "params": {
                         "name": "save_memory",
-                        "arguments": {"content": f"durable fact {i}"},
+                        "arguments": {"content": f"durable fact tok{round_}x{i}z"},
                     },
                 },
             )
-        while len(acked) < 60:
-            line = proc.stdout.readline()
-            match = re.search(r"Saved memory \[([0-9a-f]{12})\]", line.decode())
+        stop_after = 150 + 150 * round_  # kill at a different point each round
+        while len(acked) < stop_after:
+            reply = json.loads(proc.stdout.readline())
+            text = reply.get("result", {}).get("content", [{}])[0].get("text", "")
+            match = re.search(r"Saved memory \[([0-9a-f]{12})\]", text)
             if match:
-                acked.append(match.group(1))
+                acked[match.group(1)] = f"tok{round_}x{reply['id']}z"
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
     store = LongTermStore(data)
-    ids = {e.id for e in store.entries()}
-    assert set(acked) <= ids
-    for entry in store.entries():
-        assert entry.id in [h.entry.id for h in store.search(entry.content)]
+    entries = store.entries()
+    contents = [e.content for e in entries]
+    assert len(contents) == len(set(contents)), "a save is present twice"
+    ids = {e.id for e in entries}
+    assert set(acked) <= ids, f"lost {len(set(acked) - ids)} acknowledged saves"
+    for entry_id, token in acked.items():
+        assert [h.entry.id for h in store.search(token)] == [entry_id]
     store.save("after the crash")
     assert [h.entry.content for h in store.search("crash")] == ["after the crash"]
