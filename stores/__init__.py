@@ -1,6 +1,13 @@
 """Storage layer of dreamwell: long-term memory (LanceDB + Tantivy) and working memory."""
 
-from dreamwell.stores.embedding import Embedder, EmbedderError, OllamaEmbedder, OnnxMiniLM
+from dreamwell.stores.embedding import (
+    CrossEncoderReranker,
+    Embedder,
+    EmbedderError,
+    OllamaEmbedder,
+    OnnxE5,
+    OnnxMiniLM,
+)
 from dreamwell.stores.errors import InvalidInput, NotFound, StoreBusy, StoreError
 from dreamwell.stores.logs import CONVERSATION, FEEDBACK, RECALL, JsonlLog
 from dreamwell.stores.longterm import Hit, LongTermStore, SaveResult
@@ -29,6 +36,7 @@ __all__ = [
     "MAX_QUERY_CHARS",
     "RECALL",
     "TOP_SEGMENTS",
+    "CrossEncoderReranker",
     "Embedder",
     "EmbedderError",
     "Hit",
@@ -38,6 +46,7 @@ __all__ = [
     "MemoryEntry",
     "NotFound",
     "OllamaEmbedder",
+    "OnnxE5",
     "OnnxMiniLM",
     "SaveOutcome",
     "SaveResult",
