@@ -94,6 +94,9 @@ class HashEmbedder:
             out.append([x / norm for x in v])
         return out
 
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed([text])[0]
+
 
 def test_a_failing_embedder_never_blocks_a_save_and_backfill_catches_up(tmp_path: Path) -> None:
     fake = HashEmbedder(broken=True)
