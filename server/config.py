@@ -46,11 +46,15 @@ class Settings(BaseSettings):
     wm_max_per_namespace: int = Field(default=50, ge=1, le=10_000)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
     # recall
-    embedder: Literal["minilm", "ollama", "none"] = "minilm"
+    embedder: Literal["e5", "minilm", "ollama", "none"] = "e5"
     ollama_embed_model: str = "nomic-embed-text"
     min_similarity: float | None = Field(default=None, ge=-1.0, le=1.0)
-    # share of keywords in hybrid ranking: 1 = BM25 only, 0 = vectors only (for measuring)
-    keyword_weight: float = Field(default=0.6, ge=0.0, le=1.0)
+    # share of keywords in hybrid ranking: 1 = BM25 only, 0 = vectors only (for measuring);
+    # None = tuned per embedder
+    keyword_weight: float | None = Field(default=None, ge=0.0, le=1.0)
+    # deep search: re-order the top `rerank_depth` hits with the cross-encoder (~20 ms each)
+    rerank: bool = False
+    rerank_depth: int = Field(default=20, ge=2, le=100)
     # the LLM behind the dream worker (and Ollama embeddings); no host = no LLM
     ollama_host: str | None = None
     ollama_model: str = "llama3.2"

@@ -16,10 +16,12 @@ import anyio.to_thread
 from dreamwell.server.config import Settings
 from dreamwell.stores import (
     RECALL,
+    CrossEncoderReranker,
     Embedder,
     JsonlLog,
     LongTermStore,
     OllamaEmbedder,
+    OnnxE5,
     OnnxMiniLM,
     WorkingMemory,
     check_own_namespace,
@@ -34,9 +36,13 @@ _ACTIVITY_EVERY = 5.0
 # The transport request of the MCP request being handled (set by the server's middleware), for
 # handlers the SDK gives no Context, such as static resources.
 CURRENT_REQUEST: ContextVar[Any] = ContextVar("dreamwell_request", default=None)
-# Cosine below this is ignored in hybrid ranking (SPEC §4), per embedder; tuned on the
-# LoCoMo dev split for MiniLM (tests/bench/tune_hybrid.py), the seed's 0.5 for nomic.
-MIN_SIMILARITY = {"minilm": 0.2, "ollama": 0.5}
+# Cosine below this is ignored in hybrid ranking (SPEC §4), and the share of BM25 in it, per
+# embedder; tuned on the LoCoMo dev split for e5 and MiniLM (tests/bench/tune_hybrid.py), the
+# seed's 0.5 for nomic.
+MIN_SIMILARITY = {"e5": 0.75, "minilm": 0.2, "ollama": 0.5}
+KEYWORD_WEIGHT = {"e5": 0.4, "minilm": 0.6, "ollama": 0.6}
+# Embedders that run in process, fast enough to embed on save.
+EMBEDDED = ("e5", "minilm")
 
 
 @dataclass(frozen=True)
@@ -55,9 +61,13 @@ class Runtime:
         self._opening: anyio.Lock | None = None
         self._last_touch = 0.0
         self.embedder = self._embedder()
+        # Deep search (opt-in): loads its model on first use.
+        self.reranker = CrossEncoderReranker() if settings.rerank else None
 
     def _embedder(self) -> Embedder | None:
         s = self.settings
+        if s.embedder == "e5":
+            return OnnxE5()
         if s.embedder == "minilm":
             return OnnxMiniLM()
         if s.embedder == "ollama":
@@ -79,8 +89,12 @@ class Runtime:
             LongTermStore(
                 data_dir,
                 embedder=self.embedder,
-                embed_on_save=self.settings.embedder == "minilm",
-                keyword_weight=self.settings.keyword_weight,
+                embed_on_save=self.settings.embedder in EMBEDDED,
+                keyword_weight=(
+                    self.settings.keyword_weight
+                    if self.settings.keyword_weight is not None
+                    else KEYWORD_WEIGHT.get(self.settings.embedder, 1.0)
+                ),
                 min_similarity=(
                     self.settings.min_similarity
                     if self.settings.min_similarity is not None
