@@ -62,11 +62,15 @@ class Settings(BaseSettings):
     wm_max_per_namespace: int = _setting("wm_max_per_namespace", 50, ge=1, le=10_000)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = _setting("log_level", "WARNING")
     # recall
-    embedder: Literal["minilm", "ollama", "none"] = _setting("embedder", "minilm")
+    embedder: Literal["e5", "minilm", "ollama", "none"] = _setting("embedder", "e5")
     ollama_embed_model: str = _setting("ollama_embed_model", "nomic-embed-text")
     min_similarity: float | None = _setting("min_similarity", None, ge=-1.0, le=1.0)
-    # share of keywords in hybrid ranking: 1 = BM25 only, 0 = vectors only (for measuring)
-    keyword_weight: float = _setting("keyword_weight", 0.6, ge=0.0, le=1.0)
+    # share of keywords in hybrid ranking: 1 = BM25 only, 0 = vectors only (for measuring);
+    # None = tuned per embedder
+    keyword_weight: float | None = _setting("keyword_weight", None, ge=0.0, le=1.0)
+    # deep search: re-order the top `rerank_depth` hits with the cross-encoder (~20 ms each)
+    rerank: bool = _setting("rerank", False)
+    rerank_depth: int = _setting("rerank_depth", 20, ge=2, le=100)
     # Ollama: embeddings, and the dream's LLM when llm_base_url is unset; no host = no LLM
     ollama_host: str | None = _setting("ollama_host")
     ollama_model: str = _setting("ollama_model", "llama3.2")

@@ -39,16 +39,25 @@ SETTINGS: dict[str, Meta] = {
         choices=("DEBUG", "INFO", "WARNING", "ERROR"),
     ),
     "embedder": Meta(
-        "`minilm` (embedded), `ollama` or `none` (BM25 only)",
+        "`e5` (embedded e5-small-v2, the default), `minilm` (embedded), `ollama` or `none` "
+        "(BM25 only); switching re-embeds in the background",
         ("serve", "stats", "doctor"),
-        choices=("minilm", "ollama", "none"),
+        choices=("e5", "minilm", "ollama", "none"),
     ),
     "ollama_embed_model": Meta("embedding model when `embedder=ollama`"),
     "min_similarity": Meta(
         "cosine below this is ignored in hybrid ranking",
-        shown="per embedder (MiniLM 0.2, Ollama 0.5)",
+        shown="per embedder (e5 0.7, MiniLM 0.2, Ollama 0.5)",
     ),
-    "keyword_weight": Meta("share of BM25 in hybrid ranking (1 = keywords only, 0 = vectors only)"),
+    "keyword_weight": Meta(
+        "share of BM25 in hybrid ranking (1 = keywords only, 0 = vectors only)",
+        shown="per embedder (e5 0.4, MiniLM 0.6, Ollama 0.6)",
+    ),
+    "rerank": Meta(
+        "deep search: re-order the top hits with the embedded cross-encoder (~130 ms a search)",
+        switch=True,
+    ),
+    "rerank_depth": Meta("how many top hits the reranker re-orders"),
     "ollama_host": Meta(
         "Ollama: embeddings with `embedder=ollama`, and the dream's LLM when `llm_base_url` is "
         "unset (no LLM at all: the LLM passes are skipped)",

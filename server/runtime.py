@@ -17,10 +17,12 @@ import anyio.to_thread
 from dreamwell.server.config import Settings
 from dreamwell.stores import (
     RECALL,
+    CrossEncoderReranker,
     Embedder,
     JsonlLog,
     LongTermStore,
     OllamaEmbedder,
+    OnnxE5,
     OnnxMiniLM,
     StoreError,
     StoreUnavailable,
@@ -37,9 +39,12 @@ _ACTIVITY_EVERY = 5.0
 # The transport request of the MCP request being handled (set by the server's middleware), for
 # handlers the SDK gives no Context, such as static resources.
 CURRENT_REQUEST: ContextVar[Any] = ContextVar("dreamwell_request", default=None)
-# Cosine below this is ignored in hybrid ranking (SPEC §4), per embedder; tuned on the
-# LoCoMo dev split for MiniLM (tests/bench/tune_hybrid.py), the seed's 0.5 for nomic.
-MIN_SIMILARITY = {"minilm": 0.2, "ollama": 0.5}
+# Cosine below this is ignored in hybrid ranking (SPEC §4), and the share of BM25 in it, per
+# embedder; tuned on the LoCoMo dev split (tests/bench/tune_hybrid.py), the seed's 0.5 for
+# nomic. e5: BM25 0.4 / cosine 0.6 gave R@5 .637 (0.3: .625, 0.5: .636, 0.6: .626); its
+# cosines sit high, so any floor up to 0.75 changes nothing and 0.8 costs 0.4-1.8 points.
+MIN_SIMILARITY = {"e5": 0.7, "minilm": 0.2, "ollama": 0.5}
+KEYWORD_WEIGHT = {"e5": 0.4, "minilm": 0.6, "ollama": 0.6}
 
 
 class Tenant:
@@ -88,9 +93,13 @@ class Runtime:
         self._opening: anyio.Lock | None = None
         self._last_touch = 0.0
         self.embedder = self._embedder()
+        # Deep search (opt-in): loads its model on first use.
+        self.reranker = CrossEncoderReranker() if settings.rerank else None
 
     def _embedder(self) -> Embedder | None:
         s = self.settings
+        if s.embedder == "e5":
+            return OnnxE5()
         if s.embedder == "minilm":
             return OnnxMiniLM()
         if s.embedder == "ollama":
@@ -127,15 +136,22 @@ class Runtime:
         return opened
 
     def _longterm(self, data_dir: Path) -> LongTermStore:
+        s = self.settings
         return LongTermStore(
             data_dir,
             embedder=self.embedder,
-            keyword_weight=self.settings.keyword_weight,
-            min_similarity=(
-                self.settings.min_similarity
-                if self.settings.min_similarity is not None
-                else MIN_SIMILARITY.get(self.settings.embedder, 0.0)
+            keyword_weight=(
+                s.keyword_weight
+                if s.keyword_weight is not None
+                else KEYWORD_WEIGHT.get(s.embedder, 1.0)
             ),
+            min_similarity=(
+                s.min_similarity
+                if s.min_similarity is not None
+                else MIN_SIMILARITY.get(s.embedder, 0.0)
+            ),
+            reranker=self.reranker,
+            rerank_depth=s.rerank_depth,
         )
 
     async def tenant(self, name: str = "") -> Tenant:

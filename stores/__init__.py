@@ -1,6 +1,13 @@
 """Storage layer of dreamwell: long-term memory (LanceDB + Tantivy) and working memory."""
 
-from dreamwell.stores.embedding import Embedder, EmbedderError, OllamaEmbedder, OnnxMiniLM
+from dreamwell.stores.embedding import (
+    CrossEncoderReranker,
+    Embedder,
+    EmbedderError,
+    OllamaEmbedder,
+    OnnxE5,
+    OnnxMiniLM,
+)
 from dreamwell.stores.errors import (
     InvalidInput,
     NotFound,
@@ -53,6 +60,7 @@ __all__ = [
     "MAX_QUERY_CHARS",
     "RECALL",
     "TOP_SEGMENTS",
+    "CrossEncoderReranker",
     "DataDir",
     "Embedder",
     "EmbedderError",
@@ -63,6 +71,7 @@ __all__ = [
     "MemoryEntry",
     "NotFound",
     "OllamaEmbedder",
+    "OnnxE5",
     "OnnxMiniLM",
     "SaveOutcome",
     "SaveResult",

@@ -1,11 +1,15 @@
-"""Text embedders.  The offline default is all-MiniLM-L6-v2 as one int8 ONNX graph.
+"""Text embedders and the cross-encoder reranker.  The offline default is e5-small-v2 (int8).
 
-``OnnxMiniLM`` runs the shipped ``models/minilm-l6-v2-int8/model.onnx`` (BERT encoder with
-mean pooling and L2 normalisation fused in, int8 per-channel weights) with onnxruntime on
-the CPU: no torch and no network at run time.  Importing this module and constructing the
-embedder are cheap; onnxruntime and tokenizers are imported on first use (or ``warm()``).
-The file comes from ``tests/dev/export_minilm_onnx.py``; ``model_files_ok()`` checks it
-against ``reference.json``.
+``OnnxE5`` runs the shipped ``models/e5-small-v2-int8/model.onnx`` (int8 e5-small-v2, 384-d;
+memories are embedded as ``passage: …`` and queries as ``query: …``, so ``embed_query`` is a
+separate path); ``OnnxMiniLM`` runs ``models/minilm-l6-v2-int8/model.onnx`` (BERT encoder with
+mean pooling and L2 normalisation fused in).  ``CrossEncoderReranker`` scores (query, passage)
+pairs with ``models/ms-marco-minilm-l12/model.onnx``.  All run with onnxruntime on the CPU: no
+torch and no network at run time.  Importing this module and constructing the models are cheap;
+onnxruntime and tokenizers are imported on first use (or ``warm()``).  The MiniLM file comes
+from ``tests/dev/export_minilm_onnx.py``, the e5 and reranker files from
+``tests/dev/extract_vectrix_models.py``; ``model_files_ok()`` checks a folder against its
+``reference.json``.
 """
 
 from __future__ import annotations
@@ -19,14 +23,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from tokenizers import Tokenizer
+    from tokenizers import Encoding, Tokenizer
 
-MODEL_DIR = Path(__file__).parent / "models" / "minilm-l6-v2-int8"
-MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
+MODELS = Path(__file__).parent / "models"
+MODEL_DIR = MODELS / "minilm-l6-v2-int8"
+E5_DIR = MODELS / "e5-small-v2-int8"
+RERANKER_DIR = MODELS / "ms-marco-minilm-l12"
+MAX_TOKENS = 256  # sentence-transformers' max_seq_length for MiniLM
+E5_MAX_TOKENS = 512  # e5-small-v2 and the reranker were trained up to 512 positions
 
 
 class EmbedderError(Exception):
-    """The embedder could not load its model or embed the input."""
+    """The embedder (or reranker) could not load its model or process the input."""
 
 
 class Embedder(Protocol):
@@ -39,7 +47,11 @@ class Embedder(Protocol):
     def dim(self) -> int: ...
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One L2-normalised vector per text; may raise EmbedderError."""
+        """One L2-normalised vector per stored text (memory); may raise EmbedderError."""
+        ...
+
+    def embed_query(self, text: str) -> list[float]:
+        """The L2-normalised vector of a search query; may raise EmbedderError."""
         ...
 
 
@@ -63,25 +75,87 @@ def model_files_ok(model_dir: Path = MODEL_DIR) -> bool:
         return False
 
 
+def _refuse_string(texts: Sequence[str]) -> None:
+    if isinstance(texts, str):
+        raise TypeError("embed() takes a sequence of strings, not a string")
+
+
+class _OnnxModel:
+    """One ONNX graph and its tokenizer, loaded on first use, once, under a lock."""
+
+    def __init__(self, model_dir: Path, label: str, threads: int, max_tokens: int) -> None:
+        self.model_dir = Path(model_dir)
+        self._label = label
+        self._threads = threads
+        self._max_tokens = max_tokens
+        self._lock = threading.Lock()
+        self._session: Any = None
+        self._tokenizer: Tokenizer | None = None
+
+    def load(self) -> tuple[Any, Tokenizer]:
+        with self._lock:
+            if self._session is None or self._tokenizer is None:
+                try:
+                    from tokenizers import Tokenizer
+
+                    tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
+                    tokenizer.enable_truncation(max_length=self._max_tokens)
+                    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # to the longest
+                    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+                    import onnxruntime as ort
+
+                    opts = ort.SessionOptions()
+                    opts.intra_op_num_threads = self._threads
+                    opts.inter_op_num_threads = 1
+                    self._session = ort.InferenceSession(
+                        str(self.model_dir / "model.onnx"),
+                        sess_options=opts,
+                        providers=["CPUExecutionProvider"],
+                    )
+                    self._tokenizer = tokenizer
+                except Exception as exc:  # missing package, missing/corrupt file, ...
+                    raise EmbedderError(f"cannot load {self._label}: {exc}") from exc
+            return self._session, self._tokenizer
+
+
+def _batches(lengths: Sequence[int], size: int) -> list[list[int]]:
+    """Indices grouped by similar length, so little compute goes to padding."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    return [order[start : start + size] for start in range(0, len(order), size)]
+
+
+def _arrays(encodings: Sequence[Encoding], *, type_ids: bool) -> dict[str, Any]:
+    import numpy as np
+
+    feed = {
+        "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+        "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+    }
+    if type_ids:
+        feed["token_type_ids"] = np.array([e.type_ids for e in encodings], dtype=np.int64)
+    return feed
+
+
+def _check_sizes(threads: int, batch_size: int) -> None:
+    if threads < 1 or batch_size < 1:
+        raise ValueError("threads and batch_size must be >= 1")
+
+
 class OnnxMiniLM:
     """all-MiniLM-L6-v2 (384-d), int8 ONNX via onnxruntime; loads lazily and thread-safely.
 
     Activations are quantised per batch, so a text's vector moves slightly with the texts
     batched beside it (cosine >= ~0.98 to the same text embedded alone); ``batch_size=1``
-    makes vectors batch-independent at about a third less throughput.
+    makes vectors batch-independent at about a third less throughput.  Symmetric: a query is
+    embedded like a memory.
     """
 
     def __init__(
         self, model_dir: Path = MODEL_DIR, *, threads: int = 2, batch_size: int = 32
     ) -> None:
-        if threads < 1 or batch_size < 1:
-            raise ValueError("threads and batch_size must be >= 1")
-        self._model_dir = Path(model_dir)
-        self._threads = threads
+        _check_sizes(threads, batch_size)
+        self._model = _OnnxModel(model_dir, self.name, threads, MAX_TOKENS)
         self._batch_size = batch_size
-        self._lock = threading.Lock()
-        self._session: Any = None
-        self._tokenizer: Tokenizer | None = None
 
     @property
     def name(self) -> str:
@@ -93,55 +167,125 @@ class OnnxMiniLM:
 
     def warm(self) -> None:
         """Load the model now (e.g. from a background task) instead of on first embed."""
-        self._load()
-
-    def _load(self) -> tuple[Any, Tokenizer]:
-        with self._lock:
-            if self._session is None or self._tokenizer is None:
-                try:
-                    from tokenizers import Tokenizer
-
-                    tokenizer = Tokenizer.from_file(str(self._model_dir / "tokenizer.json"))
-                    tokenizer.enable_truncation(max_length=MAX_TOKENS)
-                    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-                    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
-                    import onnxruntime as ort
-
-                    opts = ort.SessionOptions()
-                    opts.intra_op_num_threads = self._threads
-                    opts.inter_op_num_threads = 1
-                    self._session = ort.InferenceSession(
-                        str(self._model_dir / "model.onnx"),
-                        sess_options=opts,
-                        providers=["CPUExecutionProvider"],
-                    )
-                    self._tokenizer = tokenizer
-                except Exception as exc:  # missing package, missing/corrupt file, ...
-                    raise EmbedderError(f"cannot load {self.name}: {exc}") from exc
-            return self._session, self._tokenizer
+        self._model.load()
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        if isinstance(texts, str):
-            raise TypeError("embed() takes a sequence of strings, not a string")
+        _refuse_string(texts)
         if not texts:
             return []
-        session, tokenizer = self._load()
-        import numpy as np
-
-        # Batch texts of similar length together so little compute goes to padding.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        session, tokenizer = self._model.load()
         out: list[list[float]] = [[] for _ in texts]
         try:
-            for start in range(0, len(order), self._batch_size):
-                idx = order[start : start + self._batch_size]
-                encodings = tokenizer.encode_batch([texts[i] for i in idx])
-                ids = np.array([e.ids for e in encodings], dtype=np.int64)
-                mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-                (vectors,) = session.run(["embedding"], {"input_ids": ids, "attention_mask": mask})
+            for idx in _batches([len(t) for t in texts], self._batch_size):
+                feed = _arrays(tokenizer.encode_batch([texts[i] for i in idx]), type_ids=False)
+                (vectors,) = session.run(["embedding"], feed)
                 for i, vector in zip(idx, vectors.tolist(), strict=True):
                     out[i] = vector
         except Exception as exc:
             raise EmbedderError(f"{self.name} failed to embed: {exc}") from exc
+        return out
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed([text])[0]
+
+
+class OnnxE5:
+    """e5-small-v2 (384-d), int8 ONNX via onnxruntime; loads lazily and thread-safely.
+
+    Asymmetric, as the model was trained: memories are embedded as ``passage: {text}`` and
+    queries as ``query: {text}``.  The graph returns token states (``last_hidden_state``);
+    they are mean-pooled over the attention mask and L2-normalised here in numpy.
+    """
+
+    def __init__(self, model_dir: Path = E5_DIR, *, threads: int = 2, batch_size: int = 32) -> None:
+        _check_sizes(threads, batch_size)
+        self._model = _OnnxModel(model_dir, self.name, threads, E5_MAX_TOKENS)
+        self._batch_size = batch_size
+
+    @property
+    def name(self) -> str:
+        return "e5-small-v2-int8"
+
+    @property
+    def dim(self) -> int:
+        return 384
+
+    def warm(self) -> None:
+        """Load the model now (e.g. from a background task) instead of on first embed."""
+        self._model.load()
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        _refuse_string(texts)
+        return self._run([f"passage: {t}" for t in texts])
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._run([f"query: {text}"])[0]
+
+    def _run(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        session, tokenizer = self._model.load()
+        import numpy as np
+
+        out: list[list[float]] = [[] for _ in texts]
+        try:
+            for idx in _batches([len(t) for t in texts], self._batch_size):
+                feed = _arrays(tokenizer.encode_batch([texts[i] for i in idx]), type_ids=True)
+                (hidden,) = session.run(["last_hidden_state"], feed)
+                mask = feed["attention_mask"][:, :, None].astype(np.float32)
+                pooled = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
+                norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+                for i, vector in zip(
+                    idx, (pooled / np.maximum(norms, 1e-12)).tolist(), strict=True
+                ):
+                    out[i] = vector
+        except Exception as exc:
+            raise EmbedderError(f"{self.name} failed to embed: {exc}") from exc
+        return out
+
+
+class Reranker(Protocol):
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        """Relevance of each text to `query` (higher is better); may raise EmbedderError."""
+        ...
+
+
+class CrossEncoderReranker:
+    """ms-marco-MiniLM-L-12-v2 cross-encoder, int8 ONNX; loads lazily and thread-safely.
+
+    ``score`` reads each (query, text) pair together and returns the model's relevance logit
+    (higher is more relevant; comparable within one query).  About 20 ms per pair on 2 cores,
+    so it is for re-ordering a short candidate list, not for search.
+    """
+
+    name = "ms-marco-minilm-l12"
+
+    def __init__(
+        self, model_dir: Path = RERANKER_DIR, *, threads: int = 2, batch_size: int = 16
+    ) -> None:
+        _check_sizes(threads, batch_size)
+        self._model = _OnnxModel(model_dir, self.name, threads, E5_MAX_TOKENS)
+        self._batch_size = batch_size
+
+    def warm(self) -> None:
+        self._model.load()
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        """One relevance score per text, in the order given; may raise EmbedderError."""
+        _refuse_string(texts)
+        if not texts:
+            return []
+        session, tokenizer = self._model.load()
+        out = [0.0] * len(texts)
+        try:
+            for idx in _batches([len(t) for t in texts], self._batch_size):
+                pairs = [(query, texts[i]) for i in idx]
+                feed = _arrays(tokenizer.encode_batch(pairs), type_ids=True)
+                (logits,) = session.run(["logits"], feed)
+                for i, value in zip(idx, logits[:, 0].tolist(), strict=True):
+                    out[i] = float(value)
+        except Exception as exc:
+            raise EmbedderError(f"{self.name} failed to score: {exc}") from exc
         return out
 
 
@@ -182,6 +326,9 @@ class OllamaEmbedder:
             raise EmbedderError(f"{self.name} returned {len(vectors)} vectors for {len(texts)}")
         self._dim = len(vectors[0])
         return vectors
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed([text])[0]
 
 
 def _unit(vector: list[float]) -> list[float]:

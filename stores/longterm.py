@@ -30,7 +30,7 @@ from typing import Any, Final, TypeVar
 import numpy as np
 from filelock import FileLock, Timeout
 
-from dreamwell.stores.embedding import Embedder, EmbedderError
+from dreamwell.stores.embedding import Embedder, EmbedderError, Reranker
 from dreamwell.stores.errors import NotFound, StoreBusy, StoreError
 from dreamwell.stores.layout import DataDir
 from dreamwell.stores.model import (
@@ -183,6 +183,8 @@ class LongTermStore:
         min_similarity: float = 0.0,
         keyword_weight: float = KEYWORD_WEIGHT,
         lock_timeout: float = 15.0,
+        reranker: Reranker | None = None,
+        rerank_depth: int = 20,
     ) -> None:
         """Opening only reads. `embedder` adds vector recall; with `embed_on_save` a save
         embeds its text before it replies, else `backfill()` embeds in the background."""
@@ -193,6 +195,8 @@ class LongTermStore:
         self.embed_on_save = embed_on_save
         self.min_similarity = min_similarity
         self.keyword_weight = keyword_weight
+        self.reranker = reranker
+        self.rerank_depth = rerank_depth
         self._flock = FileLock(str(self.dirs.write_lock), timeout=lock_timeout)
         self._cplock = FileLock(str(self.dirs.checkpoint_lock), timeout=lock_timeout)
         self._state = StateFile(self.dirs.state)
@@ -811,7 +815,23 @@ class LongTermStore:
         bm25 = [h for h in bm25 if h[0] in ok]
         cosine = [h for h in cosine if h[0] in ok]
         ranked = rank_hits(bm25, cosine, importance, self.min_similarity, self.keyword_weight)
+        if self.reranker is not None:
+            ranked = self._rerank(text, ranked, ok)
         return [Hit(ok[i], s) for i, s in ranked[:limit]]
+
+    def _rerank(
+        self, text: str, ranked: list[tuple[str, float]], entries: Mapping[str, MemoryEntry]
+    ) -> list[tuple[str, float]]:
+        """Deep search: the cross-encoder re-orders the top `rerank_depth` hits."""
+        assert self.reranker is not None
+        head = ranked[: self.rerank_depth]
+        try:
+            scores = self.reranker.score(text, [entries[i].content for i, _ in head])
+        except EmbedderError as exc:
+            logger.warning("reranking failed (%s); hybrid order kept", exc)
+            return ranked
+        order = sorted(range(len(head)), key=lambda k: -scores[k])
+        return [head[k] for k in order] + ranked[self.rerank_depth :]
 
     def _keyword(
         self, text: str, view: View, category: str | None, tags: Sequence[str]

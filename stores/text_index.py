@@ -19,6 +19,7 @@ from pathlib import Path
 import tantivy
 
 from dreamwell.stores.model import category_prefixes
+from dreamwell.stores.stopwords import ENGLISH_STOPWORDS
 
 logger = logging.getLogger(__name__)
 
@@ -59,15 +60,16 @@ def _prepare(text: str) -> str:
     return _CJK.sub(r" \1 ", text)
 
 
-def _analyzer() -> tantivy.TextAnalyzer:
-    return (
+def _analyzer(stopwords: Iterable[str] = ()) -> tantivy.TextAnalyzer:
+    builder = (
         tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
         .filter(tantivy.Filter.remove_long(60))
         .filter(tantivy.Filter.lowercase())
         .filter(tantivy.Filter.ascii_fold())
-        .filter(tantivy.Filter.stemmer("english"))
-        .build()
     )
+    if stopwords:
+        builder = builder.filter(tantivy.Filter.custom_stopword(sorted(stopwords)))
+    return builder.filter(tantivy.Filter.stemmer("english")).build()
 
 
 def _schema() -> tantivy.Schema:
@@ -109,6 +111,7 @@ class TextIndex:
     def __init__(self, path: Path | None) -> None:
         self._path = path
         self._analyzer = _analyzer()
+        self._query_analyzer = _analyzer(ENGLISH_STOPWORDS)
         self._index = self._open()
 
     def _open(self) -> tantivy.Index:
@@ -208,9 +211,17 @@ class TextIndex:
         return out
 
     def terms(self, text: str) -> list[str]:
-        """The distinct index terms of `text`, in order, capped."""
+        """The distinct index terms of query `text`, in order, capped: English stop-words are
+        dropped unless the query is made only of them (stored text keeps every word)."""
+        prepared = _prepare(text)
+        return self._distinct(self._query_analyzer, prepared) or self._distinct(
+            self._analyzer, prepared
+        )
+
+    @staticmethod
+    def _distinct(analyzer: tantivy.TextAnalyzer, text: str) -> list[str]:
         seen: dict[str, None] = {}
-        for term in self._analyzer.analyze(_prepare(text)):
+        for term in analyzer.analyze(text):
             seen.setdefault(term, None)
             if len(seen) >= _MAX_QUERY_TERMS:
                 break

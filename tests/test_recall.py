@@ -61,6 +61,93 @@ def test_importance_scales_the_score_between_half_and_full(
     )
 
 
+def old_rank_hits(
+    bm25: list[tuple[str, float]], cos: list[tuple[str, float]], min_sim: float, w: float
+) -> dict[str, float]:
+    """The two-list rule before contextual cosines were added, as it was written."""
+    keyword = minmax(bm25)
+    vector = minmax([(i, s) for i, s in cos if s >= min_sim])
+    if not vector:
+        w = 1.0
+    elif not keyword:
+        w = 0.0
+    return {
+        i: (w * keyword.get(i, 0.0) + (1 - w) * vector.get(i, 0.0)) * 0.75
+        for i in keyword.keys() | vector.keys()
+    }
+
+
+@given(scored, cosines, st.floats(0.0, 1.0), st.floats(0.0, 1.0))
+def test_without_contextual_cosines_ranking_is_the_two_list_rule(
+    bm25: list[tuple[str, float]], cos: list[tuple[str, float]], min_sim: float, w: float
+) -> None:
+    ranked = dict(rank_hits(bm25, cos, {}, min_sim, keyword_weight=w))
+    want = old_rank_hits(bm25, cos, min_sim, w)
+    assert ranked.keys() == want.keys()
+    assert all(math.isclose(ranked[i], want[i], abs_tol=1e-9) for i in want)
+
+
+@given(scored, cosines, cosines, st.floats(0.0, 1.0), st.floats(0.0, 0.6), st.floats(0.0, 0.4))
+def test_three_lists_rank_their_union_best_first_within_zero_one(
+    bm25: list[tuple[str, float]],
+    cos: list[tuple[str, float]],
+    ctx: list[tuple[str, float]],
+    min_sim: float,
+    wk: float,
+    wc: float,
+) -> None:
+    ranked = rank_hits(bm25, cos, {}, min_sim, wk, contextual=ctx, context_weight=wc)
+    kept = {i for i, s in [*cos, *ctx] if s >= min_sim}
+    assert {i for i, _ in ranked} == {i for i, _ in bm25} | kept
+    scores = [s for _, s in ranked]
+    assert scores == sorted(scores, reverse=True)
+    assert all(0.0 <= s <= 1.0 + 1e-12 for s in scores)
+
+
+def test_contextual_cosine_breaks_a_tie_towards_the_memory_read_in_context() -> None:
+    bm25 = [("a", 2.0), ("b", 2.0), ("c", 1.0)]
+    cos = [("a", 0.8), ("b", 0.8), ("c", 0.5)]
+    ctx = [("a", 0.4), ("b", 0.9), ("c", 0.3)]
+    assert rank_hits(bm25, cos, {}, contextual=ctx)[0][0] == "b"
+    assert rank_hits(bm25, cos, {})[0][0] == "a"  # tie broken by id without context
+
+
+def test_weights_are_keyword_cosine_and_context_as_given() -> None:
+    bm25 = [("a", 3.0), ("z", 1.0)]
+    cos = [("b", 0.9), ("z", 0.1)]
+    ctx = [("c", 0.9), ("z", 0.1)]
+    ranked = dict(rank_hits(bm25, cos, {}, 0.0, 0.4, contextual=ctx, context_weight=0.3))
+    assert ranked["a"] == pytest.approx(0.4 * 0.75)
+    assert ranked["b"] == pytest.approx(0.3 * 0.75)
+    assert ranked["c"] == pytest.approx(0.3 * 0.75)
+    assert ranked["z"] == 0.0
+
+
+def test_a_part_without_candidates_gives_its_weight_to_the_others_in_proportion() -> None:
+    cos = [("b", 0.9), ("z", 0.1)]
+    ctx = [("c", 0.9), ("z", 0.1)]
+    ranked = dict(rank_hits([], cos, {}, 0.0, 0.4, contextual=ctx, context_weight=0.2))
+    assert ranked["b"] == pytest.approx(0.4 / 0.6 * 0.75)  # cosine 0.4 of the remaining 0.6
+    assert ranked["c"] == pytest.approx(0.2 / 0.6 * 0.75)
+
+
+def test_the_context_weight_yields_to_the_keyword_weight() -> None:
+    bm25 = [("a", 3.0), ("z", 1.0)]
+    ctx = [("c", 0.9), ("z", 0.1)]
+    ranked = dict(rank_hits(bm25, [], {}, 0.0, 0.8, contextual=ctx, context_weight=0.5))
+    assert ranked["a"] == pytest.approx(0.8 * 0.75)  # context gets only the 0.2 left
+    assert ranked["c"] == pytest.approx(0.2 * 0.75)
+    bm25_only = rank_hits(bm25, [("b", 0.9)], {}, 0.0, 1.0, contextual=ctx)
+    assert bm25_only[0] == ("a", 0.75)
+    assert all(s == 0.0 for i, s in bm25_only if i != "a")
+
+
+@pytest.mark.parametrize(("wk", "wc"), [(-0.1, 0.0), (0.5, -0.1), (1.1, 0.0), (0.5, 1.5)])
+def test_weights_outside_zero_one_are_refused(wk: float, wc: float) -> None:
+    with pytest.raises(ValueError, match="must lie in \\[0, 1\\]"):
+        rank_hits([("a", 1.0)], [], {}, 0.0, wk, context_weight=wc)
+
+
 def test_minmax_maps_candidates_onto_zero_one() -> None:
     assert minmax([("a", 2.0), ("b", 4.0), ("c", 3.0)]) == {"a": 0.0, "b": 1.0, "c": 0.5}
     assert minmax([("a", 0.3)]) == {"a": 1.0}
@@ -93,6 +180,9 @@ class HashEmbedder:
             norm = math.sqrt(sum(x * x for x in v)) or 1.0
             out.append([x / norm for x in v])
         return out
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed([text])[0]
 
 
 def test_a_failing_embedder_never_blocks_a_save_and_backfill_catches_up(tmp_path: Path) -> None:
@@ -131,6 +221,7 @@ def test_vector_recall_finds_a_paraphrase_keywords_miss(tmp_path: Path) -> None:
     store = LongTermStore(tmp_path, embedder=OnnxMiniLM(), min_similarity=0.2)
     store.save("The user is based in Chicago, Illinois", "user-preferences/location")
     store.save("Deploys happen on Tuesdays", "project-context/release")
+    assert store.backfill() == 2  # what the server's background backfill does
     hits = store.search("which city does the person live in")
     assert hits and hits[0].entry.content.startswith("The user is based in Chicago")
 

@@ -1,6 +1,7 @@
-"""Benchmark the offline default embedder (OnnxMiniLM, int8 ONNX). Not collected by pytest.
+"""Benchmark the offline embedders (OnnxE5 default, OnnxMiniLM; int8 ONNX). Not collected by pytest.
 
-    python tests/bench/embedder_bench.py [--threads 2] [--sentences 1000] [--queries 200]
+    python tests/bench/embedder_bench.py [--model e5|minilm] [--threads 2] [--sentences 1000]
+        [--queries 200]
 
 Prints: cold start (process start -> first embedding, in a fresh subprocess), model load
 time, embeddings/s for N sentences in batches of 32, single-query latency percentiles, peak
@@ -77,10 +78,14 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
-def child(mode: str, threads: int, n_sentences: int, n_queries: int) -> dict[str, Any]:
+MODELS = {"e5": ("OnnxE5", "E5_DIR"), "minilm": ("OnnxMiniLM", "MODEL_DIR")}
+
+
+def child(model: str, mode: str, threads: int, n_sentences: int, n_queries: int) -> dict[str, Any]:
     t0 = time.perf_counter()
     module = load_module()
-    embedder = module.OnnxMiniLM(threads=threads)
+    cls, folder = MODELS[model]
+    embedder = getattr(module, cls)(threads=threads)
     t_import = time.perf_counter()
     if mode == "cold":
         embedder.embed(["first query after start"])
@@ -99,13 +104,13 @@ def child(mode: str, threads: int, n_sentences: int, n_queries: int) -> dict[str
     result["per_s_median"] = statistics.median(rates)
     from tokenizers import Tokenizer
 
-    tokenizer = Tokenizer.from_file(str(module.MODEL_DIR / "tokenizer.json"))
+    tokenizer = Tokenizer.from_file(str(getattr(module, folder) / "tokenizer.json"))
     tokenizer.no_padding()
     result["mean_tokens"] = statistics.mean(len(e.ids) for e in tokenizer.encode_batch(texts))
     latencies = []
     for query in sentences(n_queries, seed=1):
         t = time.perf_counter()
-        embedder.embed([query])
+        embedder.embed_query(query)
         latencies.append((time.perf_counter() - t) * 1000)
     latencies.sort()
     result["p50_ms"] = statistics.median(latencies)
@@ -116,6 +121,7 @@ def child(mode: str, threads: int, n_sentences: int, n_queries: int) -> dict[str
 
 def run_child(mode: str, args: argparse.Namespace) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--child", mode, "--threads", str(args.threads)]
+    cmd += ["--model", args.model]
     cmd += ["--sentences", str(args.sentences), "--queries", str(args.queries)]
     started = time.time()
     done = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=600)
@@ -156,19 +162,20 @@ def closure(roots: list[str]) -> dict[str, metadata.Distribution]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", choices=sorted(MODELS), default="e5")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--sentences", type=int, default=1000)
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--child", choices=["cold", "warm"], help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        say(json.dumps(child(args.child, args.threads, args.sentences, args.queries)))
+        say(json.dumps(child(args.model, args.child, args.threads, args.sentences, args.queries)))
         return
 
     colds = [run_child("cold", args) for _ in range(3)]
     cold = min(colds, key=lambda r: float(r["cold_start_s"]))
     warm = run_child("warm", args)
-    say(f"embedder: {EMBEDDING_PY} ({args.threads} threads, batches of 32)")
+    say(f"embedder: {args.model} from {EMBEDDING_PY} ({args.threads} threads, batches of 32)")
     say(
         f"cold start (process start -> first embedding, best of 3): {cold['cold_start_s']:.3f} s"
         f"  [module import {cold['import_s'] * 1000:.0f} ms, peak RSS {cold['rss_mb']:.0f} MB]"

@@ -1,32 +1,56 @@
-"""Tune hybrid ranking on the LoCoMo dev split (conversations 0-4), in process.
+"""Tune hybrid recall on the LoCoMo dev split (conversations 0-4), in process.
 
-Not collected by pytest. For each conversation every turn is saved into a fresh LongTermStore
-with the embedded MiniLM (exactly what memory_bench.py saves over MCP), then each question of
-categories 1-4 retrieves BM25 and cosine candidates once, and fusion variants are scored
-offline. Run: python tests/bench/tune_hybrid.py [--conversations 0-4]
+Not collected by pytest. A replica of the server's search built from dreamwell's own pieces
+(TextIndex and its analyser, the shipped embedders, rank_hits, the reranker) with exact
+numpy cosine; no LongTermStore internals. For each conversation every turn is one memory
+(exactly what ../shared/bench/memory_bench.py saves over MCP); each question of categories
+1-4 gets its BM25 and cosine candidates once and the variants are scored offline:
+
+- today: BM25 keeping stop-words + MiniLM, min-max 0.6/0.4, min_similarity 0.2
+- BM25 with query stop-words dropped (+ MiniLM, + e5-small-v2)
+- contextual: each memory also gets the vector of (previous memory of the same session +
+  itself) and a second BM25 field with the previous memory's text at a lower boost
+- the cross-encoder reranker over the top --rerank-depth of the best contextual variant
+
+Prints R@1/5/10, MRR (first evidence within the top 20) and per-category R@10 (multi-hop,
+temporal, open-domain, single-hop). Vectors are cached in --cache between runs.
+--unrelated-context gives each memory an unrelated one as context (the cost of bad gating).
+Run: python tests/bench/tune_hybrid.py [--conversations 0-4] [--no-rerank] [--grid]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.util
+import itertools
 import json
+import statistics
 import sys
-import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from dreamwell.stores import LongTermStore, MemoryEntry, OnnxMiniLM, rank_hits, utcnow
+from dreamwell.stores import CrossEncoderReranker, Embedder, OnnxE5, OnnxMiniLM, rank_hits
+from dreamwell.stores.text_index import IndexDoc, TextIndex, _prepare
 
-SHARED = Path(__file__).resolve().parents[3] / "shared"
-Fusion = Callable[[list[tuple[str, float]], list[tuple[str, float]]], list[str]]
+Hits = list[tuple[str, float]]
+CATEGORIES = {1: "mh", 2: "temp", 3: "open", 4: "single"}
 
 
-def load_bench() -> object:
-    spec = importlib.util.spec_from_file_location("memory_bench", SHARED / "bench/memory_bench.py")
+def find_shared() -> Path:
+    for parent in Path(__file__).resolve().parents:
+        if (parent / "shared" / "bench" / "memory_bench.py").exists():
+            return parent / "shared"
+    raise SystemExit("cannot find shared/bench/memory_bench.py above this script")
+
+
+def load_bench(shared: Path) -> Any:
+    spec = importlib.util.spec_from_file_location("memory_bench", shared / "bench/memory_bench.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules["memory_bench"] = module
@@ -34,140 +58,248 @@ def load_bench() -> object:
     return module
 
 
-def spec_mean(min_sim: float) -> Fusion:
-    return lambda b, c: [i for i, _ in rank_hits(b, c, {}, min_sim)]
+class KeepStopwords(TextIndex):
+    """The analyser as it was before query stop-words were dropped (for 'today')."""
+
+    def terms(self, text: str) -> list[str]:
+        return self._distinct(self._analyzer, _prepare(text))
 
 
-def weighted(w: float, min_sim: float) -> Fusion:
-    def fuse(b: list[tuple[str, float]], c: list[tuple[str, float]]) -> list[str]:
-        top = max((s for _, s in b), default=0.0) or 1.0
-        score: dict[str, float] = {}
-        for i, s in b:
-            score[i] = score.get(i, 0.0) + w * s / top
-        for i, s in c:
-            if s >= min_sim:
-                score[i] = score.get(i, 0.0) + (1 - w) * s
-        return sorted(score, key=lambda i: -score[i])
-
-    return fuse
-
-
-def minmax(w: float) -> Fusion:
-    """Both score lists min-max normalised over their candidates, then weighted."""
-
-    def norm(xs: list[tuple[str, float]]) -> dict[str, float]:
-        if not xs:
-            return {}
-        lo, hi = min(s for _, s in xs), max(s for _, s in xs)
-        return {i: (s - lo) / (hi - lo or 1.0) for i, s in xs}
-
-    def fuse(b: list[tuple[str, float]], c: list[tuple[str, float]]) -> list[str]:
-        nb, nc = norm(b), norm(c)
-        score = {i: w * nb.get(i, 0.0) + (1 - w) * nc.get(i, 0.0) for i in nb.keys() | nc.keys()}
-        return sorted(score, key=lambda i: -score[i])
-
-    return fuse
+@dataclass
+class Question:
+    category: int
+    evidence: set[str]
+    bm25_all: Hits  # stop-words kept
+    bm25: Hits  # stop-words dropped
+    bm25_ctx: Hits  # the contextual field (previous memory's text)
+    cos: dict[str, Hits] = field(default_factory=dict)  # per embedder / contextual
+    rerank: dict[str, float] = field(default_factory=dict)
+    text: str = ""
+    contents: dict[str, str] = field(default_factory=dict)  # dia ids repeat across conversations
 
 
-def top_and_minmax(w: float, min_sim: float) -> Fusion:
-    """BM25 / top score (SPEC) and cosine (above min_sim) min-max normalised, weighted."""
-
-    def fuse(b: list[tuple[str, float]], c: list[tuple[str, float]]) -> list[str]:
-        top = max((s for _, s in b), default=0.0) or 1.0
-        kept = [(i, s) for i, s in c if s >= min_sim]
-        lo, hi = min((s for _, s in kept), default=0.0), max((s for _, s in kept), default=1.0)
-        score = {i: w * s / top for i, s in b}
-        for i, s in kept:
-            score[i] = score.get(i, 0.0) + (1 - w) * (s - lo) / (hi - lo or 1.0)
-        return sorted(score, key=lambda i: -score[i])
-
-    return fuse
+def index(cls: type[TextIndex], docs: Sequence[IndexDoc]) -> TextIndex:
+    idx = cls(None)
+    with idx.writing() as writer:
+        for doc in docs:
+            writer.upsert(doc)
+    return idx
 
 
-def rrf(k: int = 60) -> Fusion:
-    def fuse(b: list[tuple[str, float]], c: list[tuple[str, float]]) -> list[str]:
-        score: dict[str, float] = {}
-        for ranked in (b, c):
-            for r, (i, _) in enumerate(ranked):
-                score[i] = score.get(i, 0.0) + 1 / (k + r)
-        return sorted(score, key=lambda i: -score[i])
+def vectors(cache: Path, tag: str, model: Embedder, texts: list[str]) -> np.ndarray:
+    digest = hashlib.sha256("\0".join([model.name, *texts]).encode()).hexdigest()[:16]
+    path = cache / f"{tag}-{model.name}-{digest}.npy"
+    if path.exists():
+        return np.load(path)
+    started = time.perf_counter()
+    matrix = np.asarray(model.embed(texts), dtype=np.float32)
+    sys.stderr.write(
+        f"  {model.name} {tag}: {len(texts)} in {time.perf_counter() - started:.0f}s\n"
+    )
+    cache.mkdir(parents=True, exist_ok=True)
+    np.save(path, matrix)
+    return matrix
 
-    return fuse
+
+def top(matrix: np.ndarray, ids: list[str], query: list[float], depth: int) -> Hits:
+    sims = matrix @ np.asarray(query, dtype=np.float32)
+    order = np.argsort(-sims)[:depth]
+    return [(ids[i], float(sims[i])) for i in order]
+
+
+def conversation(sample: dict[str, Any], bench: Any, args: argparse.Namespace) -> list[Question]:
+    turns, qas, _ = bench.locomo_conversation(sample, False)
+    ids = [t.dia_id for t in turns]
+    prev = {
+        b.dia_id: a.content
+        for a, b in itertools.pairwise(turns)
+        if a.category == b.category  # same conversation session
+    }
+    if args.unrelated_context:  # what context costs when the gate lets a wrong one through
+        prev = {i: unrelated(turns, i) for i in prev}
+    ctx_tag = "ctx-unrelated" if args.unrelated_context else "ctx"
+    docs = [IndexDoc(t.dia_id, t.content, t.category, tuple(t.tags)) for t in turns]
+    main, keep = index(TextIndex, docs), index(KeepStopwords, docs)
+    ctx = index(TextIndex, [IndexDoc(i, text, None, ()) for i, text in prev.items()])
+    minilm, e5 = args.models
+    contents = [t.content for t in turns]
+    by_id = dict(zip(ids, contents, strict=True))
+    joined = [f"{prev[i]}\n{c}" if i in prev else c for i, c in zip(ids, contents, strict=True)]
+    mats = {
+        "minilm": vectors(args.cache, "plain", minilm, contents),
+        "e5": vectors(args.cache, "plain", e5, contents),
+        "e5-ctx": vectors(args.cache, ctx_tag, e5, joined),
+        "minilm-ctx": vectors(args.cache, ctx_tag, minilm, joined),
+    }
+    out = []
+    for qa in qas:
+        if qa["category"] not in CATEGORIES:
+            continue
+        text, depth = qa["question"], args.depth
+        q = Question(
+            qa["category"],
+            set(qa["evidence"]),
+            keep.search(text, depth),
+            main.search(text, depth),
+            ctx.search(text, depth),
+            text=text,
+            contents=by_id,
+        )
+        started = time.perf_counter()
+        qv = e5.embed_query(text)
+        args.costs["e5 query"].append(time.perf_counter() - started)
+        mv = minilm.embed_query(text)
+        q.cos = {
+            "minilm": top(mats["minilm"], ids, mv, depth),
+            "minilm-ctx": top(mats["minilm-ctx"], ids, mv, depth),
+            "e5": top(mats["e5"], ids, qv, depth),
+            "e5-ctx": top(mats["e5-ctx"], ids, qv, depth),
+        }
+        out.append(q)
+    return out
+
+
+def unrelated(turns: Sequence[Any], dia_id: str) -> str:
+    """A memory from another session of the conversation, picked deterministically."""
+    (session,) = {t.category for t in turns if t.dia_id == dia_id}
+    others = [t.content for t in turns if t.category != session]
+    return str(others[int(hashlib.sha256(dia_id.encode()).hexdigest(), 16) % len(others)])
+
+
+def with_context(bm25: Hits, ctx: Hits, boost: float) -> Hits:
+    """One query over both fields: Tantivy sums the clause scores, the context one boosted."""
+    score = dict(bm25)
+    for i, s in ctx:
+        score[i] = score.get(i, 0.0) + boost * s
+    return sorted(score.items(), key=lambda kv: -kv[1])
+
+
+Ranker = Callable[[Question], list[str]]
+
+
+def hybrid(emb: str, wk: float, m: float, *, ctx: float = 0.0, boost: float = 0.0) -> Ranker:
+    def rank(q: Question) -> list[str]:
+        bm25 = with_context(q.bm25, q.bm25_ctx, boost) if boost else q.bm25
+        contextual = q.cos[f"{emb}-ctx"] if ctx else []
+        ranked = rank_hits(bm25, q.cos[emb], {}, m, wk, contextual=contextual, context_weight=ctx)
+        return [i for i, _ in ranked]
+
+    return rank
+
+
+def today(q: Question) -> list[str]:
+    return [i for i, _ in rank_hits(q.bm25_all, q.cos["minilm"], {}, 0.2, 0.6)]
+
+
+def score(questions: list[Question], rank: Ranker) -> dict[str, float]:
+    r = {1: 0.0, 5: 0.0, 10: 0.0}
+    rr = 0.0
+    per: dict[int, list[float]] = {c: [] for c in CATEGORIES}
+    for q in questions:
+        ranked = rank(q)[:20]
+        for k in r:
+            r[k] += len(q.evidence & set(ranked[:k])) / len(q.evidence)
+        per[q.category].append(len(q.evidence & set(ranked[:10])) / len(q.evidence))
+        rr += next((1 / (n + 1) for n, i in enumerate(ranked) if i in q.evidence), 0.0)
+    n = len(questions)
+    out = {f"R@{k}": v / n for k, v in r.items()} | {"MRR": rr / n}
+    return out | {CATEGORIES[c]: statistics.fmean(v) for c, v in per.items() if v}
+
+
+def reranked(base: Ranker, depth: int) -> Ranker:
+    def rank(q: Question) -> list[str]:
+        ranked = base(q)
+        head = sorted(ranked[:depth], key=lambda i: -q.rerank[i])
+        return head + ranked[depth:]
+
+    return rank
+
+
+def key(q: Question, dia_id: str) -> str:
+    return f"{q.text}\0{q.contents[dia_id]}"
+
+
+def rerank_scores(questions: list[Question], base: Ranker, args: argparse.Namespace) -> None:
+    path = args.cache / "rerank-v2.json"
+    cached: dict[str, float] = json.loads(path.read_text()) if path.exists() else {}
+    model = CrossEncoderReranker()
+    for q in questions:
+        ids = base(q)[: args.rerank_depth]
+        missing = [i for i in ids if key(q, i) not in cached]
+        if missing:
+            started = time.perf_counter()
+            got = model.score(q.text, [q.contents[i] for i in missing])
+            args.costs["rerank"].append(time.perf_counter() - started)
+            cached.update({key(q, i): s for i, s in zip(missing, got, strict=True)})
+        q.rerank = {i: cached[key(q, i)] for i in ids}
+    path.write_text(json.dumps(cached))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--conversations", default="0-4")
-    parser.add_argument("--prf", type=int, default=0, help="feedback from the top N hits")
-    parser.add_argument("--prf-weight", type=float, default=0.5)
     parser.add_argument("--depth", type=int, default=100, help="candidates from each search")
+    parser.add_argument("--rerank-depth", type=int, default=20)
+    parser.add_argument("--no-rerank", action="store_true")
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/dreamwell-tune-cache"))
+    parser.add_argument("--grid", action="store_true", help="print every weight combination")
+    parser.add_argument(
+        "--unrelated-context",
+        action="store_true",
+        help="give each memory the text of an unrelated one as context (the cost of bad gating)",
+    )
     args = parser.parse_args()
-    bench = load_bench()
-    data = json.loads((SHARED / "data/locomo-dev.json").read_text())
+    shared = find_shared()
+    bench = load_bench(shared)
+    data = json.loads((shared / "data/locomo-dev.json").read_text())
     lo, _, hi = args.conversations.partition("-")
-    embedder = OnnxMiniLM()
-    runs: list[tuple[list[tuple[str, float]], list[tuple[str, float]], set[str]]] = []
+    args.models = (OnnxMiniLM(), OnnxE5())
+    args.costs = {"e5 query": [], "rerank": []}
+    questions: list[Question] = []
     for sample in data[int(lo) : int(hi or lo) + 1]:
-        turns, qas, _ = bench.locomo_conversation(sample, False)  # type: ignore[attr-defined]
-        with tempfile.TemporaryDirectory() as tmp:
-            store = LongTermStore(Path(tmp), embedder=embedder)
-            now = utcnow()
-            started = time.perf_counter()
-            entries = [
-                MemoryEntry(f"{n:012x}", t.content, t.category, tuple(t.tags), now, now, now)
-                for n, t in enumerate(turns)
-            ]
-            store.apply(entries)
-            by_id = {e.id: t.dia_id for e, t in zip(entries, turns, strict=True)}
-            sys.stderr.write(
-                f"{sample['sample_id']}: {len(turns)} turns in "
-                f"{time.perf_counter() - started:.1f}s\n"
-            )
-            for qa in qas:
-                if qa["category"] not in (1, 2, 3, 4):
-                    continue
-                text = qa["question"]
-                bm25 = store._index.search(text, args.depth)
-                qv = embedder.embed([text])[0]
-                vec = store._vectors.search(qv, args.depth)
-                if args.prf:  # pseudo-relevance feedback: move the query towards the top hits
-                    top = [i for i, _ in rank_hits(bm25, vec, {})[: args.prf]]
-                    mean = np.mean([store._vectors._vectors[i] for i in top], axis=0)
-                    moved = np.asarray(qv) + args.prf_weight * mean
-                    vec = store._vectors.search(
-                        (moved / np.linalg.norm(moved)).tolist(), args.depth
-                    )
-                runs.append(
-                    (
-                        [(by_id[i], s) for i, s in bm25],
-                        [(by_id[i], s) for i, s in vec],
-                        set(qa["evidence"]),
-                    )
-                )
-    variants: dict[str, Fusion] = {
-        "bm25 only": lambda b, _c: [i for i, _ in b],
-        "vector only": lambda _b, c: [i for i, _ in c],
-        "rrf60": rrf(60),
+        sys.stderr.write(f"{sample['sample_id']}\n")
+        questions += conversation(sample, bench, args)
+
+    variants: dict[str, Ranker] = {
+        "today: BM25 + MiniLM 0.6/0.4 min .2": today,
+        "BM25 only (stop-words kept)": lambda q: [i for i, _ in q.bm25_all],
+        "BM25 only (stop-words dropped)": lambda q: [i for i, _ in q.bm25],
+        "e5 only": lambda q: [i for i, _ in q.cos["e5"]],
+        "BM25-sw + MiniLM 0.6/0.4 min .2": hybrid("minilm", 0.6, 0.2),
+        "ctx MiniLM .4/.3/.3 boost .5 min .2": hybrid("minilm", 0.4, 0.2, ctx=0.3, boost=0.5),
     }
-    for w in (0.5, 0.55, 0.6, 0.65, 0.7):
-        variants[f"minmax w_bm25={w}"] = minmax(w)
-        for m in (0.0, 0.2):
-            variants[f"top+minmax w_bm25={w} min={m}"] = top_and_minmax(w, m)
-    for m in (0.0, 0.1, 0.2, 0.3, 0.4):
-        variants[f"spec-mean min={m}"] = spec_mean(m)
-        for w in (0.3, 0.4, 0.5, 0.6):
-            variants[f"weighted w_bm25={w} min={m}"] = weighted(w, m)
-    rows = []
-    for name, fuse in variants.items():
-        r = {1: 0.0, 5: 0.0, 10: 0.0}
-        for bm25, vec, evidence in runs:
-            ranked = fuse(bm25, vec)
-            for k in r:
-                r[k] += len(evidence & set(ranked[:k])) / len(evidence)
-        rows.append((r[5] / len(runs), r[10] / len(runs), r[1] / len(runs), name))
-    for r5, r10, r1, name in sorted(rows, reverse=True):
-        sys.stdout.write(f"{name:32s} R@1={r1:.3f} R@5={r5:.3f} R@10={r10:.3f}\n")
-    sys.stdout.write(f"{len(runs)} questions (categories 1-4)\n")
+    grid: dict[str, Ranker] = {}
+    for wk, m in itertools.product((0.3, 0.4, 0.5, 0.6), (0.0, 0.7, 0.75, 0.8)):
+        grid[f"e5 + BM25-sw {wk:.2f}/{1 - wk:.2f} min {m}"] = hybrid("e5", wk, m)
+    for wk, wc, boost, m in itertools.product(
+        (0.3, 0.4, 0.5), (0.2, 0.3, 0.4), (0.0, 0.3, 0.5), (0.0, 0.75)
+    ):
+        if wk + wc < 1:
+            name = f"e5 ctx {wk:.1f}/{1 - wk - wc:.1f}/{wc:.1f} boost {boost} min {m}"
+            grid[name] = hybrid("e5", wk, m, ctx=wc, boost=boost)
+    results = {name: score(questions, rank) for name, rank in {**variants, **grid}.items()}
+    best_plain = max((n for n in grid if " ctx " not in n), key=lambda n: results[n]["R@5"])
+    best_ctx = max((n for n in grid if " ctx " in n), key=lambda n: results[n]["R@5"])
+    shown = [*variants, best_plain, best_ctx]
+    if not args.no_rerank:
+        rerank_scores(questions, grid[best_ctx], args)
+        name = f"{best_ctx} + rerank top {args.rerank_depth}"
+        results[name] = score(questions, reranked(grid[best_ctx], args.rerank_depth))
+        shown.append(name)
+    if args.grid:
+        shown += sorted(grid, key=lambda n: -results[n]["R@5"])
+    header = f"{'variant':52s} R@1   R@5   R@10  MRR   " + " ".join(
+        f"{c:6s}" for c in CATEGORIES.values()
+    )
+    sys.stdout.write(header + "  (per-category R@10)\n")
+    for name in dict.fromkeys(shown):
+        r = results[name]
+        cells = [r["R@1"], r["R@5"], r["R@10"], r["MRR"], *(r[c] for c in CATEGORIES.values())]
+        sys.stdout.write(f"{name:52s} " + " ".join(f"{x:.3f}" for x in cells) + "\n")
+    for what, secs in args.costs.items():
+        if secs:
+            sys.stdout.write(f"{what}: p50 {1000 * statistics.median(secs):.1f} ms\n")
+    sys.stdout.write(f"{len(questions)} questions (categories 1-4)\n")
 
 
 if __name__ == "__main__":
