@@ -296,7 +296,7 @@ class LongTermStore:
     def _catch_up(self) -> None:
         with self._apply_lock:
             state = self._state.read()
-            if state.known and state.checkpoint > self._indexed:
+            if state.known and state.checkpoint > self._indexed and not self._index.in_ram:
                 self._index.reload()
                 self._indexed = state.checkpoint
                 self._pending = MappingProxyType(
@@ -386,6 +386,12 @@ class LongTermStore:
         """Rebuild the Tantivy index from LanceDB when it is missing, damaged or out of step
         with the checkpoint (checked again under the checkpoint lock; skipped while one runs)."""
         if self._index.in_step(self._loaded_live):
+            return
+        if self._index.in_ram:  # a read-only directory: index what was loaded, in memory
+            loaded = [e for e in self._view.values() if e.live]
+            self._index.rebuild(IndexDoc(e.id, e.content, e.category, e.tags) for e in loaded)
+            self._indexed = self._wal.last_seq
+            self._pending = MappingProxyType({})
             return
         try:
             self._cplock.acquire(timeout=0)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import re
 import shutil
 from collections import Counter
@@ -112,17 +113,28 @@ class TextIndex:
         self._path = path
         self._analyzer = _analyzer()
         self._query_analyzer = _analyzer(ENGLISH_STOPWORDS)
+        self.in_ram = path is None  # also True when the directory cannot be written
         self._index = self._open()
+
+    def _writable(self) -> bool:
+        assert self._path is not None
+        try:
+            self._path.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            return False
+        return os.access(self._path, os.W_OK)
 
     def _open(self) -> tantivy.Index:
         schema = _schema()
-        if self._path is None:
+        if self._path is None or not self._writable():
+            if self._path is not None:  # Tantivy needs its lock files: search a copy in RAM
+                logger.warning("text index at %s is read-only; searching a copy in RAM", self._path)
+            self.in_ram = True
             index = tantivy.Index(schema)
         else:
-            self._path.mkdir(parents=True, exist_ok=True)
             try:
                 index = tantivy.Index(schema, path=str(self._path), reuse=True)
-            except ValueError as exc:
+            except ValueError as exc:  # damaged (it is derived: rebuilt from LanceDB)
                 logger.warning("text index at %s is unreadable (%s); recreating", self._path, exc)
                 shutil.rmtree(self._path)
                 self._path.mkdir(parents=True)
@@ -132,7 +144,7 @@ class TextIndex:
 
     def recreate(self) -> None:
         """Throw the on-disk index away and start empty (used when it is corrupt)."""
-        if self._path is not None:
+        if self._path is not None and not self.in_ram:
             shutil.rmtree(self._path, ignore_errors=True)
         self._index = self._open()
 

@@ -77,18 +77,18 @@ async def test_working_memory_reads_work_and_writes_refuse_on_a_read_only_direct
     assert _tree(data) == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="LongTermStore cannot open read-only: it takes Tantivy's and the state file's write "
-    "locks and tries to rebuild the index (issue 12 §2, store-core rewrite)",
-)
 async def test_long_term_reads_work_on_a_read_only_directory(tmp_path: Path) -> None:
     data = tmp_path / "data"
     await _seed(data)
+    before = {p: p.read_bytes() for p in data.rglob("*") if p.is_file()}
     with read_only_server(data) as params:
         async with Client(params) as c:
             assert "Readable on a read-only disk" in await ok(c, "search_memory", query="disk")
             assert "- ops (1)" in await ok(c, "list_memory_categories")
+            refused = await fails(c, "save_memory", content="cannot be written")
+            assert "read-only" in refused and "Reads still work" in refused
+    after = {p: p.read_bytes() for p in data.rglob("*") if p.is_file()}
+    assert after == before, "a read-only directory was changed or its index thrown away"
 
 
 async def test_long_term_memory_that_cannot_open_does_not_take_working_memory_down(
