@@ -124,6 +124,8 @@ def index_docs(store: LongTermStore) -> int | None:
 
 
 def embedder_text(settings: Settings) -> str:
+    if settings.embedder == "e5":
+        return "e5-small-v2-int8 (embedded, 384 dimensions)"
     if settings.embedder == "minilm":
         return "minilm-l6-v2-int8 (embedded, 384 dimensions)"
     if settings.embedder == "ollama":
@@ -232,10 +234,10 @@ def check_store(settings: Settings, name: str, data_dir: Path) -> list[Finding]:
     return found
 
 
-def check_model() -> Finding:
-    from dreamwell.stores.embedding import model_files_ok
+def check_model(embedder: str) -> Finding:
+    from dreamwell.stores.embedding import E5_DIR, MODEL_DIR, model_files_ok
 
-    if model_files_ok():
+    if model_files_ok(E5_DIR if embedder == "e5" else MODEL_DIR):
         return Finding(True, "embedded model files match their checksums")
     return Finding(
         False,
@@ -268,8 +270,8 @@ def doctor_command(settings: Settings, only: str | None = None) -> int:
                 label = f"[{name or 'default'}] "
                 for f in [check_lock(data_dir), *check_store(settings, name, data_dir)]:
                     findings.append(Finding(f.ok, label + f.what, f.fix))
-    if settings.embedder == "minilm":
-        findings.append(check_model())
+    if settings.embedder in ("e5", "minilm"):
+        findings.append(check_model(settings.embedder))
     findings.append(check_llm(settings))
     for f in findings:
         sys.stdout.write(f"{'ok  ' if f.ok else 'FAIL'} {f.what}\n")
