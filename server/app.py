@@ -102,12 +102,7 @@ async def _warm(runtime: Runtime) -> None:
             logger.exception("could not load the embedder")
 
 
-BACKFILL_GATHER = 0.25  # seconds to let saves pile up, so vectors are embedded in batches
-
-
-async def backfill_forever(
-    runtime: Runtime, idle: float = 30.0, gather: float = BACKFILL_GATHER
-) -> None:
+async def backfill_forever(runtime: Runtime, idle: float = 30.0) -> None:
     """Load stored vectors after start-up, then embed entries that have none yet (every new
     save: embedding is kept off the reply path; a switched embedder; Ollama being down).
     Keyword search covers them meanwhile."""
@@ -122,9 +117,6 @@ async def backfill_forever(
                 logger.exception("backfill in %s failed; will retry", tenant.data_dir)
         if not done:
             await _wait_for_vectors_wanted(runtime, idle)
-            # a stream of saves: one inference for many of them is cheaper than one each,
-            # and leaves the CPU to the saves themselves meanwhile
-            await anyio.sleep(gather)
 
 
 async def _wait_for_vectors_wanted(runtime: Runtime, timeout: float) -> None:

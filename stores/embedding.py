@@ -107,10 +107,6 @@ class _OnnxModel:
                     opts = ort.SessionOptions()
                     opts.intra_op_num_threads = self._threads
                     opts.inter_op_num_threads = 1
-                    # inputs vary in shape: an arena keeps the largest batch's buffers for
-                    # ever (tens of MB per shape); plain allocation keeps RSS flat
-                    opts.enable_cpu_mem_arena = False
-                    opts.enable_mem_pattern = False
                     self._session = ort.InferenceSession(
                         str(self.model_dir / "model.onnx"),
                         sess_options=opts,
