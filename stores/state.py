@@ -16,6 +16,7 @@ import logging
 import os
 import threading
 import time
+import zlib
 from collections.abc import Set
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,7 @@ from dreamwell.stores.model import utcnow
 
 logger = logging.getLogger(__name__)
 
-_JOURNAL = 256  # checkpoints kept in the journal
+_JOURNAL = 64  # checkpoints kept in the journal (a process further behind reloads everything)
 _JOURNAL_IDS = 5000  # a checkpoint that wrote more ids says "reload everything"
 _RECHECK_SECONDS = 0.25  # mtime ticks can be coarse: re-read now and then even if unchanged
 
@@ -79,6 +80,8 @@ class StateFile:
         self.path = path
         self._stamp: tuple[int, int, int] | None = None
         self._read_at = 0.0
+        # the last parse: (stamp, crc32 of the bytes, when checked, State)
+        self._parsed: tuple[tuple[int, int, int], int, float, State] | None = None
 
     def unchanged(self) -> bool:
         """True when the file is as it was at the last check (a stat(), no parsing)."""
@@ -94,23 +97,51 @@ class StateFile:
         return False
 
     def read(self) -> State:
+        """The state, parsed again only when the file changed: its journal lists thousands
+        of ids and every write consults it. Unchanged = same stat() stamp; as timestamps are
+        coarse and inodes reused, the bytes are compared (crc32) at least once a second."""
         try:
-            text = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return State(known=False)
-        except OSError as exc:
-            logger.error("cannot read %s: %s", self.path, exc)
+            st = self.path.stat()
+            stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+        except OSError:
+            return self._read(None)
+        now = time.monotonic()
+        cached = self._parsed
+        if cached is not None and cached[0] == stamp and now - cached[2] < 1.0:
+            return cached[3]
+        try:
+            data = self.path.read_bytes()
+        except OSError:
+            return self._read(None)
+        crc = zlib.crc32(data)
+        if cached is not None and cached[1] == crc:
+            self._parsed = (stamp, crc, now, cached[3])
+            return cached[3]
+        state = self._read(data)
+        self._parsed = (stamp, crc, now, state) if state.known else None
+        return state
+
+    def _read(self, data: bytes | None) -> State:
+        if data is None:
+            if not self.path.exists():
+                return State(known=False)
+            logger.error("cannot read %s", self.path)
             return State(known=False)
         try:
-            data = json.loads(text)
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            keep_aside(self.path, f"not UTF-8: {exc}")
+            return State(known=False)
+        try:
+            parsed = json.loads(text)
             journal = {
                 int(g): (None if ids is None else [str(i) for i in ids])
-                for g, ids in data.get("journal", [])
+                for g, ids in parsed.get("journal", [])
             }
             return State(
-                int(data.get("checkpoint", 0)),
-                int(data["version"]),
-                int(data["generation"]),
+                int(parsed.get("checkpoint", 0)),
+                int(parsed["version"]),
+                int(parsed["generation"]),
                 journal,
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:

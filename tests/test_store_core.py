@@ -250,3 +250,18 @@ def test_a_checkpoint_writes_entries_with_and_without_vectors_together(tmp_path:
     reopened.load_vectors()
     assert reopened.missing_vectors() == 1
     assert {with_vector.id, without.id} == ids(reopened.search("kayak"))
+
+
+def test_a_garbage_state_file_is_kept_aside_and_the_log_replayed(tmp_path: Path) -> None:
+    store = LongTermStore(tmp_path)
+    first = store.save("canal boat trip").entry
+    store.checkpoint()
+    second = store.save("canal lock keeper").entry
+    (tmp_path / "longterm.state").write_text("{not json")
+    reopened = LongTermStore(tmp_path)
+    assert ids(reopened.search("canal")) == {first.id, second.id}
+    assert list(tmp_path.glob("longterm.state.corrupt-*")), "the damaged state must be kept"
+    assert reopened.checkpoint() and ids(LongTermStore(tmp_path).search("canal")) == {
+        first.id,
+        second.id,
+    }
