@@ -85,6 +85,7 @@ class Settings(BaseSettings):
     llm_context: int = _setting("llm_context", 8192, ge=512, le=1_048_576)
     llm_max_tokens: int = _setting("llm_max_tokens", 2048, ge=16, le=131_072)
     record_conversation: bool = _setting("record_conversation", True)
+    enrich: bool = _setting("enrich", True)
     # dreaming inside `serve` (off unless set), e.g. "12h", "30m"
     dream_every: str | None = _setting("dream_every")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import threading
 from typing import IO, Annotated
 
 import anyio
@@ -137,6 +138,32 @@ async def dream_forever(runtime: Runtime, period: float | None = None) -> None:
                 logger.info("dream of %s skipped: %s", name or "the root store", exc)
             except Exception:  # the server outlives a failed cycle
                 logger.exception("dream cycle of %s failed", name or "the root store")
+
+
+async def enrich_forever(runtime: Runtime, period: float = 5.0) -> None:
+    """With an LLM configured (and `enrich` on), expand queued saved memories in the
+    background, a few at a time per store; without an LLM nothing happens."""
+    from dreamwell.dream.enrichment import enrich_queued
+
+    llm = llm_for(runtime.settings) if runtime.settings.enrich else None
+    if llm is None:
+        return
+    while True:
+        await anyio.sleep(period)
+        for tenant in runtime.opened():
+            cancel = threading.Event()
+            try:
+                report = await anyio.to_thread.run_sync(
+                    enrich_queued, tenant.longterm, llm, 4, cancel, abandon_on_cancel=True
+                )
+                if report is not None and report.changes():
+                    logger.info("%s", render(report))
+            except (StoreError, OSError) as exc:
+                logger.warning("enrichment in %s paused: %s", tenant.data_dir, exc)
+            except Exception:  # the server outlives a failed enrichment
+                logger.exception("enrichment in %s failed", tenant.data_dir)
+            finally:
+                cancel.set()
 
 
 def run_dream_command(args: argparse.Namespace, settings: Settings) -> int:

@@ -90,6 +90,11 @@ SETTINGS: dict[str, Meta] = {
         "the conversation log the dream reads; `false` turns it off",
         switch=True,
     ),
+    "enrich": Meta(
+        "with an LLM configured, expand saved memories into atomic facts in the background "
+        "(reported and undoable like a dream); `false` turns it off",
+        switch=True,
+    ),
     "dream_every": Meta("dream inside `serve` on a timer, e.g. `12h`", ("serve",)),
 }
 

@@ -95,6 +95,11 @@ class Runtime:
         self.embedder = self._embedder()
         # Deep search (opt-in): loads its model on first use.
         self.reranker = CrossEncoderReranker() if settings.rerank else None
+        # save_memory queues new memories for enrichment when an LLM is configured
+        ollama = settings.llm_provider == "ollama"
+        self.enriching = settings.enrich and bool(
+            settings.llm_base_url or (settings.ollama_host if ollama else None)
+        )
 
     def _embedder(self) -> Embedder | None:
         s = self.settings

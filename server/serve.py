@@ -16,7 +16,7 @@ from dreamwell.server.app import (
     sweep_forever,
 )
 from dreamwell.server.config import Settings
-from dreamwell.server.dream_edge import dream_forever
+from dreamwell.server.dream_edge import dream_forever, enrich_forever
 from dreamwell.server.http import build_asgi, uvicorn_server
 from dreamwell.server.runtime import Runtime
 from dreamwell.server.stdio import run_stdio
@@ -57,6 +57,7 @@ async def serve(settings: Settings) -> None:
         tg.start_soon(checkpoint_forever, runtime)
         if settings.dream_every:
             tg.start_soon(dream_forever, runtime)
+        tg.start_soon(enrich_forever, runtime)
         if settings.transport == "stdio":
             await run_stdio(mcp, on_eof=_exit_soon)
         else:

@@ -11,6 +11,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
+from dreamwell.dream.enrichment import enqueue
 from dreamwell.server import render
 from dreamwell.server.runtime import Runtime, Tenant
 from dreamwell.stores import (
@@ -101,7 +102,10 @@ def register_tools(mcp: MCPServer, runtime: Runtime) -> None:
         tags: TagsArg = None,
     ) -> CallToolResult:
         def work(t: Tenant, _ns: str) -> str:
-            return render.saved(t.longterm.save(visible(content, "content"), category, tags))
+            saved = t.longterm.save(visible(content, "content"), category, tags)
+            if runtime.enriching and not saved.reinforced:
+                enqueue(t.longterm, saved.entry)  # the LLM expands it later; never waits
+            return render.saved(saved)
 
         return await call(ctx, work)
 

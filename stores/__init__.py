@@ -20,6 +20,8 @@ from dreamwell.stores.layout import DataDir, check_tenant
 from dreamwell.stores.logs import (
     CONVERSATION,
     CONVERSATION_MAX_BYTES,
+    ENRICH_QUEUE,
+    ENRICH_QUEUE_MAX_BYTES,
     FEEDBACK,
     RECALL,
     JsonlLog,
@@ -55,6 +57,8 @@ __all__ = [
     "CHECKPOINT_SECONDS",
     "CONVERSATION",
     "CONVERSATION_MAX_BYTES",
+    "ENRICH_QUEUE",
+    "ENRICH_QUEUE_MAX_BYTES",
     "FEEDBACK",
     "MAX_CONTENT_CHARS",
     "MAX_QUERY_CHARS",

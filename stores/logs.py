@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -38,6 +38,8 @@ MAX_LINE = 64 * 1024
 
 
 CONVERSATION_MAX_BYTES = 4 * 1024 * 1024  # the recorded conversation keeps its newest ~4 MiB
+ENRICH_QUEUE = "enrich-queue.jsonl"  # saved memories waiting to be enriched by the LLM
+ENRICH_QUEUE_MAX_BYTES = 256 * 1024  # ~4,000 waiting ids; past it the oldest half is dropped
 
 
 class JsonlLog:
@@ -95,6 +97,28 @@ class JsonlLog:
                     f"the log {self.path} could not be written ({exc.strerror or exc}); check "
                     "the data directory's free space and permissions."
                 ) from exc
+
+    def drop(self, keep: Callable[[dict[str, Any]], bool]) -> None:
+        """Remove the records `keep` refuses, atomically with respect to appends (a damaged
+        line is kept as it is)."""
+        with self._locked():
+            try:
+                lines = self.path.read_bytes().splitlines(keepends=True)
+            except FileNotFoundError:
+                return
+            kept = []
+            for line in lines:
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    kept.append(line)
+                    continue
+                if not isinstance(record, dict) or keep(record):
+                    kept.append(line)
+            try:
+                write_atomic(self.path, b"".join(kept).decode("utf-8", "replace"))
+            except OSError as exc:
+                raise WriteFailed(f"the log {self.path} could not be rewritten ({exc})") from exc
 
     def _trim(self) -> None:
         """Keep the newest half of the lines (caller holds the lock)."""

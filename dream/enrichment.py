@@ -1,0 +1,117 @@
+"""save_memory enrichment (seeds 000/002, memory-rules.md): with an LLM configured, memories
+saved as long or vague notes are expanded in the background into focused entries.
+
+`save_memory` only appends the new id to `enrich-queue.jsonl` (bounded; the reply never
+waits). `enrich_queued` takes a few ids, asks the LLM (`feeding.enrich`), and writes the
+derived entries (metadata `derived_from`) in one compare-and-set group with the original as
+it was seen: if the user edited or deleted it meanwhile, nothing is written. The original is
+archived only when the derived entries cover every fact it held. Each batch is reported like
+a dream cycle (`dreams/<run>.json`), so `dreamwell dream --undo RUN` reverts it. Ids leave the
+queue only once handled, so pending work survives a restart.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import replace
+from datetime import datetime
+
+from dreamwell.dream import directives, feeding
+from dreamwell.dream.llm import LLM, LLMCancelled, LLMError
+from dreamwell.dream.report import Change, PassResult, Report, save_report
+from dreamwell.stores import (
+    ENRICH_QUEUE,
+    ENRICH_QUEUE_MAX_BYTES,
+    JsonlLog,
+    LongTermStore,
+    MemoryEntry,
+    StoreError,
+    Write,
+    new_id,
+    utcnow,
+)
+
+logger = logging.getLogger(__name__)
+MIN_CHARS = 40  # shorter memories are atomic already
+
+
+def queue_for(store: LongTermStore) -> JsonlLog:
+    return JsonlLog(store.data_dir, ENRICH_QUEUE, max_bytes=ENRICH_QUEUE_MAX_BYTES)
+
+
+def enqueue(store: LongTermStore, entry: MemoryEntry) -> None:
+    """Ask for `entry` to be enriched later; never fails the save that called it."""
+    if len(entry.content) < MIN_CHARS:
+        return
+    try:
+        queue_for(store).append({"id": entry.id})
+    except StoreError as exc:
+        logger.warning("could not queue [%s] for enrichment: %s", entry.id, exc)
+
+
+def enrich_queued(
+    store: LongTermStore,
+    llm: LLM,
+    limit: int = 4,
+    cancel: threading.Event | None = None,
+    now: datetime | None = None,
+) -> Report | None:
+    """Enrich up to `limit` queued memories; the report when anything was tried."""
+    queue = queue_for(store)
+    waiting = [str(r.get("id", "")) for r in queue.read()[:limit]]
+    if not waiting:
+        return None
+    now = now or utcnow()
+    report = Report(f"{now:%Y%m%dT%H%M%S}-enrich-{new_id()[:4]}", now.isoformat(), False, llm.name)
+    result = PassResult("enrichment")
+    report.passes.append(result)
+    rules = directives.directive(store.data_dir, "memory-rules.md", directives.MEMORY_RULES)
+    handled: set[str] = set()
+    try:
+        for entry_id in waiting:
+            _enrich_one(store, llm, entry_id, rules, now, cancel, result)
+            handled.add(entry_id)
+    except LLMCancelled:
+        result.status, result.reason = "partial", "cancelled"
+    finally:
+        queue.drop(lambda r: str(r.get("id", "")) not in handled)
+        if result.changes or result.notes:
+            report.finished = utcnow().isoformat()
+            save_report(store.data_dir, report)
+    return report
+
+
+def _enrich_one(
+    store: LongTermStore,
+    llm: LLM,
+    entry_id: str,
+    rules: str,
+    now: datetime,
+    cancel: threading.Event | None,
+    result: PassResult,
+) -> None:
+    entry = store.get(entry_id)
+    if entry is None or not entry.live:
+        return
+    try:
+        derived = feeding.enrich(entry, llm, rules, now, cancel=cancel, notes=result.notes)
+    except LLMCancelled:
+        raise
+    except LLMError as exc:  # dropped from the queue: a bad answer is not retried for ever
+        result.notes.append(f"[{entry_id}] not enriched: {exc}")
+        return
+    if not derived:
+        return
+    changes = [Change("derived", None, d, (entry.id,)) for d in derived]
+    if feeding.covered(entry, derived):
+        archived = replace(entry, archived_at=now)
+        ids = tuple(d.id for d in derived)
+        changes.append(Change("archive", entry, archived, ids, "covered by derived facts"))
+    writes = [Write(c.after.id, c.before, c.after) for c in changes if c.after is not None]
+    if len(changes) == len(derived):
+        writes.append(Write(entry.id, entry, entry))  # only if the original is unchanged
+    if store.write([writes]) == [True]:
+        result.changes += changes
+    else:
+        result.notes.append(f"conflict: skipped enrichment of [{entry.id}]: changed meanwhile")
