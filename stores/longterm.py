@@ -58,6 +58,7 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 _CANDIDATES = 100
+SEARCH_EMBEDS = 64  # a search embeds at most this many entries the backfill has not reached
 CHECKPOINT_RECORDS = 512  # fold the log into LanceDB/Tantivy when this many ids are pending
 CHECKPOINT_SECONDS = 5.0  # ... or when the oldest pending change is this old
 COMPACT_FRAGMENTS = 16  # compact LanceDB when it has this many fragments
@@ -211,6 +212,7 @@ class LongTermStore:
         self._pending: Mapping[str, tuple[int, float]] = MappingProxyType({})  # id -> seq, time
         self._terms: dict[str, DocTerms] = {}
         self._rows = Rows()
+        self._unlogged: set[str] = set()  # vectors a search computed, not yet in the log
         self._dups: dict[tuple[str, str], str] = {}
         self._generation = -1  # the last checkpoint whose changes this process has applied
         self._indexed = 0  # the checkpoint the Tantivy searcher reflects
@@ -355,6 +357,7 @@ class LongTermStore:
                     and text_hash(target.content) == op["h"]
                 ):
                     self._rows.set_vector(target.id, str(op["m"]), _vector_of(op))
+                    self._unlogged.discard(target.id)
 
     def _change(self, changes: Mapping[str, MemoryEntry | None], seq: int) -> None:
         view = self._view
@@ -366,6 +369,8 @@ class LongTermStore:
                 key = _dup_key(old.category, old.content)
                 if self._dups.get(key) == entry_id:
                     del self._dups[key]
+            if new is None or not new.live or (old is not None and old.content != new.content):
+                self._unlogged.discard(entry_id)
             if new is None:
                 self._rows.remove(entry_id)
             else:
@@ -603,14 +608,18 @@ class LongTermStore:
         self.load_vectors()
         self._fresh()
         view = self._view
-        missing = []
+        missing: list[MemoryEntry] = []
+        for entry_id in list(self._unlogged):  # embedded by a search, not logged yet
+            entry = view.get(entry_id)
+            if entry is not None and entry.live and len(missing) < batch:
+                missing.append(entry)
         for entry_id, row in list(self._rows.row_of.items()):
+            if len(missing) >= batch:
+                break
             if not self._rows.has_vec[row] and self._rows.live[row]:
                 entry = view.get(entry_id)
                 if entry is not None and entry.live:
                     missing.append(entry)
-                    if len(missing) >= batch:
-                        break
         if not missing:
             self.vectors_wanted.clear()
             return 0
@@ -648,7 +657,7 @@ class LongTermStore:
         if self.embedder is None:
             return 0
         self._fresh()
-        return self._view.live_count - self._rows.vector_count()
+        return self._view.live_count - self._rows.vector_count() + len(self._unlogged)
 
     # ---- checkpoints ----------------------------------------------------------------------------
     def checkpoint_due(self, max_age: float = CHECKPOINT_SECONDS) -> bool:
@@ -811,7 +820,7 @@ class LongTermStore:
             ]
         bm25 = self._keyword(text, view, category, tag_list) if self.keyword_weight > 0 else []
         cosine: list[tuple[str, float]] = []
-        if self.keyword_weight < 1 and rows.vector_count():
+        if self.keyword_weight < 1 and self._vectors_complete(view):
             query_vector = self._query_vector(text)
             if query_vector is not None:
                 cosine = rows.vector_top(query_vector, _CANDIDATES, rows.mask(category, tag_list))
@@ -838,6 +847,33 @@ class LongTermStore:
             return ranked
         order = sorted(range(len(head)), key=lambda k: -scores[k])
         return [head[k] for k in order] + ranked[self.rerank_depth :]
+
+    def _vectors_complete(self, view: View) -> bool:
+        """Whether every live entry has a vector, embedding the few the background backfill
+        has not reached yet (in memory only: a search writes nothing). A partial set of
+        vectors would distort the blend, so with many missing the search is BM25 only."""
+        if self.embedder is None or not self._vectors_ready:
+            return False
+        rows = self._rows
+        n = rows.n
+        missing = np.flatnonzero(rows.live[:n] & ~rows.has_vec[:n])
+        if len(missing) == 0:
+            return bool(n)
+        if len(missing) > SEARCH_EMBEDS:
+            return False
+        entries = [e for i in missing if (e := view.get(rows.ids[i])) is not None and e.live]
+        try:
+            vectors = self.embedder.embed([e.content for e in entries])
+        except EmbedderError as exc:
+            logger.warning("embedding at search time failed (%s); keyword search only", exc)
+            return False
+        with self._apply_lock:
+            for entry, vector in zip(entries, vectors, strict=True):
+                current = self._view.get(entry.id)
+                if current is not None and current.content == entry.content:
+                    self._rows.set_vector(entry.id, self.embedder.name, vector)
+                    self._unlogged.add(entry.id)
+        return True
 
     def _keyword(
         self, text: str, view: View, category: str | None, tags: Sequence[str]

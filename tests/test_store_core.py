@@ -265,3 +265,22 @@ def test_a_garbage_state_file_is_kept_aside_and_the_log_replayed(tmp_path: Path)
         first.id,
         second.id,
     }
+
+
+def test_a_search_right_after_saves_ranks_with_every_vector_and_the_backfill_still_logs_them(
+    tmp_path: Path,
+) -> None:
+    from dreamwell.stores import OnnxMiniLM
+
+    store = LongTermStore(tmp_path, embedder=OnnxMiniLM(), min_similarity=0.2)
+    store.load_vectors()  # what the server does after start-up
+    store.save("The user is based in Chicago, Illinois", "user-preferences/location")
+    store.save("Deploys happen on Tuesdays", "project-context/release")
+    hits = store.search("which city does the person live in")  # no backfill has run yet
+    assert hits and hits[0].entry.content.startswith("The user is based in Chicago")
+    assert store.missing_vectors() == 2  # embedded for the search, not yet logged
+    assert store.backfill() == 2 and store.missing_vectors() == 0
+    store.checkpoint()
+    reopened = LongTermStore(tmp_path, embedder=OnnxMiniLM())
+    reopened.load_vectors()
+    assert reopened.missing_vectors() == 0
