@@ -58,7 +58,7 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 _CANDIDATES = 100
-SEARCH_EMBEDS = 64  # a search embeds at most this many entries the backfill has not reached
+SEARCH_EMBEDS = 512  # a search embeds at most this many entries the backfill has not reached
 CHECKPOINT_RECORDS = 512  # fold the log into LanceDB/Tantivy when this many ids are pending
 CHECKPOINT_SECONDS = 5.0  # ... or when the oldest pending change is this old
 COMPACT_FRAGMENTS = 16  # compact LanceDB when it has this many fragments
