@@ -32,6 +32,7 @@ from dreamwell.stores import (
     LongTermStore,
     MemoryEntry,
     StoreError,
+    Write,
     check_category,
     check_tags,
     entry_to_dict,
@@ -123,11 +124,10 @@ def edit(store: LongTermStore, entry_id: str, action: str, body: dict[str, Any])
         new = replace(old, archived_at=None, updated_at=utcnow())
     else:
         new = _edited(old, body)
-    if new.content != old.content:
-        # LongTermStore.apply keeps a changed entry's vector; re-adding it under the same id
-        # makes the store embed the new text (or leaves it to the backfill).
-        store.delete(entry_id)
-    store.apply([new])
+    # compare-and-set: an edit made elsewhere meanwhile is not overwritten (a changed text
+    # drops the entry's vector; the backfill embeds the new one)
+    if store.write([[Write(entry_id, old, new)]]) != [True]:
+        raise BadRequest(409, "the memory changed meanwhile; reload and edit it again")
     return new
 
 
