@@ -60,6 +60,7 @@ class DreamOptions:
     max_wait_seconds: float = 3600.0
     batch: int = 200
     cancel: threading.Event = field(default_factory=threading.Event, compare=False)
+    progress: Callable[[str], None] | None = field(default=None, compare=False)  # pass names
 
 
 def _check(options: DreamOptions) -> None:
@@ -266,6 +267,8 @@ def _run_passes(
     ]
     for name, needs_llm, step in steps:
         _check(options)
+        if options.progress is not None:
+            options.progress(name)
         if needs_llm and llm is None:
             report.passes.append(PassResult(name, "skipped", f"no LLM: {no_llm_reason}"))
             continue
@@ -292,6 +295,8 @@ def _run_passes(
         feedback_log = JsonlLog(data, FEEDBACK)
         for record in logged:
             feedback_log.append(record)
+    if options.progress is not None:
+        options.progress("maintenance")
     report.passes.append(_maintenance(store, report.dry_run))
 
 

@@ -34,6 +34,7 @@ HELP = {
     "stats": "what is stored: counts, categories, vectors, index, disk, last dream",
     "doctor": "check the data directory and say how to fix what is wrong",
     "ui": "browse and curate memory in a web browser (127.0.0.1)",
+    "reindex": "rebuild the text index from the stored records (root store and every tenant)",
 }
 
 
@@ -94,6 +95,8 @@ def _own_arguments(name: str, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--skip-bad", action="store_true", help="import the good lines")
     elif name == "doctor":
         parser.add_argument("--tenant", help="check one tenant instead of all")
+    elif name == "reindex":
+        parser.add_argument("--tenant", help="one tenant (default: the root and every tenant)")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -217,6 +220,25 @@ def cmd_ui(settings: Settings, args: argparse.Namespace) -> int:
     return ui_command(settings)
 
 
+def cmd_reindex(settings: Settings, args: argparse.Namespace) -> int:
+    from dreamwell.server.dream_edge import tenant_names
+    from dreamwell.server.porting import progress
+    from dreamwell.server.runtime import Runtime
+
+    runtime = Runtime(settings)
+    names = tenant_names(runtime, args.tenant)
+    with progress(len(names), "reindexing", " stores") as bar:
+        for name in names:
+            store = runtime.open_tenant(name).longterm
+            count = store.count()
+            store.reindex()
+            bar.update(1)
+            label = f"tenant {name}" if name else "root store"
+            if bar.disable:
+                sys.stderr.write(f"reindexed {label}: {count} memories\n")
+    return 0
+
+
 COMMANDS: dict[str, Command] = {
     "serve": cmd_serve,
     "dream": cmd_dream,
@@ -226,6 +248,7 @@ COMMANDS: dict[str, Command] = {
     "stats": cmd_stats,
     "doctor": cmd_doctor,
     "ui": cmd_ui,
+    "reindex": cmd_reindex,
 }
 
 

@@ -7,7 +7,7 @@ import argparse
 import logging
 import sys
 import threading
-from typing import IO, Annotated
+from typing import IO, Annotated, Any
 
 import anyio
 import anyio.to_thread
@@ -21,6 +21,7 @@ from dreamwell.dream import LLM, DreamBusy, DreamCancelled, DreamOptions, render
 from dreamwell.dream.llm import make_llm
 from dreamwell.dream.report import list_reports, load_report
 from dreamwell.server.config import Settings, parse_every
+from dreamwell.server.porting import progress
 from dreamwell.server.runtime import CURRENT_REQUEST, Runtime, Tenant
 from dreamwell.stores import DataDir, StoreError, check_tenant
 
@@ -191,6 +192,18 @@ def run_dream_command(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+PASSES = (
+    "decay",
+    "exact-duplicates",
+    "consolidation",
+    "anti-patterns",
+    "preferences",
+    "scoring",
+    "pruning",
+    "maintenance",
+)
+
+
 def _dream_all(runtime: Runtime, names: list[str], args: argparse.Namespace, out: IO[str]) -> int:
     """--once: one cycle per store; --every: that, every interval, for ever. A store whose
     cycle is busy or fails is reported and the others still dream."""
@@ -201,7 +214,14 @@ def _dream_all(runtime: Runtime, names: list[str], args: argparse.Namespace, out
             label = f"tenant {name}" if name else "root store"
             try:
                 tenant = runtime.open_tenant(name)
-                text = dream_once(tenant, runtime.settings, bool(args.dry_run))
+                with progress(len(PASSES), f"dreaming {label}", " passes") as bar:
+
+                    def step(pass_name: str, bar: Any = bar, label: str = label) -> None:
+                        bar.set_description(f"dreaming {label}: {pass_name}")
+                        bar.update(1)
+
+                    options = DreamOptions(progress=step)
+                    text = dream_once(tenant, runtime.settings, bool(args.dry_run), options)
                 out.write((f"[{label}] " if len(names) > 1 else "") + text + "\n")
             except (DreamBusy, StoreError, ValueError) as exc:
                 failed += 1

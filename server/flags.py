@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-COMMANDS = ("serve", "dream", "log", "export", "import", "stats", "doctor", "ui")
+COMMANDS = ("serve", "dream", "log", "export", "import", "stats", "doctor", "ui", "reindex")
 
 
 class Meta(NamedTuple):

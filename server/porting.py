@@ -99,11 +99,11 @@ class Planner:
         plan.reinforced += 1
 
 
-def _progress(total: int, what: str) -> Any:
+def progress(total: int, what: str, unit: str = " memories") -> Any:
     """A tqdm bar on a terminal; plain lines (one per batch) otherwise."""
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=what, unit=" memories", disable=not sys.stderr.isatty())
+    return tqdm(total=total, desc=what, unit=unit, disable=not sys.stderr.isatty())
 
 
 def write_batches(
@@ -114,7 +114,7 @@ def write_batches(
     changed an entry the plan touches, nothing of the batch is written and it is planned
     again on a fresh snapshot, so a server's concurrent write is never overwritten."""
     total = Plan()
-    with _progress(len(records), "importing") as bar:
+    with progress(len(records), "importing") as bar:
         for start in range(0, len(records), batch):
             chunk = records[start : start + batch]
             for _attempt in range(MAX_ATTEMPTS):
@@ -198,7 +198,7 @@ def _stored_vectors(store: LongTermStore) -> dict[str, list[float]]:
 
 def _write_all(out: IO[str], lines: Iterable[str], total: int) -> int:
     count = 0
-    with _progress(total, "exporting") as bar:
+    with progress(total, "exporting") as bar:
         for line in lines:
             out.write(line)
             count += 1

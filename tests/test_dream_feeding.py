@@ -88,3 +88,33 @@ def test_dream_once_dreams_the_root_store_and_every_tenant(tmp_path: Path) -> No
     assert not (tmp_path / CONVERSATION).exists()
     bad = dreamwell("dream", "--once", "--tenant", "../x", "--data-dir", str(tmp_path))
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
+
+
+def test_reindex_rebuilds_every_store_and_a_cycle_reports_its_progress(tmp_path: Path) -> None:
+    from dreamwell.dream import DreamOptions, run_cycle
+
+    for i, data in enumerate([tmp_path, tmp_path / "tenants" / "alice"]):
+        store = LongTermStore(data)
+        store.apply([old(i)])
+        store.checkpoint()
+    done = dreamwell("reindex", "--data-dir", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert "reindexed root store: 1 memories" in done.stderr
+    assert "reindexed tenant alice: 1 memories" in done.stderr
+    for i, data in enumerate([tmp_path, tmp_path / "tenants" / "alice"]):
+        reopened = LongTermStore(data)
+        assert reopened.index_in_step() and reopened.search(f"old fact {i}")
+    seen: list[str] = []
+    run_cycle(
+        LongTermStore(tmp_path), None, options=DreamOptions(quiet_seconds=0, progress=seen.append)
+    )
+    assert seen == [
+        "decay",
+        "exact-duplicates",
+        "consolidation",
+        "anti-patterns",
+        "preferences",
+        "scoring",
+        "pruning",
+        "maintenance",
+    ]
