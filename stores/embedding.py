@@ -141,7 +141,45 @@ def _check_sizes(threads: int, batch_size: int) -> None:
         raise ValueError("threads and batch_size must be >= 1")
 
 
-class OnnxMiniLM:
+class _OnnxEmbedder:
+    """What the embedded ONNX models share: lazy thread-safe loading, 384-d output, texts
+    batched by similar length; subclasses say how one batch becomes vectors."""
+
+    name = ""
+    _max_tokens = MAX_TOKENS
+
+    def __init__(self, model_dir: Path, *, threads: int = 2, batch_size: int = 32) -> None:
+        _check_sizes(threads, batch_size)
+        self._model = _OnnxModel(model_dir, self.name, threads, self._max_tokens)
+        self._batch_size = batch_size
+
+    @property
+    def dim(self) -> int:
+        return 384
+
+    def warm(self) -> None:
+        """Load the model now (e.g. from a background task) instead of on first embed."""
+        self._model.load()
+
+    def _run(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        session, tokenizer = self._model.load()
+        out: list[list[float]] = [[] for _ in texts]
+        try:
+            for idx in _batches([len(t) for t in texts], self._batch_size):
+                encodings = tokenizer.encode_batch([texts[i] for i in idx])
+                for i, vector in zip(idx, self._vectors(session, encodings), strict=True):
+                    out[i] = vector
+        except Exception as exc:
+            raise EmbedderError(f"{self.name} failed to embed: {exc}") from exc
+        return out
+
+    def _vectors(self, session: Any, encodings: Any) -> list[list[float]]:
+        raise NotImplementedError
+
+
+class OnnxMiniLM(_OnnxEmbedder):
     """all-MiniLM-L6-v2 (384-d), int8 ONNX via onnxruntime; loads lazily and thread-safely.
 
     Activations are quantised per batch, so a text's vector moves slightly with the texts
@@ -150,46 +188,26 @@ class OnnxMiniLM:
     embedded like a memory.
     """
 
+    name = "minilm-l6-v2-int8"
+
     def __init__(
         self, model_dir: Path = MODEL_DIR, *, threads: int = 2, batch_size: int = 32
     ) -> None:
-        _check_sizes(threads, batch_size)
-        self._model = _OnnxModel(model_dir, self.name, threads, MAX_TOKENS)
-        self._batch_size = batch_size
-
-    @property
-    def name(self) -> str:
-        return "minilm-l6-v2-int8"
-
-    @property
-    def dim(self) -> int:
-        return 384
-
-    def warm(self) -> None:
-        """Load the model now (e.g. from a background task) instead of on first embed."""
-        self._model.load()
+        super().__init__(model_dir, threads=threads, batch_size=batch_size)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         _refuse_string(texts)
-        if not texts:
-            return []
-        session, tokenizer = self._model.load()
-        out: list[list[float]] = [[] for _ in texts]
-        try:
-            for idx in _batches([len(t) for t in texts], self._batch_size):
-                feed = _arrays(tokenizer.encode_batch([texts[i] for i in idx]), type_ids=False)
-                (vectors,) = session.run(["embedding"], feed)
-                for i, vector in zip(idx, vectors.tolist(), strict=True):
-                    out[i] = vector
-        except Exception as exc:
-            raise EmbedderError(f"{self.name} failed to embed: {exc}") from exc
-        return out
+        return self._run(texts)
 
     def embed_query(self, text: str) -> list[float]:
         return self.embed([text])[0]
 
+    def _vectors(self, session: Any, encodings: Any) -> list[list[float]]:
+        (vectors,) = session.run(["embedding"], _arrays(encodings, type_ids=False))
+        return vectors.tolist()  # type: ignore[no-any-return]
 
-class OnnxE5:
+
+class OnnxE5(_OnnxEmbedder):
     """e5-small-v2 (384-d), int8 ONNX via onnxruntime; loads lazily and thread-safely.
 
     Asymmetric, as the model was trained: memories are embedded as ``passage: {text}`` and
@@ -197,22 +215,11 @@ class OnnxE5:
     they are mean-pooled over the attention mask and L2-normalised here in numpy.
     """
 
+    name = "e5-small-v2-int8"
+    _max_tokens = E5_MAX_TOKENS
+
     def __init__(self, model_dir: Path = E5_DIR, *, threads: int = 2, batch_size: int = 32) -> None:
-        _check_sizes(threads, batch_size)
-        self._model = _OnnxModel(model_dir, self.name, threads, E5_MAX_TOKENS)
-        self._batch_size = batch_size
-
-    @property
-    def name(self) -> str:
-        return "e5-small-v2-int8"
-
-    @property
-    def dim(self) -> int:
-        return 384
-
-    def warm(self) -> None:
-        """Load the model now (e.g. from a background task) instead of on first embed."""
-        self._model.load()
+        super().__init__(model_dir, threads=threads, batch_size=batch_size)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         _refuse_string(texts)
@@ -221,27 +228,15 @@ class OnnxE5:
     def embed_query(self, text: str) -> list[float]:
         return self._run([f"query: {text}"])[0]
 
-    def _run(self, texts: list[str]) -> list[list[float]]:
-        if not texts:
-            return []
-        session, tokenizer = self._model.load()
+    def _vectors(self, session: Any, encodings: Any) -> list[list[float]]:
         import numpy as np
 
-        out: list[list[float]] = [[] for _ in texts]
-        try:
-            for idx in _batches([len(t) for t in texts], self._batch_size):
-                feed = _arrays(tokenizer.encode_batch([texts[i] for i in idx]), type_ids=True)
-                (hidden,) = session.run(["last_hidden_state"], feed)
-                mask = feed["attention_mask"][:, :, None].astype(np.float32)
-                pooled = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
-                norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-                for i, vector in zip(
-                    idx, (pooled / np.maximum(norms, 1e-12)).tolist(), strict=True
-                ):
-                    out[i] = vector
-        except Exception as exc:
-            raise EmbedderError(f"{self.name} failed to embed: {exc}") from exc
-        return out
+        feed = _arrays(encodings, type_ids=True)
+        (hidden,) = session.run(["last_hidden_state"], feed)
+        mask = feed["attention_mask"][:, :, None].astype(np.float32)
+        pooled = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.maximum(norms, 1e-12)).tolist()  # type: ignore[no-any-return]
 
 
 class Reranker(Protocol):
