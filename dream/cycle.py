@@ -45,6 +45,18 @@ from dreamwell.stores import (
 logger = logging.getLogger(__name__)
 
 
+PASSES = (  # in the order a cycle runs them (DreamOptions.progress reports each)
+    "decay",
+    "exact-duplicates",
+    "consolidation",
+    "anti-patterns",
+    "preferences",
+    "scoring",
+    "pruning",
+    "maintenance",
+)
+
+
 class DreamBusy(Exception):
     """Another cycle holds this data directory, or tool traffic never paused."""
 
@@ -265,6 +277,7 @@ def _run_passes(
         ),
         ("pruning", False, lambda: passes.pruning_pass(snapshot, now)),
     ]
+    assert [name for name, _, _ in steps] == list(PASSES[:-1])  # maintenance runs last
     for name, needs_llm, step in steps:
         _check(options)
         if options.progress is not None:

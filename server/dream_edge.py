@@ -18,6 +18,7 @@ from mcp.types import INVALID_PARAMS
 from pydantic import Field
 
 from dreamwell.dream import LLM, DreamBusy, DreamCancelled, DreamOptions, render, run_cycle, undo
+from dreamwell.dream.cycle import PASSES
 from dreamwell.dream.llm import make_llm
 from dreamwell.dream.report import list_reports, load_report
 from dreamwell.server.config import Settings, parse_every
@@ -190,18 +191,6 @@ def run_dream_command(args: argparse.Namespace, settings: Settings) -> int:
         sys.stderr.write(f"dreamwell: {exc.args[0] if exc.args else exc}\n")
         return 1
     return 0
-
-
-PASSES = (
-    "decay",
-    "exact-duplicates",
-    "consolidation",
-    "anti-patterns",
-    "preferences",
-    "scoring",
-    "pruning",
-    "maintenance",
-)
 
 
 def _dream_all(runtime: Runtime, names: list[str], args: argparse.Namespace, out: IO[str]) -> int:

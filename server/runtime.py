@@ -18,6 +18,7 @@ from dreamwell.server.config import Settings
 from dreamwell.stores import (
     RECALL,
     CrossEncoderReranker,
+    DataDir,
     Embedder,
     JsonlLog,
     LongTermStore,
@@ -114,8 +115,8 @@ class Runtime:
         return None
 
     def tenant_dir(self, tenant: str) -> Path:
-        root = self.settings.data_dir
-        return root if tenant == "" else root / "tenants" / tenant
+        """The tenant's directory (`""`: the data directory itself); names are checked."""
+        return DataDir(self.settings.data_dir).tenant(tenant).root
 
     def open_tenant(self, tenant: str) -> Tenant:
         """Open (blocking) the stores of a tenant; `tenant()` is the async, cached way."""

@@ -107,6 +107,10 @@ def _dup_key(category: str | None, content: str) -> tuple[str, str]:
     return (category or "", fold_text(content) or content)
 
 
+def _doc(entry: MemoryEntry) -> IndexDoc:
+    return IndexDoc(entry.id, entry.content, entry.category, entry.tags)
+
+
 def _put(entry: MemoryEntry) -> Op:
     return {"op": "put", "e": entry_to_dict(entry)}
 
@@ -269,13 +273,7 @@ class LongTermStore:
             return
         stored = self._table.vectors(self.embedder.name)
         with self._apply_lock:
-            view = self._view
-            for entry_id, vector in stored.items():
-                entry = view.get(entry_id)
-                if entry is None or self._rows.has_vector(entry_id):
-                    continue
-                if text_hash(entry.content) == vector.text_hash:
-                    self._rows.set_vector(entry_id, self.embedder.name, vector.values)
+            self._adopt(stored)
             self._vectors_ready = True
         if self.missing_vectors():
             self.vectors_wanted.set()
@@ -326,11 +324,20 @@ class LongTermStore:
         self._wal.start_at(state.checkpoint)
         self._change(changes, seq=0)
         if self.embedder is not None and found:
-            for entry_id, vector in self._table.vectors(self.embedder.name, sorted(found)).items():
-                if text_hash(found[entry_id].content) == vector.text_hash:
-                    self._rows.set_vector(entry_id, self.embedder.name, vector.values)
+            self._adopt(self._table.vectors(self.embedder.name, sorted(found)))
         self._generation = state.generation
         self._catch_up()
+
+    def _adopt(self, stored: Mapping[str, StoredVector]) -> None:
+        """Take stored vectors into memory (caller holds the apply lock), except for entries
+        that already have one or whose text changed since the vector was made."""
+        assert self.embedder is not None
+        for entry_id, vector in stored.items():
+            entry = self._view.get(entry_id)
+            if entry is None or self._rows.has_vector(entry_id):
+                continue
+            if text_hash(entry.content) == vector.text_hash:
+                self._rows.set_vector(entry_id, self.embedder.name, vector.values)
 
     def _apply(self, records: Sequence[Record]) -> None:
         """Apply log records to the in-memory view (caller holds the apply lock)."""
@@ -393,8 +400,7 @@ class LongTermStore:
         if self._index.in_step(self._loaded_live):
             return
         if self._index.in_ram:  # a read-only directory: index what was loaded, in memory
-            loaded = [e for e in self._view.values() if e.live]
-            self._index.rebuild(IndexDoc(e.id, e.content, e.category, e.tags) for e in loaded)
+            self._index.rebuild(_doc(e) for e in self._view.values() if e.live)
             self._indexed = self._wal.last_seq
             self._pending = MappingProxyType({})
             return
@@ -411,7 +417,7 @@ class LongTermStore:
             logger.warning(
                 "the text index is out of step; rebuilding it from %d records", len(live)
             )
-            self._index.rebuild(IndexDoc(e.id, e.content, e.category, e.tags) for e in live)
+            self._index.rebuild(_doc(e) for e in live)
             checkpoint = state.checkpoint if state.known else self._indexed
             with self._locked():
                 self._state.write(self._state.read(), checkpoint, self._table.version, set())
@@ -744,7 +750,7 @@ class LongTermStore:
                 writer.delete(entry_id)
             for entry, _ in rows.values():
                 if entry.live:
-                    writer.upsert(IndexDoc(entry.id, entry.content, entry.category, entry.tags))
+                    writer.upsert(_doc(entry))
                 else:
                     writer.delete(entry.id)
         return set(final)
@@ -760,7 +766,7 @@ class LongTermStore:
         self.checkpoint()
         with self._cplock:
             live = [e for e in self._table.entries() if e.live]
-            self._index.rebuild(IndexDoc(e.id, e.content, e.category, e.tags) for e in live)
+            self._index.rebuild(_doc(e) for e in live)
             with self._locked():
                 state = self._state.read()
                 self._state.write(state, state.checkpoint, self._table.version, set())
@@ -892,9 +898,7 @@ class LongTermStore:
                 continue
             terms = self._terms.get(entry_id)
             if terms is None:
-                terms = self._index.doc_terms(
-                    IndexDoc(entry.id, entry.content, entry.category, entry.tags)
-                )
+                terms = self._index.doc_terms(_doc(entry))
                 self._terms[entry_id] = terms
             docs[entry_id] = terms
         merged = indexed + self._index.score_docs(text, docs)
