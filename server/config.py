@@ -96,6 +96,21 @@ class Settings(BaseSettings):
             parse_every(value)
         return value
 
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, value: str | None) -> str | None:
+        """Only namespaces working memory reads back (`session/…`, `patrol/…`, `subagent/…`):
+        entries saved under any other would be written and never found after a restart."""
+        if value is None:
+            return None
+        from dreamwell.stores.errors import StoreError
+        from dreamwell.stores.working import check_own_namespace
+
+        try:
+            return check_own_namespace(value)
+        except StoreError as exc:
+            raise ValueError(str(exc)) from exc
+
     @field_validator("llm_base_url")
     @classmethod
     def _url(cls, value: str | None) -> str | None:

@@ -70,6 +70,11 @@ class DataDir:
     def checkpoint_lock(self) -> Path:
         return self.root / "checkpoint.lock"
 
+    @property
+    def damaged(self) -> Path:
+        """Where unreadable LanceDB data files are moved, with a report of what was lost."""
+        return self.root / "damaged"
+
     # ---- working memory, logs, dream ----------------------------------------------------
     @property
     def working(self) -> Path:

@@ -16,6 +16,7 @@ process read it is made good from LanceDB through the state file's journal.
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import threading
 import time
@@ -48,7 +49,7 @@ from dreamwell.stores.model import (
     utcnow,
 )
 from dreamwell.stores.ranking import KEYWORD_WEIGHT, rank_hits
-from dreamwell.stores.state import StateFile
+from dreamwell.stores.state import StateFile, write_atomic
 from dreamwell.stores.table import MemoryTable, StoredVector
 from dreamwell.stores.text_index import DocTerms, IndexDoc, TextIndex
 from dreamwell.stores.view import Rows, View
@@ -225,6 +226,7 @@ class LongTermStore:
         self.vectors_wanted = threading.Event()  # set when entries are waiting for vectors
         self._loaded_live = 0
         self._load()
+        self._check_table()
         self._repair_index()
 
     # ---- loading and catching up --------------------------------------------------------------
@@ -393,6 +395,84 @@ class LongTermStore:
         self._pending = MappingProxyType(pending)
         if self.embedder is not None and any(n is not None and n.live for n in changes.values()):
             self.vectors_wanted.set()
+
+    def _check_table(self) -> None:
+        """Make good what LanceDB lost: a fragment that cannot be read (a data file missing or
+        damaged) or versions newer than its manifest says (the newest manifest deleted, so
+        LanceDB silently serves an older table). The log segments still on disk are folded in
+        again, unreadable fragments are removed from the table (their files kept under
+        `damaged/`), and what could not be restored is named in the log and in a report."""
+        state = self._state.read()
+        rolled_back = state.known and self._table.version < state.version
+        if not self._table.damaged and not rolled_back:
+            return
+        try:
+            self._cplock.acquire(timeout=self._flock.timeout)
+        except (Timeout, OSError) as exc:
+            logger.error("long-term memory is damaged and cannot be repaired now (%s)", exc)
+            return
+        try:
+            self._restore(self._state.read())
+        except (RuntimeError, OSError) as exc:
+            logger.error(
+                "long-term memory in %s is damaged and could not be repaired (%s); serving "
+                "what can be read. Restore the data directory from a backup or run "
+                "`dreamwell export` to save what is left.",
+                self.data_dir,
+                exc,
+            )
+            return
+        finally:
+            self._cplock.release()
+        self._load()
+
+    def _restore(self, state: Any) -> None:
+        found = self._table.version
+        stale = state.written_after(found) if state.known and found < state.version else set()
+        rows_lost = sum(d.rows for d in self._table.damaged.values())
+        fragments = sorted(self._table.damaged)
+        kept = self._table.isolate(self.dirs.damaged) if fragments else []
+        missing = self._index.ids() - {e.id for e in self._table.entries()}
+        needed = missing | (stale or set())
+        through = state.checkpoint if state.known else self._wal.last_seq
+        retained = self._fold(0, through)  # idempotent: the log still holds these records
+        restored = sorted(needed & retained)
+        lost = sorted(needed - retained)
+        if lost:
+            with self._index.writing() as writer:
+                for entry_id in lost:
+                    writer.delete(entry_id)
+        self._state.write(state, through, self._table.version, retained | set(lost))
+        report = {
+            "at": utcnow().isoformat(),
+            "lancedb_version_found": found,
+            "lancedb_version_expected": state.version if state.known else None,
+            "unreadable_fragments": fragments,
+            "rows_in_them": rows_lost,
+            "files_kept": [str(p) for p in kept],
+            "restored_from_log": restored,
+            "lost": lost,
+            "journal_incomplete": stale is None,
+        }
+        self.dirs.damaged.mkdir(parents=True, exist_ok=True)
+        path = self.dirs.damaged / f"longterm-{utcnow():%Y%m%dT%H%M%S%fZ}.json"
+        write_atomic(path, json.dumps(report, indent=1))
+        what = (
+            f"{len(fragments)} unreadable LanceDB fragment(s) ({rows_lost} rows)"
+            if fragments
+            else f"LanceDB at version {found}, older than the {state.version} last written "
+            "(its newest manifest is missing)"
+        )
+        logger.error(
+            "long-term memory in %s was damaged: %s. %d memories were restored from the "
+            "write-ahead log; %d could not be and are lost%s. Details: %s",
+            self.data_dir,
+            what,
+            len(restored),
+            len(lost),
+            f" ({', '.join(lost[:10])}{', ...' if len(lost) > 10 else ''})" if lost else "",
+            path,
+        )
 
     def _repair_index(self) -> None:
         """Rebuild the Tantivy index from LanceDB when it is missing, damaged or out of step
@@ -687,6 +767,7 @@ class LongTermStore:
         except OSError as exc:
             raise StoreError(f"cannot checkpoint {self.data_dir}: {exc.strerror}") from exc
         try:
+            self._check_table()
             with self._locked():  # seal: new writes go to a new segment
                 self._catch_up()
                 state = self._state.read()

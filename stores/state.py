@@ -1,12 +1,14 @@
 """`longterm.state`: how far the write-ahead log has been folded into LanceDB and Tantivy.
 
-    {"checkpoint": seq, "version": lancedb version, "generation": n, "journal": [[n, ids], ...]}
+    {"checkpoint": seq, "version": lancedb version, "generation": n,
+     "journal": [[n, ids, version], ...]}
 
 Written atomically by a checkpoint (under the write lock) after LanceDB and Tantivy hold every
-record up to `checkpoint`. `journal` lists the ids each recent checkpoint wrote, so a process
-that lagged behind a deleted log segment reloads just those ids from LanceDB. A damaged state
-file is kept aside and treated as "checkpoint unknown": the whole log is replayed, which is
-safe because replaying records is idempotent.
+record up to `checkpoint`. `journal` lists the ids each recent checkpoint wrote (and the
+LanceDB version it left), so a process that lagged behind a deleted log segment reloads just
+those ids from LanceDB, and a table found older than the state (its newest manifest lost)
+names them. A damaged state file is kept aside and treated as "checkpoint unknown": the whole
+log is replayed, which is safe because replaying records is idempotent.
 """
 
 from __future__ import annotations
@@ -63,6 +65,22 @@ class State:
     generation: int = 0
     journal: dict[int, list[str] | None] = field(default_factory=dict)
     known: bool = True  # False: the file was missing or damaged
+    versions: dict[int, int] = field(default_factory=dict)  # generation -> LanceDB version
+
+    def written_after(self, version: int) -> set[str] | None:
+        """Ids the checkpoints that left a LanceDB version newer than `version` wrote (None
+        when the journal does not say)."""
+        ids: set[str] = set()
+        for g in range(self.generation, 0, -1):
+            if g not in self.versions or g not in self.journal:
+                return None
+            if self.versions[g] <= version:
+                return ids
+            changed = self.journal[g]
+            if changed is None:
+                return None
+            ids.update(changed)
+        return ids
 
     def changed_since(self, generation: int) -> set[str] | None:
         """Ids checkpointed after `generation`, or None when the journal does not cover them."""
@@ -134,15 +152,18 @@ class StateFile:
             return State(known=False)
         try:
             parsed = json.loads(text)
-            journal = {
-                int(g): (None if ids is None else [str(i) for i in ids])
-                for g, ids in parsed.get("journal", [])
-            }
+            journal: dict[int, list[str] | None] = {}
+            versions: dict[int, int] = {}
+            for g, ids, *version in parsed.get("journal", []):  # version: since format 2.1
+                journal[int(g)] = None if ids is None else [str(i) for i in ids]
+                if version:
+                    versions[int(g)] = int(version[0])
             return State(
                 int(parsed.get("checkpoint", 0)),
                 int(parsed["version"]),
                 int(parsed["generation"]),
                 journal,
+                versions=versions,
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             keep_aside(self.path, f"not a state file: {exc}")
@@ -153,12 +174,16 @@ class StateFile:
         ids = sorted(touched) if len(touched) <= _JOURNAL_IDS else None
         journal = {g: c for g, c in old.journal.items() if g > generation - _JOURNAL}
         journal[generation] = ids
-        state = State(checkpoint, version, generation, journal)
+        versions = {g: v for g, v in old.versions.items() if g in journal}
+        versions[generation] = version
+        state = State(checkpoint, version, generation, journal, versions=versions)
         data = {
             "checkpoint": checkpoint,
             "version": version,
             "generation": generation,
-            "journal": [[g, c] for g, c in sorted(journal.items())],
+            "journal": [
+                [g, c, versions[g]] if g in versions else [g, c] for g, c in sorted(journal.items())
+            ],
         }
         write_atomic(self.path, json.dumps(data))
         return state

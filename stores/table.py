@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Sequence
+import os
+import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -105,6 +107,21 @@ def _entry(row: dict[str, Any]) -> MemoryEntry:
     )
 
 
+# what lancedb raises when a data file is missing or unreadable ("lance error: Not found ...")
+_READ_ERRORS = (RuntimeError, OSError)
+_LANCE_MAGIC = b"LANC"  # the last bytes of every complete Lance data file
+_MISSING = re.compile(r"Not found: (\S+?\.lance)\b")
+
+
+@dataclass(frozen=True)
+class Damage:
+    """A fragment of the table that cannot be read: its rows are lost unless the log has them."""
+
+    fragment: int
+    rows: int
+    error: str
+
+
 def _quote(ids: Iterable[str]) -> str:
     # ids are validated 12-hex strings or come from our own records; quote defensively anyway
     return ", ".join("'" + i.replace("'", "''") + "'" for i in ids)
@@ -123,20 +140,79 @@ class MemoryTable:
         )
         self._db = lancedb.connect(path, read_consistency_interval=timedelta(0), session=session)
         self._table = self._db.create_table(TABLE, schema=_schema(), exist_ok=True)
+        self._path = path
+        self.damaged: dict[int, Damage] = {}  # fragments a read had to skip
+
+    def _scan(
+        self,
+        columns: list[str],
+        where: str | None = None,
+        keep: Callable[[dict[str, Any]], bool] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Rows matching `where` (`keep` is the same condition in Python). When a data file
+        is missing or damaged the table is read fragment by fragment instead: the readable
+        ones are returned and the others noted in `damaged`, so that one bad file does not
+        take down every other memory. Row addresses come from the manifest, not the files."""
+        try:
+            return self._query(columns, where)
+        except _READ_ERRORS as exc:
+            first = exc
+        by_fragment: dict[int, list[int]] = {}
+        for row in self._query(["_rowaddr"], None):
+            by_fragment.setdefault(int(row["_rowaddr"]) >> 32, []).append(int(row["_rowaddr"]))
+        rows: list[dict[str, Any]] = []
+        for fragment, addresses in sorted(by_fragment.items()):
+            try:
+                found = self._table.take_row_ids(addresses).select(columns).to_arrow()
+            except _READ_ERRORS as exc:
+                self.damaged[fragment] = Damage(fragment, len(addresses), str(exc).split(", /")[0])
+                continue
+            rows += [r for r in found.to_pylist() if keep is None or keep(r)]
+        if not self.damaged:
+            raise first
+        return rows
+
+    def _query(self, columns: list[str], where: str | None) -> list[dict[str, Any]]:
+        query = self._table.search()
+        if where is not None:
+            query = query.where(where)
+        rows: list[dict[str, Any]] = query.select(columns).limit(None).to_arrow().to_pylist()
+        return rows
+
+    def isolate(self, keep: Path) -> list[Path]:
+        """Remove the damaged fragments from the table (a new version without them) so that
+        writes work again, and move their data files, when present, into `keep`. Returns the
+        files kept. Callers hold the checkpoint lock."""
+        for fragment in sorted(self.damaged):
+            self._table.delete(
+                f"_rowaddr >= {fragment << 32} AND _rowaddr < {(fragment + 1) << 32}"
+            )
+        errors = " ".join(d.error for d in self.damaged.values())
+        self.damaged = {}
+        kept: list[Path] = []
+        named = {Path(m).name for m in _MISSING.findall(errors)}
+        data = self._path / f"{TABLE}.lance" / "data"
+        for file in sorted(data.glob("*.lance")) if data.is_dir() else []:
+            if file.name in named or not _complete(file):
+                keep.mkdir(parents=True, exist_ok=True)
+                target = keep / file.name
+                os.replace(file, target)
+                kept.append(target)
+        return kept
 
     @property
     def version(self) -> int:
         return int(self._table.version)
 
     def entries(self) -> list[MemoryEntry]:
-        rows = self._table.search().select(_RECORD_COLUMNS).limit(None).to_arrow().to_pylist()
-        return [_entry(row) for row in rows]
+        return [_entry(row) for row in self._scan(_RECORD_COLUMNS)]
 
     def get(self, ids: Sequence[str]) -> list[MemoryEntry]:
         if not ids:
             return []
-        query = self._table.search().where(f"id IN ({_quote(ids)})").select(_RECORD_COLUMNS)
-        return [_entry(row) for row in query.limit(None).to_arrow().to_pylist()]
+        wanted = set(ids)
+        rows = self._scan(_RECORD_COLUMNS, f"id IN ({_quote(ids)})", lambda r: r["id"] in wanted)
+        return [_entry(row) for row in rows]
 
     def upsert(self, rows: Sequence[tuple[MemoryEntry, StoredVector | None]]) -> None:
         """Insert or replace whole rows (records and vectors) by id. LanceDB refuses a batch
@@ -158,25 +234,32 @@ class MemoryTable:
     def vectors(self, model: str, ids: Sequence[str] | None = None) -> dict[str, StoredVector]:
         """Vectors made by `model` (all, or of `ids`)."""
         where = f"vector_model = {_quote([model])}"
-        if ids is not None:
-            if not ids:
-                return {}
-            where += f" AND id IN ({_quote(ids)})"
-        return self._vectors(where)
+        if ids is None:
+            return self._vectors(where, lambda r: r["vector_model"] == model)
+        if not ids:
+            return {}
+        wanted = set(ids)
+        return self._vectors(
+            f"{where} AND id IN ({_quote(ids)})",
+            lambda r: r["vector_model"] == model and r["id"] in wanted,
+        )
 
     def stored_vectors(self, ids: Sequence[str]) -> dict[str, StoredVector]:
         """Whatever vectors `ids` have, of any model."""
         if not ids:
             return {}
-        return self._vectors(f"vector_model IS NOT NULL AND id IN ({_quote(ids)})")
-
-    def _vectors(self, where: str) -> dict[str, StoredVector]:
-        query = (
-            self._table.search().where(where).select(["id", "content", "vector", "vector_model"])
+        wanted = set(ids)
+        return self._vectors(
+            f"vector_model IS NOT NULL AND id IN ({_quote(ids)})",
+            lambda r: r["vector_model"] is not None and r["id"] in wanted,
         )
+
+    def _vectors(
+        self, where: str, keep: Callable[[dict[str, Any]], bool]
+    ) -> dict[str, StoredVector]:
         return {
             row["id"]: StoredVector(row["vector_model"], row["vector"], text_hash(row["content"]))
-            for row in query.limit(None).to_arrow().to_pylist()
+            for row in self._scan(["id", "content", "vector", "vector_model"], where, keep)
         }
 
     def delete(self, ids: Sequence[str]) -> None:
@@ -200,3 +283,13 @@ class MemoryTable:
         with warnings.catch_warnings():  # a short retention is deliberate: see KEEP_VERSIONS
             warnings.simplefilter("ignore", UserWarning)
             self._table.optimize(cleanup_older_than=keep_versions_for)
+
+
+def _complete(file: Path) -> bool:
+    """A Lance data file ends with its magic bytes; a truncated one does not."""
+    try:
+        with open(file, "rb") as fh:
+            fh.seek(-len(_LANCE_MAGIC), os.SEEK_END)
+            return fh.read() == _LANCE_MAGIC
+    except OSError:
+        return False

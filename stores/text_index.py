@@ -10,7 +10,6 @@ import logging
 import math
 import os
 import re
-import shutil
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import tantivy
 
+from dreamwell.stores.damaged import aside_name
 from dreamwell.stores.model import category_prefixes
 from dreamwell.stores.stopwords import ENGLISH_STOPWORDS
 
@@ -136,8 +136,7 @@ class TextIndex:
                 index = tantivy.Index(schema, path=str(self._path), reuse=True)
             except ValueError as exc:  # damaged (it is derived: rebuilt from LanceDB)
                 logger.warning("text index at %s is unreadable (%s); recreating", self._path, exc)
-                shutil.rmtree(self._path)
-                self._path.mkdir(parents=True)
+                self._set_aside()
                 index = tantivy.Index(schema, path=str(self._path), reuse=False)
         index.register_tokenizer(_ANALYZER, self._analyzer)
         return index
@@ -145,8 +144,17 @@ class TextIndex:
     def recreate(self) -> None:
         """Throw the on-disk index away and start empty (used when it is corrupt)."""
         if self._path is not None and not self.in_ram:
-            shutil.rmtree(self._path, ignore_errors=True)
+            self._set_aside()
         self._index = self._open()
+
+    def _set_aside(self) -> None:
+        """Move a damaged index directory to `index.corrupt-<time>` (kept for inspection, never
+        deleted; the index is derived and rebuilt from the records) and start an empty one."""
+        assert self._path is not None
+        target = aside_name(self._path)
+        os.replace(self._path, target)
+        logger.warning("the damaged text index was kept as %s", target)
+        self._path.mkdir(parents=True)
 
     @contextmanager
     def writing(self) -> Iterator[IndexWriter]:
@@ -190,6 +198,14 @@ class TextIndex:
 
     def doc_count(self) -> int:
         return int(self._index.searcher().num_docs)
+
+    def ids(self) -> set[str]:
+        """Every document id in the index (a check after damage, not a hot path)."""
+        searcher = self._index.searcher()
+        if not searcher.num_docs:
+            return set()
+        hits = searcher.search(tantivy.Query.all_query(), limit=searcher.num_docs).hits
+        return {str(searcher.doc(address)["id"][0]) for _, address in hits}
 
     def doc_terms(self, doc: IndexDoc) -> DocTerms:
         tokens = self._analyzer.analyze(

@@ -114,6 +114,16 @@ def test_a_bad_setting_is_one_line_naming_key_and_value(tmp_path: Path) -> None:
     assert done.stderr.startswith("dreamwell: bad setting embedder='word2vec'")
 
 
+def test_a_namespace_working_memory_cannot_read_back_is_refused(tmp_path: Path) -> None:
+    """`--namespace ops/x` used to be taken: entries were written to `ops.json`, which working
+    memory never reads, so they vanished at the next start."""
+    done = dreamwell("serve", "--data-dir", str(tmp_path / "d"), "--namespace", "ops/x")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert "bad setting namespace='ops/x'" in done.stderr
+    assert "must be two segments starting with one of session, patrol, subagent" in done.stderr
+    assert not (tmp_path / "d").exists()
+
+
 def test_a_bad_tenant_name_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as exit_:
         main(["export", "--data-dir", str(tmp_path / "d"), "--tenant", "../x"])

@@ -53,6 +53,9 @@ def test_a_corrupted_index_is_rebuilt_from_lancedb(tmp_path: Path, damage: str) 
                 f.write_bytes(b"")
     reopened = LongTermStore(tmp_path)
     assert len(reopened.search("mountains")) == 5
+    if damage == "meta":  # unreadable: set aside whole, never deleted
+        kept = list(tmp_path.glob("index.corrupt-*"))
+        assert len(kept) == 1 and (kept[0] / "meta.json").read_text() == "{not json"
 
 
 def test_an_index_out_of_step_with_the_records_is_rebuilt(tmp_path: Path) -> None:
