@@ -3,6 +3,7 @@ that fixes it), per tenant, and the data directory's format version (`format.jso
 
 from __future__ import annotations
 
+import json
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -224,6 +225,8 @@ def check_store(settings: Settings, name: str, data_dir: Path) -> list[Finding]:
                 f"dreamwell dream --once --data-dir {settings.data_dir}",
             )
         )
+    for report in sorted(data_dir.glob("damaged/longterm-*.json")):
+        found.append(damage_finding(report))
     if s.missing_vectors:
         found.append(
             Finding(
@@ -232,6 +235,21 @@ def check_store(settings: Settings, name: str, data_dir: Path) -> list[Finding]:
             )
         )
     return found
+
+
+def damage_finding(report: Path) -> Finding:
+    """A repair the store made on opening (see `LongTermStore._check_table`)."""
+    try:
+        found = json.loads(report.read_text(encoding="utf-8"))
+        lost, restored = len(found["lost"]), len(found["restored_from_log"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return Finding(False, f"damage report {report} is unreadable ({exc})", f"cat {report}")
+    return Finding(
+        False,
+        f"long-term memory was found damaged at {found.get('at', '?')}: {restored} memories "
+        f"restored from the log, {lost} lost (ids and kept files in {report})",
+        "restore lost memories from a backup (dreamwell import), then delete the report",
+    )
 
 
 def check_model(embedder: str) -> Finding:

@@ -12,6 +12,7 @@ import pytest
 from mcp import Client
 
 from dreamwell.server.app import build_server
+from dreamwell.server.cli import main
 from dreamwell.server.config import Settings
 from dreamwell.stores import LongTermStore
 from tests.conftest import ok
@@ -92,6 +93,20 @@ def test_an_unreadable_fragment_is_isolated_and_its_memories_named(
     assert {e.id for e in again.entries()} == set(batches[1] + batches[2] + [new])
     assert _found(again, "tokafter")
     assert len(list((data / "damaged").glob("longterm-*.json"))) == 1
+
+
+def test_doctor_names_the_damage_and_what_was_lost(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data"
+    _three_checkpoints(data)
+    _data_files(data)[0].unlink()
+    with pytest.raises(SystemExit) as exit_:
+        main(["doctor", "--data-dir", str(data), "--embedder", "none"])
+    assert exit_.value.code == 1
+    out = capsys.readouterr().out
+    assert "0 memories restored from the log, 20 lost" in out
+    assert str(next((data / "damaged").glob("longterm-*.json"))) in out
 
 
 def test_a_deleted_newest_manifest_is_detected_and_restored_from_the_log(
