@@ -68,6 +68,7 @@ class Settings(BaseSettings):
     # share of keywords in hybrid ranking: 1 = BM25 only, 0 = vectors only (for measuring);
     # None = tuned per embedder
     keyword_weight: float | None = _setting("keyword_weight", None, ge=0.0, le=1.0)
+    contextual: bool = _setting("contextual", True)
     # deep search: re-order the top `rerank_depth` hits with the cross-encoder (~20 ms each)
     rerank: bool = _setting("rerank", False)
     rerank_depth: int = _setting("rerank_depth", 20, ge=2, le=100)

@@ -53,6 +53,12 @@ SETTINGS: dict[str, Meta] = {
         "share of BM25 in hybrid ranking (1 = keywords only, 0 = vectors only)",
         shown="per embedder (e5 0.4, MiniLM 0.6, Ollama 0.6)",
     ),
+    "contextual": Meta(
+        "contextual memories: a memory saved within 5 minutes of the same caller's previous "
+        "one, in the same category, is also found through its neighbours' words and meaning; "
+        "`false` turns it off",
+        switch=True,
+    ),
     "rerank": Meta(
         "deep search: re-order the top hits with the embedded cross-encoder (~130 ms a search)",
         switch=True,

@@ -158,6 +158,7 @@ class Runtime:
             ),
             reranker=self.reranker,
             rerank_depth=s.rerank_depth,
+            contextual=s.contextual,
         )
 
     async def tenant(self, name: str = "") -> Tenant:

@@ -101,8 +101,8 @@ def register_tools(mcp: MCPServer, runtime: Runtime) -> None:
         category: CategoryArg = None,
         tags: TagsArg = None,
     ) -> CallToolResult:
-        def work(t: Tenant, _ns: str) -> str:
-            saved = t.longterm.save(visible(content, "content"), category, tags)
+        def work(t: Tenant, ns: str) -> str:
+            saved = t.longterm.save(visible(content, "content"), category, tags, caller=ns)
             if runtime.enriching and not saved.reinforced:
                 enqueue(t.longterm, saved.entry)  # the LLM expands it later; never waits
             return render.saved(saved)

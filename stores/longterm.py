@@ -35,6 +35,8 @@ from dreamwell.stores.embedding import Embedder, EmbedderError, Reranker
 from dreamwell.stores.errors import NotFound, StoreBusy, StoreError
 from dreamwell.stores.layout import DataDir
 from dreamwell.stores.model import (
+    CONTEXT_SECONDS,
+    FOLLOWS,
     MAX_TAGS,
     MemoryEntry,
     check_category,
@@ -48,7 +50,7 @@ from dreamwell.stores.model import (
     text_hash,
     utcnow,
 )
-from dreamwell.stores.ranking import KEYWORD_WEIGHT, rank_hits
+from dreamwell.stores.ranking import CONTEXT_WEIGHT, KEYWORD_WEIGHT, rank_hits
 from dreamwell.stores.state import StateFile, write_atomic
 from dreamwell.stores.table import MemoryTable, StoredVector
 from dreamwell.stores.text_index import DocTerms, IndexDoc, TextIndex
@@ -106,10 +108,6 @@ def matches(e: MemoryEntry, category: str | None, tags: Sequence[str]) -> bool:
 
 def _dup_key(category: str | None, content: str) -> tuple[str, str]:
     return (category or "", fold_text(content) or content)
-
-
-def _doc(entry: MemoryEntry) -> IndexDoc:
-    return IndexDoc(entry.id, entry.content, entry.category, entry.tags)
 
 
 def _put(entry: MemoryEntry) -> Op:
@@ -191,9 +189,13 @@ class LongTermStore:
         lock_timeout: float = 15.0,
         reranker: Reranker | None = None,
         rerank_depth: int = 20,
+        contextual: bool = True,
     ) -> None:
         """Opening only reads. `embedder` adds vector recall; with `embed_on_save` a save
-        embeds its text before it replies, else `backfill()` embeds in the background."""
+        embeds its text before it replies, else `backfill()` embeds in the background. With
+        `contextual`, a memory saved by a caller within minutes of its previous one, in the
+        same category, is linked to it, and each is also found through the other's words and
+        meaning."""
         self.dirs = DataDir(Path(data_dir))
         self.dirs.ensure()
         self.data_dir = self.dirs.root
@@ -203,6 +205,8 @@ class LongTermStore:
         self.keyword_weight = keyword_weight
         self.reranker = reranker
         self.rerank_depth = rerank_depth
+        self.contextual = contextual
+        self._last_save: dict[str, tuple[str, datetime, str | None]] = {}  # caller -> id, at, cat
         self._flock = FileLock(str(self.dirs.write_lock), timeout=lock_timeout)
         self._cplock = FileLock(str(self.dirs.checkpoint_lock), timeout=lock_timeout)
         self._state = StateFile(self.dirs.state)
@@ -391,6 +395,12 @@ class LongTermStore:
             if seq > 0:
                 pending[entry_id] = (seq, pending.get(entry_id, (0, now))[1])
                 self._terms.pop(entry_id, None)
+        if seq > 0 and self._rows.linked:  # their contextual field changed too
+            for entry_id in changes:
+                for other in self._rows.neighbours(entry_id):
+                    if other not in changes and view.get(other) is not None:
+                        pending[other] = (seq, pending.get(other, (0, now))[1])
+                        self._terms.pop(other, None)
         self._view = view.with_changes(changes)
         self._pending = MappingProxyType(pending)
         if self.embedder is not None and any(n is not None and n.live for n in changes.values()):
@@ -480,7 +490,7 @@ class LongTermStore:
         if self._index.in_step(self._loaded_live):
             return
         if self._index.in_ram:  # a read-only directory: index what was loaded, in memory
-            self._index.rebuild(_doc(e) for e in self._view.values() if e.live)
+            self._index.rebuild(self._doc(e) for e in self._view.values() if e.live)
             self._indexed = self._wal.last_seq
             self._pending = MappingProxyType({})
             return
@@ -497,7 +507,7 @@ class LongTermStore:
             logger.warning(
                 "the text index is out of step; rebuilding it from %d records", len(live)
             )
-            self._index.rebuild(_doc(e) for e in live)
+            self._index.rebuild(self._doc(e) for e in live)
             checkpoint = state.checkpoint if state.known else self._indexed
             with self._locked():
                 self._state.write(self._state.read(), checkpoint, self._table.version, set())
@@ -603,8 +613,11 @@ class LongTermStore:
         tags: str | Iterable[str] | None = None,
         metadata: Mapping[str, str] | None = None,
         now: datetime | None = None,
+        caller: str | None = None,
     ) -> SaveResult:
-        """Save a memory, or reinforce the live entry with the same folded text and category."""
+        """Save a memory, or reinforce the live entry with the same folded text and category.
+        `caller` (the saver's namespace) links it to that caller's previous memory when it
+        came at most CONTEXT_SECONDS before, in the same category (contextual memories)."""
         content = check_content(content)
         category = check_category(category)
         tag_list = check_tags(tags)
@@ -623,16 +636,39 @@ class LongTermStore:
                     updated_at=now,
                     reinforcement_count=old.reinforcement_count + 1,
                 )
+                self._remember(caller, entry, now)
                 return [_put(entry)], SaveResult(entry, reinforced=True)
-            entry = MemoryEntry(
-                new_id(), content, category, tag_list, now, now, now, metadata=dict(metadata or {})
-            )
+            meta = dict(metadata or {})
+            follows = self._follows(s, caller, category, now)
+            if follows is not None:
+                meta[FOLLOWS] = follows
+            entry = MemoryEntry(new_id(), content, category, tag_list, now, now, now, metadata=meta)
+            self._remember(caller, entry, now)
             ops = [_put(entry)]
             if vector is not None and self.embedder is not None:
                 ops.append(_vec(entry, self.embedder.name, vector))
             return ops, SaveResult(entry, reinforced=False)
 
         return self._commit(plan)
+
+    def _follows(
+        self, s: Scratch, caller: str | None, category: str | None, now: datetime
+    ) -> str | None:
+        """The caller's previous memory, if this one continues it (the gate of contextual
+        memories: same caller, same category, within CONTEXT_SECONDS, still live)."""
+        if not self.contextual or caller is None or caller not in self._last_save:
+            return None
+        last_id, at, last_category = self._last_save[caller]
+        if last_category != category or not 0 <= (now - at).total_seconds() <= CONTEXT_SECONDS:
+            return None
+        last = s.get(last_id)
+        return last_id if last is not None and last.live else None
+
+    def _remember(self, caller: str | None, entry: MemoryEntry, now: datetime) -> None:
+        if caller is not None and self.contextual:
+            if len(self._last_save) >= 10_000:  # callers come and go: keep the map bounded
+                self._last_save.clear()
+            self._last_save[caller] = (entry.id, now, entry.category)
 
     def _embed_one(self, text: str) -> list[float] | None:
         if self.embedder is None or not self.embed_on_save:
@@ -826,15 +862,31 @@ class LongTermStore:
         deleted = [i for i, e in final.items() if e is None]
         self._table.delete(deleted)
         self._table.upsert(list(rows.values()))
+        # a changed memory also changes the contextual field of its neighbours (unless their
+        # own change is still to be checkpointed: that checkpoint will index them)
+        docs: dict[str, MemoryEntry | None] = {i: e for i, e in final.items()}
+        pending = self._pending
+        for entry_id in final:
+            for other in self._rows.neighbours(entry_id):
+                if other not in docs and pending.get(other, (0, 0.0))[0] <= end:
+                    docs[other] = self._view.get(other)
         with self._index.writing() as writer:
-            for entry_id in deleted:
-                writer.delete(entry_id)
-            for entry, _ in rows.values():
-                if entry.live:
-                    writer.upsert(_doc(entry))
+            for entry_id, doc_entry in docs.items():
+                if doc_entry is not None and doc_entry.live:
+                    writer.upsert(self._doc(doc_entry))
                 else:
-                    writer.delete(entry.id)
+                    writer.delete(entry_id)
         return set(final)
+
+    def _doc(self, entry: MemoryEntry) -> IndexDoc:
+        """The index document of `entry`: its text, and the text of the live memories saved
+        just before and after it by the same caller (the contextual field)."""
+        around = [
+            e.content
+            for i in self._rows.neighbours(entry.id)
+            if (e := self._view.get(i)) is not None and e.live
+        ]
+        return IndexDoc(entry.id, entry.content, entry.category, entry.tags, "\n".join(around))
 
     def maintain(self, keep_versions_for: timedelta = KEEP_VERSIONS) -> None:
         """Checkpoint, then compact LanceDB and drop old versions."""
@@ -847,7 +899,7 @@ class LongTermStore:
         self.checkpoint()
         with self._cplock:
             live = [e for e in self._table.entries() if e.live]
-            self._index.rebuild(_doc(e) for e in live)
+            self._index.rebuild(self._doc(e) for e in live)
             with self._locked():
                 state = self._state.read()
                 self._state.write(state, state.checkpoint, self._table.version, set())
@@ -907,16 +959,29 @@ class LongTermStore:
             ]
         bm25 = self._keyword(text, view, category, tag_list) if self.keyword_weight > 0 else []
         cosine: list[tuple[str, float]] = []
+        context: list[tuple[str, float]] = []
         if self.keyword_weight < 1 and self._vectors_complete(view):
             query_vector = self._query_vector(text)
             if query_vector is not None:
-                cosine = rows.vector_top(query_vector, _CANDIDATES, rows.mask(category, tag_list))
-        entries = {i: e for i, _ in [*bm25, *cosine] if (e := view.get(i)) is not None}
+                cosine, context = rows.vector_top(
+                    query_vector, _CANDIDATES, rows.mask(category, tag_list), self.contextual
+                )
+        candidates = [*bm25, *cosine, *context]
+        entries = {i: e for i, _ in candidates if (e := view.get(i)) is not None}
         ok = {i: e for i, e in entries.items() if matches(e, category, tag_list)}
         importance = {i: e.importance for i, e in ok.items()}
         bm25 = [h for h in bm25 if h[0] in ok]
         cosine = [h for h in cosine if h[0] in ok]
-        ranked = rank_hits(bm25, cosine, importance, self.min_similarity, self.keyword_weight)
+        context = [h for h in context if h[0] in ok]
+        ranked = rank_hits(
+            bm25,
+            cosine,
+            importance,
+            self.min_similarity,
+            self.keyword_weight,
+            contextual=context,
+            context_weight=CONTEXT_WEIGHT,
+        )
         if self.reranker is not None:
             ranked = self._rerank(text, ranked, ok)
         return [Hit(ok[i], s) for i, s in ranked[:limit]]
@@ -979,7 +1044,7 @@ class LongTermStore:
                 continue
             terms = self._terms.get(entry_id)
             if terms is None:
-                terms = self._index.doc_terms(_doc(entry))
+                terms = self._index.doc_terms(self._doc(entry))
                 self._terms[entry_id] = terms
             docs[entry_id] = terms
         merged = indexed + self._index.score_docs(text, docs)

@@ -33,6 +33,12 @@ def new_id() -> str:
     return uuid.uuid4().hex[:12]
 
 
+# metadata key: the id of the memory the same caller saved just before this one (contextual
+# memories: each is also found through its neighbours' words and meaning)
+FOLLOWS = "follows"
+CONTEXT_SECONDS = 300  # saved at most this long after the caller's previous memory
+
+
 @dataclass(frozen=True)
 class MemoryEntry:
     id: str

@@ -10,10 +10,11 @@ import logging
 import math
 import os
 import re
+import shutil
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import tantivy
@@ -35,12 +36,16 @@ _K1, _B = 1.2, 0.75  # Tantivy's BM25 parameters
 _AVG_LEN = 16.0  # a typical memory's length in tokens, until the overlay says otherwise
 
 
+CONTEXT_BOOST = 0.5  # weight of a match in the neighbours' text against one in the memory's
+
+
 @dataclass(frozen=True)
 class IndexDoc:
     id: str
     content: str
     category: str | None
     tags: tuple[str, ...]
+    context: str = ""  # the text of the memories saved just before and after (contextual)
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,8 @@ class DocTerms:
 
     counts: Mapping[str, int]
     length: int
+    context: Mapping[str, int] = field(default_factory=dict)
+    context_length: int = 0
 
 
 def document_text(content: str, category: str | None, tags: Iterable[str]) -> str:
@@ -79,6 +86,7 @@ def _schema() -> tantivy.Schema:
     builder.add_text_field("body", stored=False, tokenizer_name=_ANALYZER)
     builder.add_text_field("cat", stored=False, tokenizer_name="raw")
     builder.add_text_field("tag", stored=False, tokenizer_name="raw")
+    builder.add_text_field("ctx", stored=False, tokenizer_name=_ANALYZER)
     return builder.build()
 
 
@@ -96,6 +104,7 @@ class IndexWriter:
                 body=_prepare(document_text(doc.content, doc.category, doc.tags)),
                 cat=category_prefixes(doc.category),
                 tag=list(doc.tags),
+                ctx=_prepare(doc.context),
             )
         )
 
@@ -134,9 +143,14 @@ class TextIndex:
         else:
             try:
                 index = tantivy.Index(schema, path=str(self._path), reuse=True)
-            except ValueError as exc:  # damaged (it is derived: rebuilt from LanceDB)
-                logger.warning("text index at %s is unreadable (%s); recreating", self._path, exc)
-                self._set_aside()
+            except ValueError as exc:  # derived from the records: rebuilt from LanceDB
+                if "schema does not match" in str(exc):  # made by an earlier dreamwell
+                    logger.warning("text index at %s has an older layout; rebuilding", self._path)
+                    shutil.rmtree(self._path)
+                    self._path.mkdir(parents=True)
+                else:
+                    logger.warning("text index at %s is unreadable (%s)", self._path, exc)
+                    self._set_aside()
                 index = tantivy.Index(schema, path=str(self._path), reuse=False)
         index.register_tokenizer(_ANALYZER, self._analyzer)
         return index
@@ -211,7 +225,8 @@ class TextIndex:
         tokens = self._analyzer.analyze(
             _prepare(document_text(doc.content, doc.category, doc.tags))
         )
-        return DocTerms(Counter(tokens), len(tokens))
+        context = self._analyzer.analyze(_prepare(doc.context)) if doc.context else []
+        return DocTerms(Counter(tokens), len(tokens), Counter(context), len(context))
 
     def score_docs(self, query: str, docs: Mapping[str, DocTerms]) -> list[tuple[str, float]]:
         """BM25 of documents that are not in the index yet, with the index's own statistics
@@ -221,19 +236,19 @@ class TextIndex:
             return []
         searcher = self._index.searcher()
         total = searcher.num_docs + len(docs)
-        avg = sum(d.length for d in docs.values()) / len(docs) if len(docs) >= 8 else _AVG_LEN
+        body = _bm25(
+            searcher, "body", terms, total, {i: (d.counts, d.length) for i, d in docs.items()}
+        )
+        context = _bm25(
+            searcher,
+            "ctx",
+            terms,
+            total,
+            {i: (d.context, d.context_length) for i, d in docs.items()},
+        )
         out = []
-        idf = {}
-        for term in terms:
-            df = searcher.doc_freq("body", term) + sum(1 for d in docs.values() if term in d.counts)
-            idf[term] = math.log(1 + (total - df + 0.5) / (df + 0.5))
-        for doc_id, doc in docs.items():
-            norm = _K1 * (1 - _B + _B * doc.length / avg)
-            score = sum(
-                idf[t] * doc.counts[t] * (_K1 + 1) / (doc.counts[t] + norm)
-                for t in terms
-                if t in doc.counts
-            )
+        for doc_id in docs:
+            score = body.get(doc_id, 0.0) + CONTEXT_BOOST * context.get(doc_id, 0.0)
             if score > 0:
                 out.append((doc_id, score))
         return out
@@ -269,6 +284,14 @@ class TextIndex:
         schema = self._index.schema
         should = [
             (tantivy.Occur.Should, tantivy.Query.term_query(schema, "body", term)) for term in terms
+        ] + [
+            (
+                tantivy.Occur.Should,
+                tantivy.Query.boost_query(
+                    tantivy.Query.term_query(schema, "ctx", term), CONTEXT_BOOST
+                ),
+            )
+            for term in terms
         ]
         clauses = [(tantivy.Occur.Must, tantivy.Query.boolean_query(should))]
         clauses += self._filters(schema, category, tags)
@@ -286,3 +309,28 @@ class TextIndex:
         for tag in tags:
             out.append((tantivy.Occur.Must, tantivy.Query.term_query(schema, "tag", tag)))
         return out
+
+
+def _bm25(
+    searcher: tantivy.Searcher,
+    field: str,
+    terms: list[str],
+    total: int,
+    docs: Mapping[str, tuple[Mapping[str, int], int]],
+) -> dict[str, float]:
+    """BM25 of `field` for documents outside the index, with the index's statistics."""
+    lengths = [length for _, length in docs.values() if length]
+    avg = sum(lengths) / len(lengths) if len(lengths) >= 8 else _AVG_LEN
+    idf = {}
+    for term in terms:
+        df = searcher.doc_freq(field, term) + sum(1 for c, _ in docs.values() if term in c)
+        idf[term] = math.log(1 + (total - df + 0.5) / (df + 0.5))
+    out: dict[str, float] = {}
+    for doc_id, (counts, length) in docs.items():
+        if not length:
+            continue
+        norm = _K1 * (1 - _B + _B * length / avg)
+        out[doc_id] = sum(
+            idf[t] * counts[t] * (_K1 + 1) / (counts[t] + norm) for t in terms if t in counts
+        )
+    return out

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dreamwell.stores.model import MemoryEntry
+from dreamwell.stores.model import FOLLOWS, MemoryEntry
 
 Matrix = npt.NDArray[np.float32]
 _FOLD_AT = 4096  # overlay size at which it is folded into a new base
@@ -91,6 +91,13 @@ class Rows:
         self.seen: npt.NDArray[Any] = np.zeros(capacity, dtype=np.float64)
         self.cat: npt.NDArray[Any] = np.full(capacity, -1, dtype=np.int32)
         self.has_vec: npt.NDArray[Any] = np.zeros(capacity, dtype=bool)
+        # contextual links: the row this entry follows (saved just before it by the same
+        # caller) and the row that follows it; -1 for none. A row's contextual vector is the
+        # normalised sum of its vector and its neighbours', kept as the sum's norm only.
+        self.prev: npt.NDArray[Any] = np.full(capacity, -1, dtype=np.int64)
+        self.next: npt.NDArray[Any] = np.full(capacity, -1, dtype=np.int64)
+        self.ctx_norm: npt.NDArray[Any] = np.ones(capacity, dtype=np.float32)
+        self.linked = 0
         self.vec: npt.NDArray[Any] | None = None
         self.model: str | None = None
         self.cat_names: list[str] = []
@@ -128,6 +135,9 @@ class Rows:
         self.seen = grown(self.seen, 0.0)
         self.cat = grown(self.cat, -1)
         self.has_vec = grown(self.has_vec, False)
+        self.prev = grown(self.prev, -1)
+        self.next = grown(self.next, -1)
+        self.ctx_norm = grown(self.ctx_norm, 1.0)
         if self.vec is not None:
             self.vec = grown(self.vec, 0.0)
 
@@ -150,12 +160,50 @@ class Rows:
                 self.tag_rows.setdefault(tag, set()).add(row)
             self._tags[row] = entry.tags
         self.live[row] = entry.live
+        follows = entry.metadata.get(FOLLOWS)
+        self._link(row, self._row(follows) if follows and follows != entry.id else -1)
+        self._refresh(row)
+
+    def _link(self, row: int, prev: int) -> None:
+        old = int(self.prev[row])
+        if old == prev:
+            return
+        if old >= 0 and self.next[old] == row:
+            self.next[old] = -1
+            self._refresh(old)
+        self.linked += (prev >= 0) - (old >= 0)
+        self.prev[row] = prev
+        if prev >= 0:
+            self.next[prev] = row
+
+    def _refresh(self, row: int) -> None:
+        """Recompute the contextual norms of `row` and its neighbours after a change."""
+        for r in (row, int(self.prev[row]), int(self.next[row])):
+            if r >= 0:
+                self.ctx_norm[r] = self._ctx_norm(r)
+
+    def _ctx_norm(self, row: int) -> float:
+        if self.vec is None or not self.has_vec[row]:
+            return 1.0
+        total = self.vec[row].copy()
+        for r in (int(self.prev[row]), int(self.next[row])):
+            if r >= 0 and self.has_vec[r] and self.live[r]:
+                total += self.vec[r]
+        return max(float(np.linalg.norm(total)), 1e-6)
+
+    def neighbours(self, entry_id: str) -> list[str]:
+        """Ids of the entries saved just before and just after this one (contextual links)."""
+        row = self.row_of.get(entry_id)
+        if row is None:
+            return []
+        return [self.ids[r] for r in (int(self.prev[row]), int(self.next[row])) if r >= 0]
 
     def remove(self, entry_id: str) -> None:
         row = self.row_of.get(entry_id)
         if row is not None:
             self.live[row] = False
             self.has_vec[row] = False
+            self._refresh(row)
 
     def set_vector(self, entry_id: str, model: str, vector: Sequence[float]) -> None:
         """Take a vector of `model`; vectors of another model or dimension reset the matrix."""
@@ -168,11 +216,13 @@ class Rows:
         assert self.vec is not None
         self.vec[row] = array
         self.has_vec[row] = True
+        self._refresh(row)
 
     def drop_vector(self, entry_id: str) -> None:
         row = self.row_of.get(entry_id)
         if row is not None:
             self.has_vec[row] = False
+            self._refresh(row)
 
     def has_vector(self, entry_id: str) -> bool:
         row = self.row_of.get(entry_id)
@@ -198,20 +248,41 @@ class Rows:
         return mask
 
     def vector_top(
-        self, query: Sequence[float], limit: int, mask: npt.NDArray[np.bool_]
-    ) -> list[tuple[str, float]]:
-        """(id, cosine) best first among masked rows that have a vector (unit vectors)."""
+        self,
+        query: Sequence[float],
+        limit: int,
+        mask: npt.NDArray[np.bool_],
+        contextual: bool = False,
+    ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+        """(id, cosine) best first among masked rows that have a vector (unit vectors), and
+        with `contextual` the same for contextual vectors: each row's vector summed with the
+        vectors of the rows saved just before and after it, normalised (a row with no
+        neighbours is its own context). One matrix product serves both."""
         vec = self.vec
         n = min(len(mask), self.n)
         if vec is None or n == 0 or vec.shape[1] != len(query):
-            return []
+            return [], []
         allowed = mask[:n] & self.has_vec[:n]
-        count = int(allowed.sum())
-        k = min(limit, count)
+        k = min(limit, int(allowed.sum()))
         if k <= 0:
-            return []
+            return [], []
         scores = vec[:n] @ np.asarray(query, dtype=np.float32)
-        scores[~allowed] = -np.inf
+        context: list[tuple[str, float]] = []
+        if contextual and self.linked:
+            summed = scores.copy()
+            usable = self.has_vec[:n] & self.live[:n]
+            for links in (self.prev[:n], self.next[:n]):
+                rows = np.flatnonzero((links >= 0) & (links < n))
+                rows = rows[usable[links[rows]]]
+                summed[rows] += scores[links[rows]]
+            summed /= self.ctx_norm[:n]
+            context = self._top(summed, allowed, k)
+        return self._top(scores, allowed, k), context
+
+    def _top(
+        self, scores: npt.NDArray[Any], allowed: npt.NDArray[np.bool_], k: int
+    ) -> list[tuple[str, float]]:
+        scores = np.where(allowed, scores, -np.inf)
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(self.ids[i], float(scores[i])) for i in top]

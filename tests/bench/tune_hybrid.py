@@ -72,6 +72,7 @@ class Question:
     bm25_all: Hits  # stop-words kept
     bm25: Hits  # stop-words dropped
     bm25_ctx: Hits  # the contextual field (previous memory's text)
+    bm25_around: Hits = field(default_factory=list)  # previous and next memories' text
     cos: dict[str, Hits] = field(default_factory=dict)  # per embedder / contextual
     rerank: dict[str, float] = field(default_factory=dict)
     text: str = ""
@@ -115,6 +116,7 @@ def conversation(sample: dict[str, Any], bench: Any, args: argparse.Namespace) -
         for a, b in itertools.pairwise(turns)
         if a.category == b.category  # same conversation session
     }
+    prev_id = {b.dia_id: a.dia_id for a, b in itertools.pairwise(turns) if a.category == b.category}
     if args.unrelated_context:  # what context costs when the gate lets a wrong one through
         prev = {i: unrelated(turns, i) for i in prev}
     ctx_tag = "ctx-unrelated" if args.unrelated_context else "ctx"
@@ -131,6 +133,30 @@ def conversation(sample: dict[str, Any], bench: Any, args: argparse.Namespace) -
         "e5-ctx": vectors(args.cache, ctx_tag, e5, joined),
         "minilm-ctx": vectors(args.cache, ctx_tag, minilm, joined),
     }
+    # the cheap alternative: the mean of this memory's vector and the previous one's (no
+    # second embedding, no second stored vector)
+    row = {i: n for n, i in enumerate(ids)}
+    plain = mats["e5"]
+    mean = plain.copy()
+    for i, n in row.items():
+        if i in prev:
+            mean[n] = plain[n] + plain[row[prev_id[i]]]
+    mats["e5-mean"] = mean / np.linalg.norm(mean, axis=1, keepdims=True)
+    next_id = {a: b for b, a in prev_id.items()}
+    window, half = plain.copy(), plain.copy()
+    for i, n in row.items():
+        if i in prev_id:
+            window[n] += plain[row[prev_id[i]]]
+            half[n] += 0.5 * plain[row[prev_id[i]]]
+        if i in next_id:
+            window[n] += plain[row[next_id[i]]]
+    mats["e5-window"] = window / np.linalg.norm(window, axis=1, keepdims=True)
+    mats["e5-half"] = half / np.linalg.norm(half, axis=1, keepdims=True)
+    around = {
+        i: " ".join(by_id[j] for j in (prev_id.get(i), next_id.get(i)) if j is not None)
+        for i in ids
+    }
+    ctx2 = index(TextIndex, [IndexDoc(i, text, None, ()) for i, text in around.items() if text])
     out = []
     for qa in qas:
         if qa["category"] not in CATEGORIES:
@@ -154,7 +180,11 @@ def conversation(sample: dict[str, Any], bench: Any, args: argparse.Namespace) -
             "minilm-ctx": top(mats["minilm-ctx"], ids, mv, depth),
             "e5": top(mats["e5"], ids, qv, depth),
             "e5-ctx": top(mats["e5-ctx"], ids, qv, depth),
+            "e5-mean-ctx": top(mats["e5-mean"], ids, qv, depth),
+            "e5-window-ctx": top(mats["e5-window"], ids, qv, depth),
+            "e5-half-ctx": top(mats["e5-half"], ids, qv, depth),
         }
+        q.bm25_around = ctx2.search(text, depth)
         out.append(q)
     return out
 
@@ -177,10 +207,20 @@ def with_context(bm25: Hits, ctx: Hits, boost: float) -> Hits:
 Ranker = Callable[[Question], list[str]]
 
 
-def hybrid(emb: str, wk: float, m: float, *, ctx: float = 0.0, boost: float = 0.0) -> Ranker:
+def hybrid(
+    emb: str,
+    wk: float,
+    m: float,
+    *,
+    ctx: float = 0.0,
+    boost: float = 0.0,
+    how: str = "ctx",
+    around: bool = False,
+) -> Ranker:
     def rank(q: Question) -> list[str]:
-        bm25 = with_context(q.bm25, q.bm25_ctx, boost) if boost else q.bm25
-        contextual = q.cos[f"{emb}-ctx"] if ctx else []
+        field = q.bm25_around if around else q.bm25_ctx
+        bm25 = with_context(q.bm25, field, boost) if boost else q.bm25
+        contextual = q.cos[f"{emb}-{how}"] if ctx else []
         ranked = rank_hits(bm25, q.cos[emb], {}, m, wk, contextual=contextual, context_weight=ctx)
         return [i for i, _ in ranked]
 
@@ -277,10 +317,25 @@ def main() -> None:
         if wk + wc < 1:
             name = f"e5 ctx {wk:.1f}/{1 - wk - wc:.1f}/{wc:.1f} boost {boost} min {m}"
             grid[name] = hybrid("e5", wk, m, ctx=wc, boost=boost)
+    for how, around, wk, wc, boost in itertools.product(
+        ("mean-ctx", "window-ctx", "half-ctx", "ctx"),
+        (False, True),
+        (0.3, 0.4, 0.5),
+        (0.2, 0.3, 0.4),
+        (0.3, 0.5),
+    ):
+        if wk + wc < 1 and (how != "ctx" or around):
+            field = "around" if around else "prev"
+            name = f"e5 {how} {field} {wk:.1f}/{1 - wk - wc:.1f}/{wc:.1f} boost {boost}"
+            grid[name] = hybrid("e5", wk, 0.75, ctx=wc, boost=boost, how=how, around=around)
     results = {name: score(questions, rank) for name, rank in {**variants, **grid}.items()}
     best_plain = max((n for n in grid if " ctx " not in n), key=lambda n: results[n]["R@5"])
     best_ctx = max((n for n in grid if " ctx " in n), key=lambda n: results[n]["R@5"])
-    shown = [*variants, best_plain, best_ctx]
+    best = [
+        max((n for n in grid if f" {how} " in n), key=lambda n: results[n]["R@5"])
+        for how in ("mean-ctx", "window-ctx", "half-ctx")
+    ]
+    shown = [*variants, best_plain, best_ctx, *best]
     if not args.no_rerank:
         rerank_scores(questions, grid[best_ctx], args)
         name = f"{best_ctx} + rerank top {args.rerank_depth}"
