@@ -2,8 +2,9 @@
 
 Drives `dreamwell serve` with ../shared/bench/memory_bench.py (the official `mcp` client, one
 fresh server and data directory per conversation, every turn saved, every question searched
-with k = 10) three times — hybrid (the default), BM25 only (DREAMWELL_EMBEDDER=none) and vector
-only (DREAMWELL_KEYWORD_WEIGHT=0) — and prints R@1/R@5/R@10/MRR over categories 1-4 (the
+with k = 10) once per mode — hybrid (the default), BM25 only (DREAMWELL_EMBEDDER=none), vector
+only (DREAMWELL_KEYWORD_WEIGHT=0), without contextual memories (DREAMWELL_CONTEXTUAL=false) and
+with the reranker (DREAMWELL_RERANK=true) — and prints R@1/R@5/R@10/MRR over categories 1-4 (the
 issue's target set), per category, and save/search latency.
 
 Run from the repo root:  python tests/bench/retrieval_bench.py [--conversations 0-4]
@@ -23,6 +24,8 @@ MODES = {
     "hybrid": [],
     "bm25-only": ["DREAMWELL_EMBEDDER=none"],
     "vector-only": ["DREAMWELL_KEYWORD_WEIGHT=0"],
+    "no-context": ["DREAMWELL_CONTEXTUAL=false"],
+    "rerank": ["DREAMWELL_RERANK=true"],
 }
 CATS = ("1-multi-hop", "2-temporal", "3-open-domain", "4-single-hop")
 
