@@ -18,6 +18,7 @@ import contextlib
 import json
 import logging
 import os
+import threading
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -73,6 +74,9 @@ class Wal:
         self._fd: int | None = None
         self._offset = 0  # end of the last complete line read in that segment
         self._damaged_reported: set[tuple[int, int]] = set()
+        # has_unread() runs on any thread without the store's locks: it must never fstat a
+        # descriptor another thread is closing (EBADF, or worse a reused number)
+        self._fd_lock = threading.Lock()
 
     # ---- segments -------------------------------------------------------------------------
     def segments(self) -> list[int]:
@@ -90,9 +94,10 @@ class Wal:
         return self.folder / segment_name(first_seq)
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-        self._fd, self._segment, self._offset = None, None, 0
+        with self._fd_lock:
+            if self._fd is not None:
+                os.close(self._fd)
+            self._fd, self._segment, self._offset = None, None, 0
 
     def start_at(self, seq: int) -> None:
         """Read records after `seq` from now on (used after loading a checkpoint)."""
@@ -101,9 +106,10 @@ class Wal:
 
     def has_unread(self) -> bool:
         """Cheap check (one fstat) for bytes appended to the segment being read."""
-        if self._fd is None:
-            return bool(self.segments())
-        return os.fstat(self._fd).st_size > self._offset
+        with self._fd_lock:
+            if self._fd is None:
+                return bool(self.segments())
+            return os.fstat(self._fd).st_size > self._offset
 
     # ---- reading ----------------------------------------------------------------------------
     def read_new(self) -> list[Record]:

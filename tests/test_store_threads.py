@@ -1,0 +1,88 @@
+"""One LongTermStore used from several threads at once, as a server's tool calls and its
+background checkpoint use it, while another writer saves and checkpoints."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dreamwell.stores import LongTermStore
+
+
+@pytest.fixture
+def busy_threads() -> Iterator[None]:
+    """Switch threads every 10 µs instead of every 5 ms, so races show within seconds."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    yield
+    sys.setswitchinterval(before)
+
+
+@pytest.mark.usefixtures("busy_threads")
+def test_reads_from_six_threads_never_fail_while_another_writer_rotates_the_log(
+    tmp_path: Path,
+) -> None:
+    """The defect: Wal.has_unread() (LongTermStore._fresh, without the apply lock) fstat'ed
+    the segment descriptor another thread's catch-up had just closed: EBADF, which a server
+    turned into 'The data directory refused this operation' on search_memory."""
+    writer, reader = LongTermStore(tmp_path), LongTermStore(tmp_path)
+    errors: list[OSError] = []
+    stop = threading.Event()
+
+    def read() -> None:
+        while not stop.is_set():
+            try:
+                reader.count()
+            except OSError as exc:
+                errors.append(exc)
+                stop.set()
+
+    threads = [threading.Thread(target=read) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 10  # a stress run; the deterministic test is below
+    try:
+        for i in range(1_000_000):
+            if stop.is_set() or time.monotonic() > deadline:
+                break
+            writer.save(f"fact number {i}")
+            if i % 2 == 1:
+                writer.checkpoint()  # a new log segment: readers close the old one
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=30)
+    assert errors == []
+    assert reader.count() == writer.count()
+
+
+def test_has_unread_never_fstats_a_descriptor_another_thread_closes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deterministic form of the race above: another thread closes the segment exactly
+    between has_unread()'s check of the descriptor and its fstat."""
+    from dreamwell.stores import wal as wal_module
+
+    store = LongTermStore(tmp_path)
+    store.save("one fact")
+    log = wal_module.Wal(tmp_path / "wal")
+    log.read_new()  # holds the segment open
+    real_fstat = os.fstat
+    closer = threading.Thread(target=log.close)
+
+    def fstat_after_a_close(fd: int) -> os.stat_result:
+        if not closer.is_alive() and closer.ident is None:
+            closer.start()
+            closer.join(timeout=0.5)  # with the lock the close waits for this fstat
+        return real_fstat(fd)
+
+    monkeypatch.setattr(wal_module.os, "fstat", fstat_after_a_close)
+    assert log.has_unread() is False
+    closer.join(timeout=5)
+    assert not closer.is_alive()
