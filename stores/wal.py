@@ -74,9 +74,11 @@ class Wal:
         self._fd: int | None = None
         self._offset = 0  # end of the last complete line read in that segment
         self._damaged_reported: set[tuple[int, int]] = set()
-        # has_unread() runs on any thread without the store's locks: it must never fstat a
-        # descriptor another thread is closing (EBADF, or worse a reused number)
-        self._fd_lock = threading.Lock()
+        # One process's threads share this reader: searches check for news (has_unread) and
+        # catch up, the checkpoint thread rotates segments, the group-commit leader appends.
+        # Each of those holds this lock, so no thread uses a descriptor another is closing
+        # (EBADF, or a reused number) and none reads a record half-appended or cut back.
+        self._lock = threading.RLock()
 
     # ---- segments -------------------------------------------------------------------------
     def segments(self) -> list[int]:
@@ -94,19 +96,20 @@ class Wal:
         return self.folder / segment_name(first_seq)
 
     def close(self) -> None:
-        with self._fd_lock:
+        with self._lock:
             if self._fd is not None:
                 os.close(self._fd)
             self._fd, self._segment, self._offset = None, None, 0
 
     def start_at(self, seq: int) -> None:
         """Read records after `seq` from now on (used after loading a checkpoint)."""
-        self.close()
-        self.last_seq = seq
+        with self._lock:
+            self.close()
+            self.last_seq = seq
 
     def has_unread(self) -> bool:
         """Cheap check (one fstat) for bytes appended to the segment being read."""
-        with self._fd_lock:
+        with self._lock:
             if self._fd is None:
                 return bool(self.segments())
             return os.fstat(self._fd).st_size > self._offset
@@ -114,6 +117,10 @@ class Wal:
     # ---- reading ----------------------------------------------------------------------------
     def read_new(self) -> list[Record]:
         """Records after `last_seq`, in order; raises WalGap when some were deleted unread."""
+        with self._lock:
+            return self._read_new()
+
+    def _read_new(self) -> list[Record]:
         out: list[Record] = []
         while True:
             if self._fd is None and not self._open_next():
@@ -198,6 +205,10 @@ class Wal:
     def append(self, batches: Sequence[Sequence[Op]]) -> int:
         """Append one record per batch with one write() and one fsync; returns the last seq.
         On failure the log is cut back to where it was, so nothing half-written remains."""
+        with self._lock:
+            return self._append(batches)
+
+    def _append(self, batches: Sequence[Sequence[Op]]) -> int:
         if self._fd is None or not self._writable_segment():
             self.rotate()
         assert self._segment is not None
@@ -224,6 +235,10 @@ class Wal:
     def rotate(self) -> int:
         """Start a new segment at the next seq (caller holds the write lock and has read to the
         end). Returns its first seq."""
+        with self._lock:
+            return self._rotate()
+
+    def _rotate(self) -> int:
         self.folder.mkdir(parents=True, exist_ok=True)
         first = self.last_seq + 1
         path = self.path(first)
