@@ -116,7 +116,7 @@ def test_a_server_killed_during_1000_pipelined_saves_keeps_every_acknowledged_on
     assert len(contents) == len(set(contents)), "a save is present twice"
     ids = {e.id for e in entries}
     assert set(acked) <= ids, f"lost {len(set(acked) - ids)} acknowledged saves"
-    for entry_id, token in acked.items():
-        assert [h.entry.id for h in store.search(token)] == [entry_id]
+    for entry_id, token in acked.items():  # first; its neighbours follow (contextual)
+        assert [h.entry.id for h in store.search(token)][0] == entry_id
     store.save("after the crash")
     assert [h.entry.content for h in store.search("crash")] == ["after the crash"]
