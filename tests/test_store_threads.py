@@ -1,0 +1,65 @@
+"""One LongTermStore used from several threads at once, as a server's tool calls and its
+background checkpoint use it, while another writer saves and checkpoints."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dreamwell.stores import LongTermStore
+
+
+@pytest.fixture
+def busy_threads() -> Iterator[None]:
+    """Switch threads every 10 µs instead of every 5 ms, so races show within seconds."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    yield
+    sys.setswitchinterval(before)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="Wal.has_unread() (from LongTermStore._fresh, taken without the apply lock) calls "
+    "os.fstat on the segment fd that another thread's _catch_up -> Wal.read_new() -> close() "
+    "has just closed: OSError EBADF, which a server turns into 'The data directory refused "
+    "this operation (Bad file descriptor)' on search_memory",
+)
+@pytest.mark.usefixtures("busy_threads")
+def test_reads_from_six_threads_never_fail_while_another_writer_rotates_the_log(
+    tmp_path: Path,
+) -> None:
+    writer, reader = LongTermStore(tmp_path), LongTermStore(tmp_path)
+    errors: list[OSError] = []
+    stop = threading.Event()
+
+    def read() -> None:
+        while not stop.is_set():
+            try:
+                reader.count()
+            except OSError as exc:
+                errors.append(exc)
+                stop.set()
+
+    threads = [threading.Thread(target=read) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 45  # the race shows within ~10 s (2 busy cores)
+    try:
+        for i in range(1_000_000):
+            if stop.is_set() or time.monotonic() > deadline:
+                break
+            writer.save(f"fact number {i}")
+            if i % 2 == 1:
+                writer.checkpoint()  # a new log segment: readers close the old one
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=30)
+    assert errors == []
+    assert reader.count() == writer.count()
