@@ -480,10 +480,10 @@ def _check_aged(account: Account, load: Load, runs: list[Report]) -> None:
             assert account.found(content.split()[-1]) == []
             continue
         assert entry is not None and entry.live, f"aged seed {entry_id} lost"
-        assert entry.reinforcement_count == 1 + load.reinforced[entry_id]
+        assert entry.reinforcement_count == 1 + load.reinforced[entry_id], entry
         decayed = last.get(entry_id)
-        assert entry.importance == (decayed.importance if decayed else 0.5)
-        assert entry.decayed_at == (decayed.decayed_at if decayed else None)
+        assert entry.importance == (decayed.importance if decayed else 0.5), (entry, decayed)
+        assert entry.decayed_at == (decayed.decayed_at if decayed else None), (entry, decayed)
         assert account.found(content.split()[-1]) == [entry_id]
     account.facts["decay writes"] = sum(1 for r in runs for c in r.changes() if c.kind == "decay")
     account.facts["reinforcements"] = sum(load.reinforced.values())
