@@ -136,7 +136,7 @@ async def test_two_servers_and_a_dream_sidecar_keep_every_acked_save_once_and_th
     checkpoint the Tantivy index agrees with LanceDB (each entry found by its unique token)."""
     data = tmp_path / "data"
     rng = random.Random(12)
-    seeds = mixed_load.seed(data, rng, aged=1000, pairs=50, harmful=200)
+    seeds = mixed_load.seed(data, rng, aged=400, pairs=50, harmful=200)
     load = mixed_load.Load(rng, seeds, total=10_000, restart_at=rng.randrange(3000, 7000))
     with anyio.fail_after(600):
         await mixed_load.run_load(data, load)

@@ -27,7 +27,7 @@ def main() -> None:
     parser.add_argument("--ops", type=int, default=10_000)
     parser.add_argument("--embedder", default="none", choices=["none", "e5", "minilm"])
     parser.add_argument("--depth", type=int, default=8, help="operations in flight per server")
-    parser.add_argument("--aged", type=int, default=1000, help="seeds the dream decays")
+    parser.add_argument("--aged", type=int, default=400, help="seeds the dream decays")
     parser.add_argument("--seed", type=int, default=12)
     args = parser.parse_args()
     out = sys.stdout
