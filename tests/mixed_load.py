@@ -105,6 +105,8 @@ class Load:
     total: int
     restart_at: int | None = None  # op number at which server 1 is restarted
     logs: Path | None = None  # each server process's stderr goes to a file here
+    dream_every: int = 400  # operations between the starts of two dream cycles (at most)
+    wake: anyio.Event | None = None  # set every `dream_every` operations
     # BM25 only (embedder none): a token search finds exactly its entry. With vectors,
     # cosine adds neighbours: the entry must be among the hits, a deleted one never.
     exact_search: bool = True
@@ -133,6 +135,8 @@ class Load:
         ):
             return False
         self.issued += 1
+        if self.wake is not None and (self.issued % self.dream_every == 0 or self.done):
+            self.wake.set()
         return True
 
     def pick(self, pool: object) -> str | None:
@@ -361,6 +365,9 @@ async def run_dreamer(params: StdioServerParameters, load: Load) -> None:
 async def _dream_until_done(dreamer: Client, load: Load) -> None:
     async with dreamer as client:
         while not load.done or load.cycles == 0:
+            if load.cycles:  # paced by the traffic, so the dream does not take all the CPU
+                load.wake = anyio.Event()
+                await load.wake.wait()
             result = await client.get_prompt("dream", {"apply": "yes"})
             text = result.messages[0].content.text  # type: ignore[union-attr]
             assert text.startswith("Dream report "), text

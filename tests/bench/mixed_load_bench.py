@@ -3,7 +3,7 @@ mixed load, then the exact account of tests/test_multiprocess.py's sidecar test,
 and with any embedder (not collected by pytest).
 
 Run: python tests/bench/mixed_load_bench.py [--ops 10000] [--embedder none|e5|minilm]
-     [--depth 8] [--aged 1000] [--seed 12]"""
+     [--depth 8] [--aged 400] [--seed 12] [--dream-every 400]"""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=8, help="operations in flight per server")
     parser.add_argument("--aged", type=int, default=400, help="seeds the dream decays")
     parser.add_argument("--seed", type=int, default=12)
+    parser.add_argument("--dream-every", type=int, default=400, help="ops between dream cycles")
     args = parser.parse_args()
     out = sys.stdout
     with tempfile.TemporaryDirectory() as tmp:
@@ -41,6 +42,7 @@ def main() -> None:
             total=args.ops,
             restart_at=rng.randrange(args.ops * 3 // 10, args.ops * 7 // 10),
             exact_search=args.embedder == "none",
+            dream_every=args.dream_every,
         )
         anyio.run(mixed_load.run_load, data, load, args.depth, args.embedder)
         started = time.perf_counter()
