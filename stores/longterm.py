@@ -912,6 +912,10 @@ class LongTermStore:
     def index_documents(self) -> int:
         return self._index.doc_count()
 
+    def index_ids(self) -> set[str]:
+        """The ids the Tantivy index holds (a consistency check, not a hot path)."""
+        return self._index.ids()
+
     def index_in_step(self) -> bool:
         """The text index holds as many documents as LanceDB holds live records (both as of
         the last checkpoint; the log's pending changes are searched beside the index)."""

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
+import random
 import re
 import signal
 import subprocess
@@ -15,9 +17,11 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from dreamwell.stores import LongTermStore
+from tests import mixed_load
 from tests.conftest import ok
 
 pytestmark = pytest.mark.anyio
+logger = logging.getLogger(__name__)
 
 
 def stdio_params(data_dir: Path) -> StdioServerParameters:
@@ -117,6 +121,26 @@ def test_a_server_killed_during_1000_pipelined_saves_keeps_every_acknowledged_on
     ids = {e.id for e in entries}
     assert set(acked) <= ids, f"lost {len(set(acked) - ids)} acknowledged saves"
     for entry_id, token in acked.items():  # first; its neighbours follow (contextual)
-        assert [h.entry.id for h in store.search(token)][0] == entry_id
+        assert next(h.entry.id for h in store.search(token)) == entry_id
     store.save("after the crash")
     assert [h.entry.content for h in store.search("crash")] == ["after the crash"]
+
+
+async def test_two_servers_and_a_dream_sidecar_keep_every_acked_save_once_and_the_index_in_step(
+    tmp_path: Path,
+) -> None:
+    """10,000 mixed operations pipelined over two stdio servers on one data directory (one
+    of them stopped and started again mid-run) while a third process dreams over and over:
+    every acknowledged, undeleted save is present exactly once, no acknowledged delete comes
+    back, the dream's merges, decay and pruning are exactly what its reports say, and after a
+    checkpoint the Tantivy index agrees with LanceDB (each entry found by its unique token)."""
+    data = tmp_path / "data"
+    rng = random.Random(12)
+    seeds = mixed_load.seed(data, rng, aged=400, pairs=50, harmful=200)
+    load = mixed_load.Load(rng, seeds, total=10_000, restart_at=rng.randrange(3000, 7000))
+    with anyio.fail_after(600):
+        await mixed_load.run_load(data, load)
+    restarts = load.counts.pop("server restart")
+    assert load.counts.total() == load.total and restarts == 1
+    facts = mixed_load.check(data, load)
+    logger.info("%s", {**load.counts, **facts, "seconds": round(load.finished - load.started)})
