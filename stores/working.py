@@ -31,7 +31,6 @@ from dreamwell.stores.model import (
     utcnow,
 )
 from dreamwell.stores.state import write_atomic
-from dreamwell.stores.text_index import IndexDoc, TextIndex
 
 logger = logging.getLogger(__name__)
 
@@ -318,6 +317,8 @@ class WorkingMemory:
         if not text:
             chosen = [e for e in candidates.values() if _matches(e, cat, tag_list)]
             return sorted(chosen, key=lambda e: e.stored_at, reverse=True)[:limit]
+        from dreamwell.stores.text_index import IndexDoc, TextIndex  # Tantivy: only to search
+
         index = TextIndex(None)
         with index.writing() as writer:
             for e in candidates.values():
