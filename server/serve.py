@@ -17,7 +17,6 @@ from dreamwell.server.app import (
 )
 from dreamwell.server.config import Settings
 from dreamwell.server.dream_edge import dream_forever, enrich_forever
-from dreamwell.server.http import build_asgi, uvicorn_server
 from dreamwell.server.runtime import Runtime
 from dreamwell.server.stdio import run_stdio
 
@@ -60,7 +59,9 @@ async def serve(settings: Settings) -> None:
         tg.start_soon(enrich_forever, runtime)
         if settings.transport == "stdio":
             await run_stdio(mcp, on_eof=_exit_soon)
-        else:
+        else:  # the HTTP stack loads only for the remote transports
+            from dreamwell.server.http import build_asgi, uvicorn_server
+
             server = uvicorn_server(build_asgi(mcp, settings, runtime), settings)
             await server.serve()
         _exit_soon()

@@ -11,7 +11,6 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
-from dreamwell.dream.enrichment import enqueue
 from dreamwell.server import render
 from dreamwell.server.runtime import Runtime, Tenant
 from dreamwell.stores import (
@@ -21,7 +20,7 @@ from dreamwell.stores import (
     StoreError,
     utcnow,
 )
-from dreamwell.stores.working import MAX_TTL_MINUTES, check_prefix
+from dreamwell.stores.working import MAX_TTL_MINUTES, check_prefix  # no Tantivy until a search
 
 logger = logging.getLogger(__name__)
 
@@ -104,6 +103,8 @@ def register_tools(mcp: MCPServer, runtime: Runtime) -> None:
         def work(t: Tenant, _ns: str) -> str:
             saved = t.longterm.save(visible(content, "content"), category, tags)
             if runtime.enriching and not saved.reinforced:
+                from dreamwell.dream.enrichment import enqueue
+
                 enqueue(t.longterm, saved.entry)  # the LLM expands it later; never waits
             return render.saved(saved)
 
