@@ -21,6 +21,7 @@ from dreamwell.stores.layout import DataDir, check_tenant
 from dreamwell.stores.model import (
     MAX_CONTENT_CHARS,
     MAX_QUERY_CHARS,
+    MAX_TTL_MINUTES,
     MemoryEntry,
     WorkingEntry,
     category_prefixes,
@@ -129,6 +130,7 @@ __all__ = [
     "FEEDBACK",
     "MAX_CONTENT_CHARS",
     "MAX_QUERY_CHARS",
+    "MAX_TTL_MINUTES",
     "RECALL",
     "TOP_SEGMENTS",
     "CrossEncoderReranker",

@@ -22,6 +22,7 @@ from filelock import FileLock, Timeout
 from dreamwell.stores.damaged import keep_aside
 from dreamwell.stores.errors import InvalidInput, NotFound, StoreBusy, StoreError, WriteFailed
 from dreamwell.stores.model import (
+    MAX_TTL_MINUTES,
     MAX_VALUE_BYTES,
     WorkingEntry,
     check_category,
@@ -35,7 +36,6 @@ from dreamwell.stores.state import write_atomic
 logger = logging.getLogger(__name__)
 
 TOP_SEGMENTS = ("session", "patrol", "subagent")
-MAX_TTL_MINUTES = 10_080
 
 
 @dataclass(frozen=True)
