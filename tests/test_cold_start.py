@@ -15,6 +15,8 @@ import json
 import os
 import re
 import subprocess
+import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,8 @@ import anyio
 import pytest
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
+
+from dreamwell.stores import LongTermStore
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[1]
@@ -139,3 +143,52 @@ async def test_tools_list_is_answered_before_the_stores_the_embedder_or_the_drea
             proc.kill()
             with anyio.fail_after(10):
                 await proc.wait()
+
+
+class LoadingEmbedder:
+    """An embedder whose model is still loading: every call waits until `loaded` is set, as
+    the embedded ONNX models' calls wait on their load lock while the server warms them."""
+
+    name = "loading-fake"
+    dim = 4
+
+    def __init__(self) -> None:
+        self.loaded = threading.Event()
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.loaded.wait()
+        return [[1.0, 0.0, 0.0, 0.0] for _ in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed([text])[0]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="LongTermStore.search embeds the query once the stored vectors are loaded, so it "
+    "waits for a model the server is still loading (stores/longterm.py: integrator)",
+)
+def test_a_search_while_the_embedder_is_still_loading_answers_with_keywords(
+    tmp_path: Path,
+) -> None:
+    ready = LoadingEmbedder()
+    ready.loaded.set()
+    first = LongTermStore(tmp_path, embedder=ready, embed_on_save=False)
+    first.save("the harbour master keeps a logbook")
+    assert first.backfill() == 1
+    loading = LoadingEmbedder()  # the next start: vectors on disk, model not loaded yet
+    store = LongTermStore(tmp_path, embedder=loading)
+    store.load_vectors()  # what the server's backfill does first once the store is open
+    found: list[str] = []
+    worker = threading.Thread(
+        target=lambda: found.extend(h.entry.content for h in store.search("harbour")),
+        daemon=True,
+    )
+    worker.start()
+    try:
+        worker.join(timeout=5)
+        assert not worker.is_alive(), "the search waited for the embedder's model to load"
+        assert found == ["the harbour master keeps a logbook"]
+    finally:
+        loading.loaded.set()
+        worker.join(timeout=30)
