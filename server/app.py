@@ -20,11 +20,18 @@ from dreamwell.server.dream_edge import register_dream
 from dreamwell.server.recall import register_recall
 from dreamwell.server.runtime import CURRENT_REQUEST, Runtime, Tenant
 from dreamwell.server.tools import register_tools, text_result
-from dreamwell.stores import CHECKPOINT_SECONDS, StoreError
+from dreamwell.stores import StoreError
 
 logger = logging.getLogger(__name__)
 
 SWEEP_SECONDS = 3600.0
+# The stores open (and the embedder loads) once the client has had an answer to a request other
+# than `initialize` (its tools/list, as a rule), SETTLE seconds later so that the rest of its
+# opening burst (prompts/list, resources/list) is answered first; a client that sends nothing
+# gets them WARM_AFTER seconds after the session started. A tool call never waits for this: it
+# opens the stores itself.
+SETTLE = 0.25
+WARM_AFTER = 2.0
 INSTRUCTIONS = (
     "dreamwell is your memory. search_memory before answering questions about the user or past "
     "work; save_memory for durable facts, preferences and lessons; working memory is short-lived "
@@ -32,42 +39,66 @@ INSTRUCTIONS = (
 )
 
 
-def _edge_checks(mcp: MCPServer) -> Any:
+class _Answered:
+    """Set once a request other than `initialize` has been answered: the handshake is over."""
+
+    def __init__(self) -> None:
+        self.event: anyio.Event | None = None  # made by the lifespan, inside the event loop
+
+    def note(self, ctx: ServerRequestContext[Any, Any]) -> None:
+        is_request = ctx.request_id is not None  # notifications (`initialized`) do not count
+        if is_request and ctx.method != "initialize" and self.event is not None:
+            self.event.set()
+
+
+def _edge_checks(mcp: MCPServer, answered: _Answered) -> Any:
     """Middleware: tool and prompt arguments are checked strictly and refused in plain
-    sentences before any handler runs (server/arguments.py); and every handler can find the
-    transport request it serves (CURRENT_REQUEST)."""
+    sentences before any handler runs (server/arguments.py); every handler can find the
+    transport request it serves (CURRENT_REQUEST); and `answered` learns the handshake is over."""
 
     async def middleware(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        if ctx.method == "tools/call" and ctx.params is not None:
-            refusal = tool_refusal(
-                mcp, str(ctx.params.get("name", "")), ctx.params.get("arguments") or {}
-            )
-            if refusal is not None:
-                return text_result(refusal, error=True)
-        if ctx.method == "prompts/get" and ctx.params is not None:
-            check_prompt(mcp, ctx.params)
-        token = CURRENT_REQUEST.set(ctx.request)
         try:
-            return await call_next(ctx)
-        except ValueError as exc:  # the SDK's own prompt/resource refusals: same words in both eras
-            if ctx.method not in ("prompts/get", "resources/read"):
-                raise
-            raise MCPError(INVALID_PARAMS, str(exc)) from exc
+            return await _checked(mcp, ctx, call_next)
         finally:
-            CURRENT_REQUEST.reset(token)
+            answered.note(ctx)
 
     return middleware
+
+
+async def _checked(
+    mcp: MCPServer, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+) -> HandlerResult:
+    """Refuse bad arguments in words, then run the handler with CURRENT_REQUEST set."""
+    if ctx.method == "tools/call" and ctx.params is not None:
+        refusal = tool_refusal(
+            mcp, str(ctx.params.get("name", "")), ctx.params.get("arguments") or {}
+        )
+        if refusal is not None:
+            return text_result(refusal, error=True)
+    if ctx.method == "prompts/get" and ctx.params is not None:
+        check_prompt(mcp, ctx.params)
+    token = CURRENT_REQUEST.set(ctx.request)
+    try:
+        return await call_next(ctx)
+    except ValueError as exc:  # the SDK's own prompt/resource refusals: same words in both eras
+        if ctx.method not in ("prompts/get", "resources/read"):
+            raise
+        raise MCPError(INVALID_PARAMS, str(exc)) from exc
+    finally:
+        CURRENT_REQUEST.reset(token)
 
 
 def build_server(settings: Settings, runtime: Runtime | None = None) -> MCPServer[Runtime]:
     """The MCP server. Its lifespan (entered per connection on some transports) only starts
     opening the stores; process-wide background work belongs to `serve`."""
     runtime = runtime or Runtime(settings)
+    answered = _Answered()
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[Runtime]) -> AsyncIterator[Runtime]:
+        answered.event = anyio.Event()
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_warm, runtime)
+            tg.start_soon(_warm, runtime, answered.event)
             yield runtime
             tg.cancel_scope.cancel()
 
@@ -78,16 +109,19 @@ def build_server(settings: Settings, runtime: Runtime | None = None) -> MCPServe
         lifespan=lifespan,
         log_level=settings.log_level,
     )
-    mcp._lowlevel_server.middleware.append(_edge_checks(mcp))
+    mcp._lowlevel_server.middleware.append(_edge_checks(mcp, answered))
     register_tools(mcp, runtime)
     register_recall(mcp, runtime)
     register_dream(mcp, runtime)
     return mcp
 
 
-async def _warm(runtime: Runtime) -> None:
+async def _warm(runtime: Runtime, answered: anyio.Event) -> None:
     """Open the default stores in the background so the first tool call is fast; start-up and
-    tools/list never wait for it."""
+    tools/list never wait for it: it begins after the handshake (see SETTLE)."""
+    with anyio.move_on_after(WARM_AFTER):
+        await answered.wait()
+    await anyio.sleep(SETTLE)
     tokens = runtime.settings.tenant_tokens()
     if not tokens or "" in tokens.values():  # the data directory itself is served
         try:
@@ -133,15 +167,18 @@ def _vectors_wanted(tenant: Tenant) -> bool:
 
 
 async def checkpoint_forever(
-    runtime: Runtime, period: float = 0.5, max_age: float = CHECKPOINT_SECONDS
+    runtime: Runtime, period: float = 0.5, max_age: float | None = None
 ) -> None:
     """Fold each store's write-ahead log into LanceDB and Tantivy when enough has piled up
-    (or it has waited long enough); saves never wait for this."""
+    (or it has waited long enough, CHECKPOINT_SECONDS by default); saves never wait for this."""
     while True:
         await anyio.sleep(period)
         for tenant in runtime.opened():
+            from dreamwell.stores import CHECKPOINT_SECONDS  # loaded: a store is open
+
             try:
-                if not tenant.longterm.checkpoint_due(max_age):
+                due = CHECKPOINT_SECONDS if max_age is None else max_age
+                if not tenant.longterm.checkpoint_due(due):
                     continue
                 await anyio.to_thread.run_sync(
                     tenant.longterm.checkpoint, False, abandon_on_cancel=True

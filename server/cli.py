@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import ctypes.util
 import logging
 import os
 import sys
@@ -258,8 +257,8 @@ def _few_malloc_arenas() -> None:
     onnxruntime's thread pools that fragmented a server to ~530 MB RSS after a few hundred
     saves, against ~320 MB with two arenas. Must run before those threads start."""
     if sys.platform.startswith("linux"):
-        try:
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        try:  # the process's own symbols include libc's (find_library would run ldconfig)
+            libc = ctypes.CDLL(None)
             libc.mallopt(_M_ARENA_MAX, 2)
         except (OSError, AttributeError):  # not glibc (musl, ...): nothing to tune
             pass

@@ -1,5 +1,8 @@
 """The dream worker at the MCP edge: the `dream` prompt, report resources, the `dreamwell
-dream` command, and the opt-in timer inside `serve`."""
+dream` command, and the opt-in timer inside `serve`.
+
+The dream layer (and its LLM client, httpx) is imported where a dream, a report or an
+enrichment runs, never at start-up: a server that is only answering tool calls does not load it."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ import argparse
 import logging
 import sys
 import threading
-from typing import IO, Annotated, Any
+from typing import IO, TYPE_CHECKING, Annotated, Any
 
 import anyio
 import anyio.to_thread
@@ -17,14 +20,12 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 from pydantic import Field
 
-from dreamwell.dream import LLM, DreamBusy, DreamCancelled, DreamOptions, render, run_cycle, undo
-from dreamwell.dream.cycle import PASSES
-from dreamwell.dream.llm import make_llm
-from dreamwell.dream.report import list_reports, load_report
 from dreamwell.server.config import Settings, parse_every
-from dreamwell.server.porting import progress
 from dreamwell.server.runtime import CURRENT_REQUEST, Runtime, Tenant
 from dreamwell.stores import DataDir, StoreError, check_tenant
+
+if TYPE_CHECKING:
+    from dreamwell.dream import LLM, DreamOptions
 
 logger = logging.getLogger(__name__)
 
@@ -32,9 +33,9 @@ logger = logging.getLogger(__name__)
 NO_LLM = "no LLM configured (set llm_base_url, or ollama_host for Ollama)"
 
 
-def llm_for(settings: Settings) -> LLM | None:
-    """The dream's LLM from the llm_* settings; Ollama's old ollama_host/ollama_model still
-    work. None when no endpoint is configured."""
+def _llm_endpoint(settings: Settings) -> tuple[str, str] | None:
+    """(base URL, model) of the dream's LLM, None when no endpoint is configured; checked
+    without importing the LLM client."""
     ollama = settings.llm_provider == "ollama"
     base = settings.llm_base_url or (settings.ollama_host if ollama else None)
     if not base:
@@ -42,11 +43,21 @@ def llm_for(settings: Settings) -> LLM | None:
     model = settings.llm_model or (settings.ollama_model if ollama else None)
     if not model:
         raise ValueError("llm_model is required with llm_provider=openai")
+    return base, model
+
+
+def llm_for(settings: Settings) -> LLM | None:
+    """The dream's LLM from the llm_* settings; Ollama's old ollama_host/ollama_model still
+    work. None when no endpoint is configured."""
+    endpoint = _llm_endpoint(settings)
+    if endpoint is None:
+        return None
+    from dreamwell.dream import make_llm
+
     key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
     return make_llm(
         settings.llm_provider,
-        base,
-        model,
+        *endpoint,
         settings.llm_timeout,
         key,
         max_tokens=settings.llm_max_tokens,
@@ -57,6 +68,8 @@ def llm_for(settings: Settings) -> LLM | None:
 def dream_once(
     tenant: Tenant, settings: Settings, dry_run: bool, options: DreamOptions | None = None
 ) -> str:
+    from dreamwell.dream import render, run_cycle
+
     llm = llm_for(settings)
     report = run_cycle(tenant.longterm, llm, dry_run=dry_run, options=options, no_llm_reason=NO_LLM)
     return render(report)
@@ -72,6 +85,8 @@ def register_dream(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
     ) -> str:
         if apply.strip().lower() not in ("yes", "no", "y", "n", "true", "false", ""):
             raise MCPError(INVALID_PARAMS, f"apply must be yes or no; got {apply!r}")
+        from dreamwell.dream import DreamBusy, DreamCancelled
+
         tenant = await _caller_tenant(runtime)
         dry = apply.strip().lower() not in ("yes", "y", "true")
         try:  # the caller asked for it: no waiting for quiet
@@ -81,6 +96,8 @@ def register_dream(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
 
     @mcp.resource("dream://reports", description="Dream cycles run on this memory, newest first")
     async def reports() -> str:
+        from dreamwell.dream.report import list_reports
+
         tenant = await _caller_tenant(runtime)
         runs = list_reports(tenant.data_dir)
         if not runs:
@@ -89,6 +106,8 @@ def register_dream(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
 
     @mcp.resource("dream://reports/{run}", description="What one dream cycle changed")
     async def report(run: str) -> str:
+        from dreamwell.dream.report import load_report, render
+
         tenant = await _caller_tenant(runtime)
         try:
             return render(load_report(tenant.data_dir, run))
@@ -110,6 +129,8 @@ async def dream_in_thread(
 ) -> str:
     """One cycle off the event loop. Cancelling this (the server stops) tells the cycle to
     stop between steps and interrupts its LLM call."""
+    from dreamwell.dream import DreamOptions
+
     options = DreamOptions(quiet_seconds=quiet_seconds)
     try:
         return await anyio.to_thread.run_sync(
@@ -132,6 +153,8 @@ async def dream_forever(runtime: Runtime, period: float | None = None) -> None:
     period = period or parse_every(runtime.settings.dream_every or "")
     while True:
         await anyio.sleep(period)
+        from dreamwell.dream import DreamBusy
+
         for name in tenant_names(runtime):
             try:
                 tenant = await runtime.tenant(name)
@@ -144,14 +167,16 @@ async def dream_forever(runtime: Runtime, period: float | None = None) -> None:
 
 async def enrich_forever(runtime: Runtime, period: float = 5.0) -> None:
     """With an LLM configured (and `enrich` on), expand queued saved memories in the
-    background, a few at a time per store; without an LLM nothing happens."""
+    background, a few at a time per store; without an LLM nothing happens. The LLM client
+    loads after the first period, off the start-up path (a bad setting still fails at once)."""
+    if not runtime.settings.enrich or _llm_endpoint(runtime.settings) is None:
+        return
+    await anyio.sleep(period)
+    from dreamwell.dream import render
     from dreamwell.dream.enrichment import enrich_queued
 
-    llm = llm_for(runtime.settings) if runtime.settings.enrich else None
-    if llm is None:
-        return
-    while True:
-        await anyio.sleep(period)
+    llm = llm_for(runtime.settings)
+    while llm is not None:
         for tenant in runtime.opened():
             cancel = threading.Event()
             try:
@@ -166,11 +191,15 @@ async def enrich_forever(runtime: Runtime, period: float = 5.0) -> None:
                 logger.exception("enrichment in %s failed", tenant.data_dir)
             finally:
                 cancel.set()
+        await anyio.sleep(period)
 
 
 def run_dream_command(args: argparse.Namespace, settings: Settings) -> int:
     """`dreamwell dream`: --once [--dry-run], --every, --report [RUN], --undo RUN; on one
     --tenant, or (--once, --every) on the root store and every tenant."""
+    from dreamwell.dream import DreamBusy, render, undo
+    from dreamwell.dream.report import list_reports, load_report
+
     runtime = Runtime(settings)
     out = sys.stdout
     try:
@@ -196,6 +225,10 @@ def run_dream_command(args: argparse.Namespace, settings: Settings) -> int:
 def _dream_all(runtime: Runtime, names: list[str], args: argparse.Namespace, out: IO[str]) -> int:
     """--once: one cycle per store; --every: that, every interval, for ever. A store whose
     cycle is busy or fails is reported and the others still dream."""
+    from dreamwell.dream import DreamBusy, DreamOptions
+    from dreamwell.dream.cycle import PASSES
+    from dreamwell.server.porting import progress
+
     period = parse_every(args.every) if args.every else None
     failed = 0
     while True:

@@ -17,9 +17,6 @@ from dreamwell.server.render import duration
 from dreamwell.server.runtime import Runtime, Tenant
 from dreamwell.server.tools import valid_unicode
 from dreamwell.stores import (
-    CONVERSATION,
-    CONVERSATION_MAX_BYTES,
-    JsonlLog,
     MemoryEntry,
     StoreError,
     WorkingEntry,
@@ -135,6 +132,8 @@ def record_turn(tenant: Tenant, namespace: str, message: str) -> None:
     record never fails the prompt."""
     if not message.strip():
         return
+    from dreamwell.stores import CONVERSATION, CONVERSATION_MAX_BYTES, JsonlLog
+
     log = JsonlLog(tenant.data_dir, CONVERSATION, max_bytes=CONVERSATION_MAX_BYTES)
     try:
         log.append({"session": namespace, "role": "user", "content": message, "via": "recall"})

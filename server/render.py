@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
-from dreamwell.stores import MemoryEntry, SaveOutcome, SaveResult, WorkingEntry
+from dreamwell.stores import MemoryEntry, WorkingEntry
+
+if TYPE_CHECKING:
+    from dreamwell.stores import SaveOutcome, SaveResult
 
 LIST_CAP = 500
 SNIPPET_CHARS = 120

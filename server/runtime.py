@@ -9,28 +9,22 @@ import time
 from collections.abc import Callable
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
 
 from dreamwell.server.config import Settings
-from dreamwell.stores import (
-    RECALL,
-    CrossEncoderReranker,
-    DataDir,
-    Embedder,
-    JsonlLog,
-    LongTermStore,
-    OllamaEmbedder,
-    OnnxE5,
-    OnnxMiniLM,
-    StoreError,
-    StoreUnavailable,
-    WorkingMemory,
-    check_own_namespace,
-    new_id,
-)
+from dreamwell.stores import DataDir, StoreError, StoreUnavailable, new_id
+
+if TYPE_CHECKING:  # the store modules load when a tenant opens, after the handshake
+    from dreamwell.stores import (
+        CrossEncoderReranker,
+        Embedder,
+        JsonlLog,
+        LongTermStore,
+        WorkingMemory,
+    )
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +89,11 @@ class Runtime:
         self._last_touch = 0.0
         self.embedder = self._embedder()
         # Deep search (opt-in): loads its model on first use.
-        self.reranker = CrossEncoderReranker() if settings.rerank else None
+        self.reranker: CrossEncoderReranker | None = None
+        if settings.rerank:
+            from dreamwell.stores import CrossEncoderReranker
+
+            self.reranker = CrossEncoderReranker()
         # save_memory queues new memories for enrichment when an LLM is configured
         ollama = settings.llm_provider == "ollama"
         self.enriching = settings.enrich and bool(
@@ -103,6 +101,8 @@ class Runtime:
         )
 
     def _embedder(self) -> Embedder | None:
+        from dreamwell.stores import OllamaEmbedder, OnnxE5, OnnxMiniLM  # no model loads here
+
         s = self.settings
         if s.embedder == "e5":
             return OnnxE5()
@@ -120,6 +120,8 @@ class Runtime:
 
     def open_tenant(self, tenant: str) -> Tenant:
         """Open (blocking) the stores of a tenant; `tenant()` is the async, cached way."""
+        from dreamwell.stores import RECALL, JsonlLog, WorkingMemory
+
         started = time.perf_counter()
         data_dir = self.tenant_dir(tenant)
         opened = Tenant(
@@ -142,6 +144,8 @@ class Runtime:
         return opened
 
     def _longterm(self, data_dir: Path) -> LongTermStore:
+        from dreamwell.stores import LongTermStore
+
         s = self.settings
         return LongTermStore(
             data_dir,
@@ -202,6 +206,8 @@ class Runtime:
         headers = request.headers
         pinned = headers.get(NAMESPACE_HEADER)
         if pinned:
+            from dreamwell.stores import check_own_namespace
+
             return tenant, check_own_namespace(pinned.strip())
         session = headers.get("mcp-session-id") or request.query_params.get("session_id")
         if session:

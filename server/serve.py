@@ -6,8 +6,11 @@ import logging
 import os
 import signal
 import threading
+from collections.abc import Callable
+from typing import Any
 
 import anyio
+from mcp.server.mcpserver import MCPServer
 
 from dreamwell.server.app import (
     backfill_forever,
@@ -17,7 +20,6 @@ from dreamwell.server.app import (
 )
 from dreamwell.server.config import Settings
 from dreamwell.server.dream_edge import dream_forever, enrich_forever
-from dreamwell.server.http import build_asgi, uvicorn_server
 from dreamwell.server.runtime import Runtime
 from dreamwell.server.stdio import run_stdio
 
@@ -36,32 +38,42 @@ def _exit_soon(grace: float = STOP_GRACE) -> None:
     timer.start()
 
 
-async def _stop_on_signal(scope: anyio.CancelScope) -> None:
+async def _stop_on_signal(stop: Callable[[], None]) -> None:
     """SIGTERM or SIGINT: stop serving and leave cleanly (every acknowledged write is already
     in the fsynced log; no lock is held by an idle process)."""
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async for received in signals:
             logger.info("received %s; stopping", signal.Signals(received).name)
             _exit_soon()
-            scope.cancel()
+            stop()
             return
+
+
+def _http_server(mcp: MCPServer[Runtime], settings: Settings, runtime: Runtime) -> Any:
+    """uvicorn serving --transport http or sse (the HTTP stack loads only for these)."""
+    from dreamwell.server.http import build_asgi, uvicorn_server
+
+    return uvicorn_server(build_asgi(mcp, settings, runtime), settings)
 
 
 async def serve(settings: Settings) -> None:
     runtime = Runtime(settings)
     mcp = build_server(settings, runtime)
+    server = None if settings.transport == "stdio" else _http_server(mcp, settings, runtime)
     async with anyio.create_task_group() as tg:
-        tg.start_soon(_stop_on_signal, tg.cancel_scope)
+        if server is None:
+            tg.start_soon(_stop_on_signal, tg.cancel_scope.cancel)
+        else:  # ask uvicorn to exit: cancelled mid-serve, its lifespan task logs a traceback
+            tg.start_soon(_stop_on_signal, lambda: setattr(server, "should_exit", True))
         tg.start_soon(sweep_forever, runtime)
         tg.start_soon(backfill_forever, runtime)
         tg.start_soon(checkpoint_forever, runtime)
         if settings.dream_every:
             tg.start_soon(dream_forever, runtime)
         tg.start_soon(enrich_forever, runtime)
-        if settings.transport == "stdio":
+        if server is None:
             await run_stdio(mcp, on_eof=_exit_soon)
         else:
-            server = uvicorn_server(build_asgi(mcp, settings, runtime), settings)
             await server.serve()
         _exit_soon()
         tg.cancel_scope.cancel()

@@ -11,17 +11,16 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
-from dreamwell.dream.enrichment import enqueue
 from dreamwell.server import render
 from dreamwell.server.runtime import Runtime, Tenant
 from dreamwell.stores import (
     MAX_CONTENT_CHARS,
     MAX_QUERY_CHARS,
+    MAX_TTL_MINUTES,
     InvalidInput,
     StoreError,
     utcnow,
 )
-from dreamwell.stores.working import MAX_TTL_MINUTES, check_prefix
 
 logger = logging.getLogger(__name__)
 
@@ -104,6 +103,8 @@ def register_tools(mcp: MCPServer, runtime: Runtime) -> None:
         def work(t: Tenant, ns: str) -> str:
             saved = t.longterm.save(visible(content, "content"), category, tags, caller=ns)
             if runtime.enriching and not saved.reinforced:
+                from dreamwell.dream.enrichment import enqueue
+
                 enqueue(t.longterm, saved.entry)  # the LLM expands it later; never waits
             return render.saved(saved)
 
@@ -189,7 +190,7 @@ def register_tools(mcp: MCPServer, runtime: Runtime) -> None:
     )
     async def list_working_memory(ctx: Context, namespace: NamespaceArg = None) -> CallToolResult:
         def work(t: Tenant, ns: str) -> str:
-            prefix = check_prefix(namespace) if namespace else ns
+            prefix = _prefix(namespace) if namespace else ns
             return render.wm_list(prefix, t.working.listing(prefix), prefix == ns, utcnow())
 
         return await call(ctx, work)
@@ -205,7 +206,7 @@ def register_tools(mcp: MCPServer, runtime: Runtime) -> None:
         namespace: NamespaceArg = None,
     ) -> CallToolResult:
         def work(t: Tenant, ns: str) -> str:
-            prefix = check_prefix(namespace) if namespace else ns
+            prefix = _prefix(namespace) if namespace else ns
             found = t.working.search(prefix, query, category, tags)
             filters = [
                 (k, v)
@@ -215,6 +216,13 @@ def register_tools(mcp: MCPServer, runtime: Runtime) -> None:
             return render.wm_search(prefix, filters, found, utcnow())
 
         return await call(ctx, work)
+
+
+def _prefix(namespace: str) -> str:
+    """A checked namespace prefix (working memory's module loads with the stores, not here)."""
+    from dreamwell.stores.working import check_prefix
+
+    return check_prefix(namespace)
 
 
 def _tags_text(tags: Any) -> str | None:

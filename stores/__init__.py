@@ -1,13 +1,14 @@
-"""Storage layer of dreamwell: long-term memory (LanceDB + Tantivy) and working memory."""
+"""Storage layer of dreamwell: long-term memory (LanceDB + Tantivy) and working memory.
 
-from dreamwell.stores.embedding import (
-    CrossEncoderReranker,
-    Embedder,
-    EmbedderError,
-    OllamaEmbedder,
-    OnnxE5,
-    OnnxMiniLM,
-)
+Importing the package is cheap: the names that need numpy, pyarrow, LanceDB or Tantivy load
+their module on first use (PEP 562), so a server can answer its handshake and tools/list before
+any store library is imported, and open the stores afterwards."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
 from dreamwell.stores.errors import (
     InvalidInput,
     NotFound,
@@ -17,26 +18,10 @@ from dreamwell.stores.errors import (
     WriteFailed,
 )
 from dreamwell.stores.layout import DataDir, check_tenant
-from dreamwell.stores.logs import (
-    CONVERSATION,
-    CONVERSATION_MAX_BYTES,
-    ENRICH_QUEUE,
-    ENRICH_QUEUE_MAX_BYTES,
-    FEEDBACK,
-    RECALL,
-    JsonlLog,
-)
-from dreamwell.stores.longterm import (
-    ANY,
-    CHECKPOINT_SECONDS,
-    Hit,
-    LongTermStore,
-    SaveResult,
-    Write,
-)
 from dreamwell.stores.model import (
     MAX_CONTENT_CHARS,
     MAX_QUERY_CHARS,
+    MAX_TTL_MINUTES,
     MemoryEntry,
     WorkingEntry,
     category_prefixes,
@@ -48,9 +33,92 @@ from dreamwell.stores.model import (
     new_id,
     utcnow,
 )
-from dreamwell.stores.ranking import rank_hits
-from dreamwell.stores.state import write_atomic
-from dreamwell.stores.working import TOP_SEGMENTS, SaveOutcome, WorkingMemory, check_own_namespace
+
+if TYPE_CHECKING:
+    from dreamwell.stores.embedding import (
+        CrossEncoderReranker,
+        Embedder,
+        EmbedderError,
+        OllamaEmbedder,
+        OnnxE5,
+        OnnxMiniLM,
+    )
+    from dreamwell.stores.logs import (
+        CONVERSATION,
+        CONVERSATION_MAX_BYTES,
+        ENRICH_QUEUE,
+        ENRICH_QUEUE_MAX_BYTES,
+        FEEDBACK,
+        RECALL,
+        JsonlLog,
+    )
+    from dreamwell.stores.longterm import (
+        ANY,
+        CHECKPOINT_SECONDS,
+        Hit,
+        LongTermStore,
+        SaveResult,
+        Write,
+    )
+    from dreamwell.stores.ranking import rank_hits
+    from dreamwell.stores.state import write_atomic
+    from dreamwell.stores.working import (
+        TOP_SEGMENTS,
+        SaveOutcome,
+        WorkingMemory,
+        check_own_namespace,
+    )
+
+# name -> the module that defines it, imported on first access
+_LAZY = {
+    **dict.fromkeys(
+        [
+            "CrossEncoderReranker",
+            "Embedder",
+            "EmbedderError",
+            "OllamaEmbedder",
+            "OnnxE5",
+            "OnnxMiniLM",
+        ],
+        "embedding",
+    ),
+    **dict.fromkeys(
+        [
+            "CONVERSATION",
+            "CONVERSATION_MAX_BYTES",
+            "ENRICH_QUEUE",
+            "ENRICH_QUEUE_MAX_BYTES",
+            "FEEDBACK",
+            "RECALL",
+            "JsonlLog",
+        ],
+        "logs",
+    ),
+    **dict.fromkeys(
+        ["ANY", "CHECKPOINT_SECONDS", "Hit", "LongTermStore", "SaveResult", "Write"], "longterm"
+    ),
+    "rank_hits": "ranking",
+    "write_atomic": "state",
+    **dict.fromkeys(
+        ["TOP_SEGMENTS", "SaveOutcome", "WorkingMemory", "check_own_namespace"], "working"
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    qualified = f"{__name__}.{module}"
+    __import__(qualified)  # what an import statement calls, so `-X importtime` reports it
+    value = getattr(sys.modules[qualified], name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "ANY",
@@ -62,6 +130,7 @@ __all__ = [
     "FEEDBACK",
     "MAX_CONTENT_CHARS",
     "MAX_QUERY_CHARS",
+    "MAX_TTL_MINUTES",
     "RECALL",
     "TOP_SEGMENTS",
     "CrossEncoderReranker",

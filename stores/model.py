@@ -19,6 +19,7 @@ MAX_TAGS = 32
 MAX_KEY_CHARS = 256
 MAX_VALUE_BYTES = 1024 * 1024
 MAX_QUERY_CHARS = 10_000
+MAX_TTL_MINUTES = 10_080  # working memory: 7 days
 
 _CATEGORY_RE = re.compile(r"^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$")
 _SEGMENT_RE = re.compile(r"^[A-Za-z0-9_.:-]+$")

@@ -22,6 +22,7 @@ from filelock import FileLock, Timeout
 from dreamwell.stores.damaged import keep_aside
 from dreamwell.stores.errors import InvalidInput, NotFound, StoreBusy, StoreError, WriteFailed
 from dreamwell.stores.model import (
+    MAX_TTL_MINUTES,
     MAX_VALUE_BYTES,
     WorkingEntry,
     check_category,
@@ -31,12 +32,10 @@ from dreamwell.stores.model import (
     utcnow,
 )
 from dreamwell.stores.state import write_atomic
-from dreamwell.stores.text_index import IndexDoc, TextIndex
 
 logger = logging.getLogger(__name__)
 
 TOP_SEGMENTS = ("session", "patrol", "subagent")
-MAX_TTL_MINUTES = 10_080
 
 
 @dataclass(frozen=True)
@@ -318,6 +317,8 @@ class WorkingMemory:
         if not text:
             chosen = [e for e in candidates.values() if _matches(e, cat, tag_list)]
             return sorted(chosen, key=lambda e: e.stored_at, reverse=True)[:limit]
+        from dreamwell.stores.text_index import IndexDoc, TextIndex  # Tantivy: only to search
+
         index = TextIndex(None)
         with index.writing() as writer:
             for e in candidates.values():

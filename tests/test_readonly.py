@@ -94,12 +94,12 @@ async def test_long_term_reads_work_on_a_read_only_directory(tmp_path: Path) -> 
 async def test_long_term_memory_that_cannot_open_does_not_take_working_memory_down(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import dreamwell.server.runtime as runtime_module
+    import dreamwell.stores  # where the runtime finds LongTermStore when a tenant opens
 
     def broken(*_args: object, **_kwargs: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(runtime_module, "LongTermStore", broken)
+    monkeypatch.setattr(dreamwell.stores, "LongTermStore", broken)
     async with Client(build_server(Settings(data_dir=tmp_path, embedder="none"))) as c:
         for tool, args in [("save_memory", {"content": "x"}), ("search_memory", {})]:
             text = await fails(c, tool, **args)

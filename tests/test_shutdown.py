@@ -3,16 +3,20 @@ call is in flight — with every acknowledged write durable and no lock left hel
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import IO, Any
 
+import anyio
 import pytest
+from anyio.streams.buffered import BufferedByteReceiveStream
 from filelock import FileLock
 
 from dreamwell.stores import LongTermStore
@@ -111,3 +115,37 @@ def test_serve_stops_promptly_while_a_dream_waits_for_its_llm(tmp_path: Path, ho
         took = stop(proc, how)
     assert took < LIMIT, f"took {took:.2f} s to stop after {how} with an LLM call in flight"
     durable_and_unlocked(tmp_path)
+
+
+@pytest.mark.anyio
+async def test_serve_over_http_stops_on_sigterm_without_a_traceback(tmp_path: Path) -> None:
+    """SIGTERM used to cancel uvicorn mid-serve, and its lifespan task logged a CancelledError
+    traceback on every clean stop; now the server is asked to exit the way uvicorn expects."""
+    with socket.socket() as probe:  # a free port on loopback
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "dreamwell.server", "serve", "--transport", "http"]
+    proc = await anyio.open_process(
+        [*command, "--port", str(port), "--data-dir", str(tmp_path)],
+        env={**os.environ, "DREAMWELL_EMBEDDER": "none", "DREAMWELL_LOG_LEVEL": "INFO"},
+    )
+    try:
+        assert proc.stderr is not None
+        lines = BufferedByteReceiveStream(proc.stderr)
+        seen: list[bytes] = []
+        with anyio.fail_after(60):
+            while not seen or b"Uvicorn running on" not in seen[-1]:
+                seen.append(await lines.receive_until(b"\n", 1 << 20))
+        proc.send_signal(signal.SIGTERM)
+        with anyio.fail_after(30):
+            with contextlib.suppress(anyio.EndOfStream, anyio.IncompleteRead):
+                while True:
+                    seen.append(await lines.receive_until(b"\n", 1 << 20))
+            await proc.wait()
+        assert proc.returncode == 0
+        assert not any(b"Traceback" in line for line in seen), b"".join(seen).decode()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            with anyio.fail_after(10):
+                await proc.wait()
