@@ -163,6 +163,7 @@ class Runtime:
             reranker=self.reranker,
             rerank_depth=s.rerank_depth,
             contextual=s.contextual,
+            wait_for_model=False,  # the runtime warms the model after the handshake
         )
 
     async def tenant(self, name: str = "") -> Tenant:

@@ -92,6 +92,10 @@ class _OnnxModel:
         self._session: Any = None
         self._tokenizer: Tokenizer | None = None
 
+    @property
+    def loaded(self) -> bool:
+        return self._session is not None and self._tokenizer is not None
+
     def load(self) -> tuple[Any, Tokenizer]:
         with self._lock:
             if self._session is None or self._tokenizer is None:
@@ -160,6 +164,11 @@ class _OnnxEmbedder:
     def warm(self) -> None:
         """Load the model now (e.g. from a background task) instead of on first embed."""
         self._model.load()
+
+    @property
+    def ready(self) -> bool:
+        """Whether the model is loaded (a call now will not wait for it to load)."""
+        return self._model.loaded
 
     def _run(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:

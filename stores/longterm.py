@@ -190,12 +190,14 @@ class LongTermStore:
         reranker: Reranker | None = None,
         rerank_depth: int = 20,
         contextual: bool = True,
+        wait_for_model: bool = True,
     ) -> None:
         """Opening only reads. `embedder` adds vector recall; with `embed_on_save` a save
         embeds its text before it replies, else `backfill()` embeds in the background. With
         `contextual`, a memory saved by a caller within minutes of its previous one, in the
         same category, is linked to it, and each is also found through the other's words and
-        meaning."""
+        meaning. Without `wait_for_model`, a search while the embedder's model is still
+        loading (a server warming it after start-up) ranks by keywords instead of waiting."""
         self.dirs = DataDir(Path(data_dir))
         self.dirs.ensure()
         self.data_dir = self.dirs.root
@@ -206,6 +208,7 @@ class LongTermStore:
         self.reranker = reranker
         self.rerank_depth = rerank_depth
         self.contextual = contextual
+        self.wait_for_model = wait_for_model
         self._last_save: dict[str, tuple[str, datetime, str | None]] = {}  # caller -> id, at, cat
         self._flock = FileLock(str(self.dirs.write_lock), timeout=lock_timeout)
         self._cplock = FileLock(str(self.dirs.checkpoint_lock), timeout=lock_timeout)
@@ -1010,6 +1013,8 @@ class LongTermStore:
         vectors would distort the blend, so with many missing the search is BM25 only."""
         if self.embedder is None or not self._vectors_ready:
             return False
+        if not self.wait_for_model and not getattr(self.embedder, "ready", True):
+            return False  # the model is still loading: keywords now rather than a wait
         rows = self._rows
         n = rows.n
         missing = np.flatnonzero(rows.live[:n] & ~rows.has_vec[:n])

@@ -155,6 +155,10 @@ class LoadingEmbedder:
     def __init__(self) -> None:
         self.loaded = threading.Event()
 
+    @property
+    def ready(self) -> bool:
+        return self.loaded.is_set()
+
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         self.loaded.wait()
         return [[1.0, 0.0, 0.0, 0.0] for _ in texts]
@@ -163,11 +167,6 @@ class LoadingEmbedder:
         return self.embed([text])[0]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="LongTermStore.search embeds the query once the stored vectors are loaded, so it "
-    "waits for a model the server is still loading (stores/longterm.py: integrator)",
-)
 def test_a_search_while_the_embedder_is_still_loading_answers_with_keywords(
     tmp_path: Path,
 ) -> None:
@@ -177,7 +176,7 @@ def test_a_search_while_the_embedder_is_still_loading_answers_with_keywords(
     first.save("the harbour master keeps a logbook")
     assert first.backfill() == 1
     loading = LoadingEmbedder()  # the next start: vectors on disk, model not loaded yet
-    store = LongTermStore(tmp_path, embedder=loading)
+    store = LongTermStore(tmp_path, embedder=loading, wait_for_model=False)  # as the server
     store.load_vectors()  # what the server's backfill does first once the store is open
     found: list[str] = []
     worker = threading.Thread(
