@@ -5,8 +5,9 @@ first use (PEP 562), so a server that is not dreaming never imports them."""
 
 from __future__ import annotations
 
-import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from dreamwell.stores.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from dreamwell.dream.cycle import DreamBusy, DreamCancelled, DreamOptions, run_cycle, undo
@@ -23,19 +24,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    qualified = f"{__name__}.{module}"
-    __import__(qualified)  # what an import statement calls, so `-X importtime` reports it
-    value = getattr(sys.modules[qualified], name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 
 __all__ = [

@@ -6,8 +6,7 @@ any store library is imported, and open the stores afterwards."""
 
 from __future__ import annotations
 
-import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from dreamwell.stores.errors import (
     InvalidInput,
@@ -18,6 +17,7 @@ from dreamwell.stores.errors import (
     WriteFailed,
 )
 from dreamwell.stores.layout import DataDir, check_tenant
+from dreamwell.stores.lazy import lazy_exports
 from dreamwell.stores.model import (
     MAX_CONTENT_CHARS,
     MAX_QUERY_CHARS,
@@ -105,19 +105,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    qualified = f"{__name__}.{module}"
-    __import__(qualified)  # what an import statement calls, so `-X importtime` reports it
-    value = getattr(sys.modules[qualified], name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 
 __all__ = [
