@@ -105,7 +105,6 @@ class Load:
     seeds_deleted: set[str] = field(default_factory=set)
     reinforced: Counter[str] = field(default_factory=Counter)
     busy: set[str] = field(default_factory=set)  # ids and keys an operation is using
-    doubt: set[str] = field(default_factory=set)  # ids and tokens of unacknowledged changes
     wm: dict[int, dict[str, str]] = field(default_factory=lambda: {0: {}, 1: {}})
     counts: Counter[str] = field(default_factory=Counter)
     cycles: int = 0
@@ -128,8 +127,8 @@ class Load:
         return True
 
     def pick(self, pool: Iterable[str]) -> str | None:
-        """Reserve a random member of `pool` that no operation is using and none left in doubt."""
-        free = [i for i in pool if i not in self.busy and i not in self.doubt]
+        """Reserve a random member of `pool` that no operation is using."""
+        free = [i for i in pool if i not in self.busy]
         if not free:
             return None
         chosen = self.rng.choice(free)
@@ -142,7 +141,6 @@ Op = Callable[[Client, int, Load], Awaitable[str]]
 
 async def op_save(client: Client, slot: int, load: Load) -> str:
     tok = token(load.rng)
-    load.doubt.add(tok)
     text = await _ok(
         client,
         "save_memory",
@@ -152,7 +150,6 @@ async def op_save(client: Client, slot: int, load: Load) -> str:
     match = _SAVED.match(text)
     assert match, text
     load.live[match.group(1)] = (tok, slot)
-    load.doubt.discard(tok)
     return "save"
 
 
@@ -161,12 +158,10 @@ async def op_delete(client: Client, slot: int, load: Load) -> str:
     if entry_id is None:
         return await op_save(client, slot, load)
     try:
-        load.doubt.add(entry_id)
         text = await _ok(client, "delete_memory", id=entry_id)
         assert text.startswith(f"Deleted memory entry '{entry_id}'"), text
         tok, saver = load.live.pop(entry_id)
         load.deleted[entry_id] = tok
-        load.doubt.discard(entry_id)
     finally:
         load.busy.discard(entry_id)
     return "delete (other server)" if saver != slot else "delete (same server)"
@@ -178,11 +173,9 @@ async def op_delete_seed(client: Client, slot: int, load: Load) -> str:
     if entry_id is None:
         return await op_save(client, slot, load)
     try:
-        load.doubt.add(entry_id)
         text = await _ok(client, "delete_memory", id=entry_id)
         assert text.startswith(f"Deleted memory entry '{entry_id}'"), text
         load.seeds_deleted.add(entry_id)
-        load.doubt.discard(entry_id)
     finally:
         load.busy.discard(entry_id)
     return "delete seed"
@@ -193,12 +186,10 @@ async def op_reinforce(client: Client, slot: int, load: Load) -> str:
     if entry_id is None:
         return await op_save(client, slot, load)
     try:
-        load.doubt.add(entry_id)
         text = await _ok(client, "save_memory", content=load.seeds.aged[entry_id], category="seed")
         seen = load.reinforced[entry_id] + 2
         assert text == f"Reinforced memory [{entry_id}] (seen {seen}×).", text
         load.reinforced[entry_id] += 1
-        load.doubt.discard(entry_id)
     finally:
         load.busy.discard(entry_id)
     return "reinforce seed"
@@ -428,13 +419,7 @@ def check(data: Path, load: Load) -> Counter[str]:
     merged = _check_pairs(account, load, runs)
     _check_aged(account, load, runs)
     _check_harmful(account, load, runs)
-    known = (
-        set(load.live)
-        | set(load.seeds.aged)
-        | _unacknowledged(account, load)
-        | set(load.seeds.harmful)
-        | merged
-    )
+    known = set(load.live) | set(load.seeds.aged) | set(load.seeds.harmful) | merged
     known |= {i for pair in load.seeds.pairs.values() for i in pair}
     assert set(account.entries) - known == set(), "entries nobody saved"
     live = [e for e in everything if e.live]
@@ -456,8 +441,6 @@ def check(data: Path, load: Load) -> Counter[str]:
 
 def _check_user_saves(account: Account, load: Load) -> None:
     for entry_id, (tok, slot) in load.live.items():
-        if entry_id in load.doubt:
-            continue
         entry = account.entries.get(entry_id)
         assert entry is not None and entry.live, f"acknowledged save {entry_id} lost"
         assert entry.content == f"fact {tok} from server {slot}"
@@ -466,20 +449,9 @@ def _check_user_saves(account: Account, load: Load) -> None:
         assert entry_id not in account.entries, f"deleted {entry_id} came back"
         assert account.store.search(tok) == [], f"deleted {entry_id} still in the index"
     stored_user = {i for i, e in account.entries.items() if e.content.startswith("fact tok")}
-    assert set(load.live) - load.doubt <= stored_user
-    unacknowledged = stored_user - set(load.live)
-    assert all(account.entries[i].content.split()[1] in load.doubt for i in unacknowledged)
-    account.facts["unacknowledged saves stored"] = len(unacknowledged)
-    account.facts["acknowledged saves kept"] = len(set(load.live) - load.doubt)
+    assert stored_user == set(load.live), "a save stored that was never acknowledged, or lost"
+    account.facts["acknowledged saves kept"] = len(load.live)
     account.facts["acknowledged deletes"] = len(load.deleted)
-
-
-def _unacknowledged(account: Account, load: Load) -> set[str]:
-    return {
-        i
-        for i, e in account.entries.items()
-        if e.content.startswith("fact tok") and e.content.split()[1] in load.doubt
-    }
 
 
 def _check_pairs(account: Account, load: Load, runs: list[Report]) -> set[str]:
@@ -503,8 +475,6 @@ def _check_aged(account: Account, load: Load, runs: list[Report]) -> None:
     reinforcements; a deleted one stays deleted."""
     last = {c.after.id: c.after for r in runs for c in r.changes() if c.kind == "decay" and c.after}
     for entry_id, content in load.seeds.aged.items():
-        if entry_id in load.doubt:
-            continue
         entry = account.entries.get(entry_id)
         if entry_id in load.seeds_deleted:
             assert entry is None, f"deleted seed {entry_id} came back"
@@ -523,8 +493,6 @@ def _check_aged(account: Account, load: Load, runs: list[Report]) -> None:
 def _check_harmful(account: Account, load: Load, runs: list[Report]) -> None:
     pruned = {c.before.id for r in runs for c in r.changes() if c.kind == "prune" and c.before}
     for entry_id, content in load.seeds.harmful.items():
-        if entry_id in load.doubt:
-            continue
         entry = account.entries.get(entry_id)
         if entry_id in load.seeds_deleted:
             assert entry is None, f"deleted seed {entry_id} came back"
