@@ -23,7 +23,7 @@ from collections.abc import Set
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dreamwell.stores.model import utcnow
+from dreamwell.stores.damaged import keep_aside
 
 logger = logging.getLogger(__name__)
 
@@ -46,16 +46,13 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def keep_aside(path: Path, why: str) -> Path:
-    """Rename a damaged file to `<name>.corrupt-<UTC time>` (never delete it) and log it."""
-    kept = path.with_name(f"{path.name}.corrupt-{utcnow():%Y%m%dT%H%M%S}")
+def _keep_aside(path: Path, why: str) -> None:
+    """Keep a damaged state file aside (stores.damaged); if even that fails (a read-only
+    directory), say so and read on: the log is replayed either way."""
     try:
-        os.replace(path, kept)
+        keep_aside(path, why)
     except OSError as exc:
         logger.error("%s is damaged (%s) and could not be moved aside: %s", path, why, exc)
-        return path
-    logger.error("%s is damaged (%s); it was kept as %s", path, why, kept)
-    return kept
 
 
 @dataclass(frozen=True)
@@ -148,7 +145,7 @@ class StateFile:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            keep_aside(self.path, f"not UTF-8: {exc}")
+            _keep_aside(self.path, f"not UTF-8: {exc}")
             return State(known=False)
         try:
             parsed = json.loads(text)
@@ -166,7 +163,7 @@ class StateFile:
                 versions=versions,
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            keep_aside(self.path, f"not a state file: {exc}")
+            _keep_aside(self.path, f"not a state file: {exc}")
             return State(known=False)
 
     def write(self, old: State, checkpoint: int, version: int, touched: Set[str]) -> State:
