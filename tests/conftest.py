@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp import Client
@@ -46,3 +47,17 @@ async def fails(client: Client, tool: str, **args: object) -> str:
     error, text = await call(client, tool, **args)
     assert error, text
     return text
+
+
+def initialize(request_id: int = 1, client: str = "test") -> dict[str, Any]:
+    """A raw JSON-RPC `initialize` request, for tests that speak the protocol by hand."""
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": client, "version": "1"},
+        },
+    }

@@ -14,21 +14,12 @@ from mcp import Client
 
 from dreamwell.server.app import build_server
 from dreamwell.server.config import Settings
-from tests.conftest import ok
+from tests.conftest import initialize, ok
 from tests.servers import http_server
 from tests.test_transports import http
 
 pytestmark = pytest.mark.anyio
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
+INIT = initialize(1, "t")
 
 
 def serve(*args: str) -> subprocess.CompletedProcess[str]:

@@ -26,6 +26,7 @@ from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from dreamwell.stores import LongTermStore
+from tests.conftest import initialize
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,16 +52,7 @@ STORES_OPENED = b"opened stores in"
 
 def handshake() -> bytes:
     messages: list[dict[str, Any]] = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "cold-start-test", "version": "1"},
-            },
-        },
+        initialize(1, "cold-start-test"),
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
     ]

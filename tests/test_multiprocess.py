@@ -18,7 +18,7 @@ from mcp import Client, StdioServerParameters
 
 from dreamwell.stores import LongTermStore
 from tests import mixed_load
-from tests.conftest import ok
+from tests.conftest import initialize, ok
 
 pytestmark = pytest.mark.anyio
 logger = logging.getLogger(__name__)
@@ -76,19 +76,7 @@ def test_a_server_killed_during_1000_pipelined_saves_keeps_every_acknowledged_on
         stderr=subprocess.DEVNULL,
         env={**os.environ, "DREAMWELL_EMBEDDER": "none"},
     ) as proc:
-        _rpc(
-            proc,
-            {
-                "jsonrpc": "2.0",
-                "id": 0,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "kill-test", "version": "1"},
-                },
-            },
-        )
+        _rpc(proc, initialize(0, "kill-test"))
         assert proc.stdout is not None
         assert b'"id":0' in proc.stdout.readline()
         _rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})

@@ -20,6 +20,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from filelock import FileLock
 
 from dreamwell.stores import LongTermStore
+from tests.conftest import initialize
 from tests.fake_ollama import fake_ollama
 
 LIMIT = 2.5  # the target is 2 s; a little slack for a loaded CI machine
@@ -39,19 +40,7 @@ def start(data: Path, env: dict[str, str] | None = None) -> subprocess.Popen[byt
         env={**os.environ, **(env or {})},
     )
     assert proc.stdin is not None and proc.stdout is not None
-    send(
-        proc.stdin,
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "test", "version": "1"},
-            },
-        },
-    )
+    send(proc.stdin, initialize())
     assert json.loads(proc.stdout.readline())["id"] == 1
     send(proc.stdin, {"jsonrpc": "2.0", "method": "notifications/initialized"})
     save = {"name": "save_memory", "arguments": {"content": "acknowledged before the stop"}}

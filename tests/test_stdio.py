@@ -13,7 +13,7 @@ import pytest
 from anyio.streams.text import TextReceiveStream
 from mcp import Client, StdioServerParameters
 
-from tests.conftest import ok
+from tests.conftest import initialize, ok
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,16 +55,7 @@ async def test_the_embedded_model_serves_hybrid_recall_over_stdio(tmp_path: Path
                 await anyio.sleep(0.1)
 
 
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "1"},
-    },
-}
+INIT = initialize(0, "raw")
 SURROGATE_CALL = (
     b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"save_to_working_memory",'
     b'"arguments":{"key":"k","data":"\\ud800"}}}'
