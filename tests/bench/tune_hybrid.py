@@ -111,12 +111,11 @@ def top(matrix: np.ndarray, ids: list[str], query: list[float], depth: int) -> H
 def conversation(sample: dict[str, Any], bench: Any, args: argparse.Namespace) -> list[Question]:
     turns, qas, _ = bench.locomo_conversation(sample, False)
     ids = [t.dia_id for t in turns]
-    prev = {
-        b.dia_id: a.content
-        for a, b in itertools.pairwise(turns)
-        if a.category == b.category  # same conversation session
+    prev_id = {  # the turn before, in the same conversation session
+        b.dia_id: a.dia_id for a, b in itertools.pairwise(turns) if a.category == b.category
     }
-    prev_id = {b.dia_id: a.dia_id for a, b in itertools.pairwise(turns) if a.category == b.category}
+    text_of = {t.dia_id: t.content for t in turns}
+    prev = {i: text_of[p] for i, p in prev_id.items()}
     if args.unrelated_context:  # what context costs when the gate lets a wrong one through
         prev = {i: unrelated(turns, i) for i in prev}
     ctx_tag = "ctx-unrelated" if args.unrelated_context else "ctx"
