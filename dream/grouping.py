@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
-from dreamwell.stores import MemoryEntry
+from dreamwell.stores import MemoryEntry, VectorLike
 
 NEIGHBOUR_SIMILARITY = 0.55
 NEIGHBOURS = 6
@@ -16,7 +16,7 @@ GROUP_PROMPT = 16  # entries per consolidation prompt: small enough for a small 
 
 def neighbour_groups(
     entries: Sequence[MemoryEntry],
-    vectors: Mapping[str, Sequence[float]],
+    vectors: Mapping[str, VectorLike],
     threshold: float = NEIGHBOUR_SIMILARITY,
     neighbours: int = NEIGHBOURS,
 ) -> list[list[MemoryEntry]]:
@@ -25,7 +25,7 @@ def neighbour_groups(
     breadth-first order from its best-connected entry, so close entries stay adjacent."""
     import numpy as np
 
-    have = [e for e in entries if len(vectors.get(e.id) or ()) > 0]
+    have = [e for e in entries if len(vectors.get(e.id, ())) > 0]
     if len(have) < 2:
         return []
     matrix = np.asarray([vectors[e.id] for e in have], dtype=np.float32)

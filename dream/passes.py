@@ -38,6 +38,7 @@ from dreamwell.dream.rules import scored as ema
 from dreamwell.stores import (
     InvalidInput,
     MemoryEntry,
+    VectorLike,
     check_category,
     check_tags,
     fold_text,
@@ -144,7 +145,7 @@ def _entry_line(n: int, e: MemoryEntry) -> str:
 
 def consolidation_prompts(
     entries: Sequence[MemoryEntry],
-    vectors: Mapping[str, Sequence[float]] | None,
+    vectors: Mapping[str, VectorLike] | None,
     size: int = GROUP_PROMPT,
 ) -> list[list[MemoryEntry]]:
     """With vectors: groups of near neighbours packed into prompts of GROUP_PROMPT entries
@@ -155,7 +156,7 @@ def consolidation_prompts(
         return [ordered[i : i + CHUNK] for i in range(0, len(ordered), CHUNK)]
     prompts = pack_prompts(neighbour_groups(entries, vectors), size)
     rest = sorted(
-        (e for e in entries if not vectors.get(e.id)),
+        (e for e in entries if len(vectors.get(e.id, ())) == 0),
         key=lambda e: (e.category or "", e.created_at),
     )
     return prompts + [rest[i : i + size] for i in range(0, len(rest), size)]
@@ -167,7 +168,7 @@ def consolidation_pass(
     data_dir: Path,
     feedback: Sequence[dict[str, Any]],
     now: datetime,
-    vectors: Mapping[str, Sequence[float]] | None = None,
+    vectors: Mapping[str, VectorLike] | None = None,
     cancel: threading.Event | None = None,
     prompt_size: int = GROUP_PROMPT,
 ) -> PassResult:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -21,6 +21,8 @@ from dreamwell.stores import (
     OnnxMiniLM,
     StoreBusy,
     StoreError,
+    Vector,
+    VectorLike,
     Write,
     entry_to_dict,
     fold_text,
@@ -181,7 +183,7 @@ def import_command(data_dir: Path, args: argparse.Namespace) -> int:
 
 # ---- export --------------------------------------------------------------------------------
 def export_lines(
-    entries: Sequence[MemoryEntry], vectors: dict[str, list[float]] | None = None
+    entries: Sequence[MemoryEntry], vectors: Mapping[str, VectorLike] | None = None
 ) -> Iterator[str]:
     for e in sorted(entries, key=lambda e: (e.created_at, e.id)):
         data = entry_to_dict(e)
@@ -191,7 +193,7 @@ def export_lines(
         yield json.dumps(data, ensure_ascii=False) + "\n"
 
 
-def _stored_vectors(store: LongTermStore) -> dict[str, list[float]]:
+def _stored_vectors(store: LongTermStore) -> dict[str, Vector]:
     """Vectors of the embedded model."""
     return store.vectors(VECTOR_MODEL)
 

@@ -39,6 +39,7 @@ from dreamwell.stores.model import (
     FOLLOWS,
     MAX_TAGS,
     MemoryEntry,
+    Vector,
     check_category,
     check_content,
     check_query,
@@ -765,18 +766,25 @@ class LongTermStore:
 
         return self._commit(plan)
 
-    def vectors(self, model: str) -> dict[str, list[float]]:
+    def vectors(self, model: str) -> dict[str, Vector]:
         """Every entry's vector made by `model`: the current embedder's as held in memory
-        (pending ones included), another model's as stored in LanceDB."""
+        (pending ones included), another model's as stored in LanceDB. Rows of one copied
+        matrix, so the caller may keep them while the store goes on changing."""
         if self.embedder is not None and model == self.embedder.name:
             self.load_vectors()
             self._fresh()
-            rows, out = self._rows, {}
-            for entry_id, row in list(rows.row_of.items()):
-                if rows.has_vec[row] and rows.vec is not None:
-                    out[entry_id] = rows.vec[row].tolist()
-            return out
-        return {i: list(v.values) for i, v in self._table.vectors(model).items()}
+            with self._apply_lock:
+                rows = self._rows
+                if rows.vec is None:
+                    return {}
+                n = rows.n
+                have = np.flatnonzero(rows.has_vec[:n])
+                matrix = rows.vec[have]  # fancy indexing copies
+                ids = [rows.ids[r] for r in have.tolist()]
+            return {entry_id: matrix[k] for k, entry_id in enumerate(ids)}
+        return {
+            i: np.asarray(v.values, dtype=np.float32) for i, v in self._table.vectors(model).items()
+        }
 
     def missing_vectors(self) -> int:
         if self.embedder is None:

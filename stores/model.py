@@ -6,11 +6,18 @@ import hashlib
 import re
 import unicodedata
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import TypeAlias
+
+import numpy as np
+import numpy.typing as npt
 
 from dreamwell.stores.errors import InvalidInput
+
+Vector: TypeAlias = npt.NDArray[np.float32]
+VectorLike: TypeAlias = Sequence[float] | Vector  # a vector as logged (list) or held (array)
 
 MAX_CONTENT_CHARS = 32_000
 MAX_CATEGORY_CHARS = 200

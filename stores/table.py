@@ -12,9 +12,11 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from dreamwell.stores.model import MemoryEntry, text_hash
+from dreamwell.stores.model import MemoryEntry, VectorLike, text_hash
 
 logger = logging.getLogger(__name__)
 
@@ -55,11 +57,11 @@ _RECORD_COLUMNS = [f.name for f in _schema() if f.name not in ("vector", "vector
 @dataclass(frozen=True)
 class StoredVector:
     model: str
-    values: Sequence[float]
+    values: VectorLike  # a row of a matrix read from the table, or a list from the log
     text_hash: str  # of the content it was made from: an edited entry's vector is stale
 
 
-def _row(entry: MemoryEntry, vector: Sequence[float] | None, model: str | None) -> dict[str, Any]:
+def _row(entry: MemoryEntry, vector: VectorLike | None, model: str | None) -> dict[str, Any]:
     return {
         "id": entry.id,
         "content": entry.content,
@@ -75,7 +77,7 @@ def _row(entry: MemoryEntry, vector: Sequence[float] | None, model: str | None) 
         "decayed_at": entry.decayed_at,
         "metadata": json.dumps(dict(entry.metadata), sort_keys=True),
         "archived_at": entry.archived_at,
-        "vector": list(vector) if vector is not None else None,
+        "vector": np.asarray(vector, dtype=np.float32) if vector is not None else None,
         "vector_model": model if vector is not None else None,
     }
 
@@ -148,36 +150,42 @@ class MemoryTable:
         columns: list[str],
         where: str | None = None,
         keep: Callable[[dict[str, Any]], bool] | None = None,
-    ) -> list[dict[str, Any]]:
-        """Rows matching `where` (`keep` is the same condition in Python). When a data file
-        is missing or damaged the table is read fragment by fragment instead: the readable
-        ones are returned and the others noted in `damaged`, so that one bad file does not
-        take down every other memory. Row addresses come from the manifest, not the files."""
+    ) -> pa.Table:
+        """Rows matching `where` (`keep` is the same condition in Python, over every column
+        but `vector`). When a data file is missing or damaged the table is read fragment by
+        fragment instead: the readable ones are returned and the others noted in `damaged`,
+        so that one bad file does not take down every other memory. Row addresses come from
+        the manifest, not the files."""
         try:
             return self._query(columns, where)
         except _READ_ERRORS as exc:
             first = exc
         by_fragment: dict[int, list[int]] = {}
-        for row in self._query(["_rowaddr"], None):
-            by_fragment.setdefault(int(row["_rowaddr"]) >> 32, []).append(int(row["_rowaddr"]))
-        rows: list[dict[str, Any]] = []
+        for address in self._query(["_rowaddr"], None)["_rowaddr"].to_pylist():
+            by_fragment.setdefault(int(address) >> 32, []).append(int(address))
+        parts: list[pa.Table] = []
         for fragment, addresses in sorted(by_fragment.items()):
             try:
                 found = self._table.take_row_ids(addresses).select(columns).to_arrow()
             except _READ_ERRORS as exc:
                 self.damaged[fragment] = Damage(fragment, len(addresses), str(exc).split(", /")[0])
                 continue
-            rows += [r for r in found.to_pylist() if keep is None or keep(r)]
+            if keep is not None:
+                plain = found.drop_columns([c for c in ("vector",) if c in columns])
+                found = found.filter(pa.array([keep(r) for r in plain.to_pylist()], pa.bool_()))
+            parts.append(found.select(columns))
         if not self.damaged:
             raise first
-        return rows
+        if not parts:
+            return pa.schema([self._table.schema.field(c) for c in columns]).empty_table()
+        return pa.concat_tables(parts)
 
-    def _query(self, columns: list[str], where: str | None) -> list[dict[str, Any]]:
+    def _query(self, columns: list[str], where: str | None) -> pa.Table:
         query = self._table.search()
         if where is not None:
             query = query.where(where)
-        rows: list[dict[str, Any]] = query.select(columns).limit(None).to_arrow().to_pylist()
-        return rows
+        table: pa.Table = query.select(columns).limit(None).to_arrow()
+        return table
 
     def isolate(self, keep: Path) -> list[Path]:
         """Remove the damaged fragments from the table (a new version without them) so that
@@ -205,14 +213,14 @@ class MemoryTable:
         return int(self._table.version)
 
     def entries(self) -> list[MemoryEntry]:
-        return [_entry(row) for row in self._scan(_RECORD_COLUMNS)]
+        return [_entry(row) for row in self._scan(_RECORD_COLUMNS).to_pylist()]
 
     def get(self, ids: Sequence[str]) -> list[MemoryEntry]:
         if not ids:
             return []
         wanted = set(ids)
         rows = self._scan(_RECORD_COLUMNS, f"id IN ({_quote(ids)})", lambda r: r["id"] in wanted)
-        return [_entry(row) for row in rows]
+        return [_entry(row) for row in rows.to_pylist()]
 
     def upsert(self, rows: Sequence[tuple[MemoryEntry, StoredVector | None]]) -> None:
         """Insert or replace whole rows (records and vectors) by id. LanceDB refuses a batch
@@ -257,10 +265,27 @@ class MemoryTable:
     def _vectors(
         self, where: str, keep: Callable[[dict[str, Any]], bool]
     ) -> dict[str, StoredVector]:
-        return {
-            row["id"]: StoredVector(row["vector_model"], row["vector"], text_hash(row["content"]))
-            for row in self._scan(["id", "content", "vector", "vector_model"], where, keep)
-        }
+        """Read as matrices, one per vector length, never as Python floats (at 100,000
+        memories a list per vector would take a gigabyte for a moment)."""
+        table = self._scan(["id", "content", "vector", "vector_model"], where, keep)
+        out: dict[str, StoredVector] = {}
+        if table.num_rows == 0:
+            return out
+        ids = table["id"].to_pylist()
+        models = table["vector_model"].to_pylist()
+        contents = table["content"].to_pylist()
+        start = 0
+        for chunk in table["vector"].chunks:  # the column as read: no combined copy
+            lengths = pc.fill_null(pc.list_value_length(chunk), 0).to_numpy()
+            for length in np.unique(lengths[lengths > 0]).tolist():
+                rows = np.flatnonzero(lengths == length)
+                same = chunk if len(rows) == len(chunk) else chunk.take(pa.array(rows))
+                matrix = same.flatten().to_numpy().astype(np.float32, copy=False)
+                matrix = matrix.reshape(len(rows), length)
+                for k, row in enumerate((rows + start).tolist()):
+                    out[ids[row]] = StoredVector(models[row], matrix[k], text_hash(contents[row]))
+            start += len(chunk)
+        return out
 
     def delete(self, ids: Sequence[str]) -> None:
         if ids:

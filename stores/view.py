@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dreamwell.stores.model import FOLLOWS, MemoryEntry
+from dreamwell.stores.model import FOLLOWS, MemoryEntry, VectorLike
 
 Matrix = npt.NDArray[np.float32]
 _FOLD_AT = 4096  # overlay size at which it is folded into a new base
@@ -205,7 +205,7 @@ class Rows:
             self.has_vec[row] = False
             self._refresh(row)
 
-    def set_vector(self, entry_id: str, model: str, vector: Sequence[float]) -> None:
+    def set_vector(self, entry_id: str, model: str, vector: VectorLike) -> None:
         """Take a vector of `model`; vectors of another model or dimension reset the matrix."""
         array = np.asarray(vector, dtype=np.float32)
         if self.model != model or self.vec is None or self.vec.shape[1] != len(array):

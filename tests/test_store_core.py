@@ -284,3 +284,66 @@ def test_a_search_right_after_saves_ranks_with_every_vector_and_the_backfill_sti
     reopened = LongTermStore(tmp_path, embedder=OnnxMiniLM())
     reopened.load_vectors()
     assert reopened.missing_vectors() == 0
+
+
+def test_vectors_come_back_from_lancedb_exactly_across_a_change_of_dimension(
+    tmp_path: Path,
+) -> None:
+    """Vectors are read from the table as matrices (one per length), not as Python floats:
+    each comes back bit for bit, with entries of an older model's dimension kept apart."""
+    import numpy as np
+
+    old = LongTermStore(tmp_path, embedder=HashEmbedder(name="old", dim=8))
+    first = [old.save(f"lake kayak number {i}").entry for i in range(5)]
+    assert old.backfill() == 5 and old.checkpoint()
+    new = LongTermStore(tmp_path, embedder=HashEmbedder(name="new", dim=4))
+    second = [new.save(f"river canoe number {i}").entry for i in range(3)]
+    assert new.backfill() == 3 + 5 and new.checkpoint()  # the old five re-embedded too
+    kept = new.vectors("new")
+    assert set(kept) == {e.id for e in first + second}
+    reopened = LongTermStore(tmp_path, embedder=HashEmbedder(name="new", dim=4))
+    reopened.load_vectors()
+    assert reopened.missing_vectors() == 0
+    read = reopened.vectors("new")
+    assert set(read) == set(kept)
+    for entry_id, vector in read.items():
+        assert vector.dtype == np.float32 and vector.shape == (4,)
+        assert np.array_equal(vector, kept[entry_id])
+    expected = HashEmbedder(dim=4).embed([second[0].content])[0]
+    assert np.array_equal(read[second[0].id], np.asarray(expected, dtype=np.float32))
+    # what a caller holds is a copy: later changes to the store leave it as it was
+    before = read[second[0].id].copy()
+    reopened.apply([replace(second[0], content="river canoe renamed")])
+    reopened.backfill()
+    assert np.array_equal(read[second[0].id], before)
+
+
+def test_stored_vectors_of_mixed_lengths_and_none_are_read_back_per_entry(tmp_path: Path) -> None:
+    import numpy as np
+
+    from dreamwell.stores import MemoryEntry, new_id, utcnow
+    from dreamwell.stores.model import text_hash
+    from dreamwell.stores.table import MemoryTable, StoredVector
+
+    now = utcnow()
+    made = [MemoryEntry(new_id(), f"note {i}", None, (), now, now, now) for i in range(4)]
+    values = {made[0].id: [0.5, 1.5, 2.5], made[1].id: [1.0, 2.0, 3.0, 4.0, 5.0]}
+    values[made[2].id] = [7.0, 8.0, 9.0]
+    table = MemoryTable(tmp_path / "lancedb")
+    table.upsert(
+        [
+            (
+                e,
+                StoredVector(f"m{len(v)}", v, text_hash(e.content))
+                if (v := values.get(e.id))
+                else None,
+            )
+            for e in made
+        ]
+    )
+    got = table.stored_vectors([e.id for e in made])
+    assert set(got) == set(values)
+    for entry_id, vector in got.items():
+        assert np.array_equal(vector.values, np.asarray(values[entry_id], dtype=np.float32))
+        assert vector.model == f"m{len(values[entry_id])}"
+    assert set(table.vectors("m3")) == {made[0].id, made[2].id}
