@@ -16,6 +16,7 @@ process read it is made good from LanceDB through the state file's journal.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import logging
 import threading
@@ -107,8 +108,11 @@ def matches(e: MemoryEntry, category: str | None, tags: Sequence[str]) -> bool:
     return category is None or cat == category or cat.startswith(category + "/")
 
 
-def _dup_key(category: str | None, content: str) -> tuple[str, str]:
-    return (category or "", fold_text(content) or content)
+def _dup_key(category: str | None, content: str) -> tuple[str, bytes]:
+    """Category and a 128-bit digest of the folded text (not the text: this map has an item
+    per live memory)."""
+    folded = fold_text(content) or content
+    return (category or "", hashlib.blake2b(folded.encode(), digest_size=16).digest())
 
 
 def _put(entry: MemoryEntry) -> Op:
@@ -133,11 +137,11 @@ def _vector_of(op: Op) -> list[float]:
 class Scratch:
     """The store as a commit's plans see it: the view plus the batch's earlier changes."""
 
-    def __init__(self, view: View, dups: Mapping[tuple[str, str], str]) -> None:
+    def __init__(self, view: View, dups: Mapping[tuple[str, bytes], str]) -> None:
         self._view = view
         self._dups = dups
         self._changed: dict[str, MemoryEntry | None] = {}
-        self._dup_changes: dict[tuple[str, str], str | None] = {}
+        self._dup_changes: dict[tuple[str, bytes], str | None] = {}
 
     def get(self, entry_id: str) -> MemoryEntry | None:
         if entry_id in self._changed:
@@ -226,7 +230,7 @@ class LongTermStore:
         self._terms: dict[str, DocTerms] = {}
         self._rows = Rows()
         self._unlogged: set[str] = set()  # vectors a search computed, not yet in the log
-        self._dups: dict[tuple[str, str], str] = {}
+        self._dups: dict[tuple[str, bytes], str] = {}
         self._generation = -1  # the last checkpoint whose changes this process has applied
         self._indexed = 0  # the checkpoint the Tantivy searcher reflects
         self._wal_dir_stamp = 0
@@ -779,7 +783,7 @@ class LongTermStore:
                     return {}
                 n = rows.n
                 have = np.flatnonzero(rows.has_vec[:n])
-                matrix = rows.vec[have]  # fancy indexing copies
+                matrix = rows.vec[have].astype(np.float32)  # a copy, at full width
                 ids = [rows.ids[r] for r in have.tolist()]
             return {entry_id: matrix[k] for k, entry_id in enumerate(ids)}
         return {

@@ -6,10 +6,12 @@ import json
 import logging
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -88,23 +90,32 @@ def _aware(value: datetime | None) -> datetime | None:
     return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
 
 
+_NO_METADATA: Mapping[str, str] = MappingProxyType({})
+
+
 def _entry(row: dict[str, Any]) -> MemoryEntry:
+    """An entry from a table row, sharing what repeats across 100,000 of them: category and
+    tag strings (interned), equal timestamps (one object) and empty metadata."""
     created = _aware(row["created_at"])
     assert created is not None
+    updated = _aware(row["updated_at"]) or created
+    seen = _aware(row["last_seen_at"]) or created
+    category = row["category"]
+    metadata = row["metadata"]
     return MemoryEntry(
         id=row["id"],
         content=row["content"],
-        category=row["category"],
-        tags=tuple(row["tags"] or ()),
+        category=sys.intern(category) if category is not None else None,
+        tags=tuple(sys.intern(t) for t in row["tags"] or ()),
         created_at=created,
-        updated_at=_aware(row["updated_at"]) or created,
-        last_seen_at=_aware(row["last_seen_at"]) or created,
+        updated_at=created if updated == created else updated,
+        last_seen_at=updated if seen == updated else seen,
         reinforcement_count=int(row["reinforcement_count"]),
         importance=float(row["importance"]),
         score=float(row["score"]),
         last_used_at=_aware(row["last_used_at"]),
         decayed_at=_aware(row["decayed_at"]),
-        metadata=json.loads(row["metadata"] or "{}"),
+        metadata=json.loads(metadata) if metadata and metadata != "{}" else _NO_METADATA,
         archived_at=_aware(row["archived_at"]),
     )
 
@@ -213,7 +224,9 @@ class MemoryTable:
         return int(self._table.version)
 
     def entries(self) -> list[MemoryEntry]:
-        return [_entry(row) for row in self._scan(_RECORD_COLUMNS).to_pylist()]
+        # a batch of row dicts at a time: 100,000 of them at once would take 60 MB for a moment
+        table = self._scan(_RECORD_COLUMNS)
+        return [_entry(row) for batch in table.to_batches(4096) for row in batch.to_pylist()]
 
     def get(self, ids: Sequence[str]) -> list[MemoryEntry]:
         if not ids:
