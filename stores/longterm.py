@@ -783,7 +783,7 @@ class LongTermStore:
                     return {}
                 n = rows.n
                 have = np.flatnonzero(rows.has_vec[:n])
-                matrix = rows.vec[have].astype(np.float32)  # a copy, at full width
+                matrix = rows.vec[have]  # fancy indexing copies
                 ids = [rows.ids[r] for r in have.tolist()]
             return {entry_id: matrix[k] for k, entry_id in enumerate(ids)}
         return {

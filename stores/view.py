@@ -6,11 +6,20 @@ reference, so a search works on one consistent set of entries however long it ta
 never waits for a writer.
 
 `Rows` keeps one row per entry this process has seen, in preallocated numpy columns (live
-flag, last-seen time, category id, the embedder's vector), so filters are boolean masks and
-the vector scan is one matrix product over a contiguous matrix. Rows only grow; columns are
-changed in place for existing rows or replaced whole when they grow, so a reader that took a
-row count and the column references sees valid data. Every hit is checked against the View,
-which is the truth.
+flag, last-seen time, category id, the embedder's vector), so filters are boolean masks.
+Rows only grow; columns are changed in place for existing rows or replaced whole when they
+grow, so a reader that took a row count and the column references sees valid data. Every
+hit is checked against the View, which is the truth.
+
+The vector search has two stages. Each vector is held as float32 and, once there are more
+than RESCORE, also as sign bits of its difference from the mean vector
+(48 bytes for 384 dimensions, stored word-major so that the scan runs over contiguous words;
+centring matters: sentence embeddings share a large common component, and raw signs lose a
+third of the true top 50). A search first ranks every allowed row by agreeing signs — a
+thirtieth of the bytes a float32 scan reads, which is what bounds the scan on a laptop —
+then computes exact cosines for the best RESCORE rows (and their contextual neighbours).
+With no more than RESCORE allowed rows every row is rescored, so small stores and narrow
+filters are exact.
 """
 
 from __future__ import annotations
@@ -27,6 +36,17 @@ from dreamwell.stores.model import FOLLOWS, MemoryEntry, VectorLike
 
 Matrix = npt.NDArray[np.float32]
 _FOLD_AT = 4096  # overlay size at which it is folded into a new base
+RESCORE = 2048  # rows given an exact cosine after the sign-bit scan
+CONTEXT_RESCORE = 512  # more rows for the contextual ranking (each needs its neighbours too)
+
+
+def sign_words(vectors: npt.NDArray[Any]) -> npt.NDArray[np.uint64]:
+    """Sign bits of each row, padded to whole 64-bit words: (rows, words)."""
+    rows, dim = vectors.shape
+    words = -(-dim // 64)
+    packed = np.zeros((rows, words * 8), dtype=np.uint8)
+    packed[:, : -(-dim // 8)] = np.packbits(vectors > 0, axis=1)
+    return packed.view(np.uint64)
 
 
 @dataclass(frozen=True)
@@ -84,7 +104,8 @@ class View:
 class Rows:
     """Columns per entry row: live, last seen (epoch s), category id, vector."""
 
-    def __init__(self, capacity: int = 1024) -> None:
+    def __init__(self, capacity: int = 1024, rescore: int = RESCORE) -> None:
+        self.rescore = rescore
         self.ids: list[str] = []
         self.row_of: dict[str, int] = {}
         self.live: npt.NDArray[Any] = np.zeros(capacity, dtype=bool)
@@ -98,7 +119,13 @@ class Rows:
         self.next: npt.NDArray[Any] = np.full(capacity, -1, dtype=np.int64)
         self.ctx_norm: npt.NDArray[Any] = np.ones(capacity, dtype=np.float32)
         self.linked = 0
-        self.vec: npt.NDArray[Any] | None = None
+        self._set = 0  # vectors set since the matrix was made (at least the rows with one)
+        self.vec: Matrix | None = None  # rows x dim
+        # (centre, words x rows): sign bits of (vector - centre), word-major; None until the
+        # store has more than RESCORE vectors. One tuple, swapped whole, so that a reader
+        # always pairs bits with the centre they were made from.
+        self.codes: tuple[Matrix, npt.NDArray[np.uint64]] | None = None
+        self._centred_at = 0  # vectors set when the centre was last computed
         self.model: str | None = None
         self.cat_names: list[str] = []
         self._cat_id: dict[str, int] = {}
@@ -140,6 +167,11 @@ class Rows:
         self.ctx_norm = grown(self.ctx_norm, 1.0)
         if self.vec is not None:
             self.vec = grown(self.vec, 0.0)
+        if self.codes is not None:
+            centre, old = self.codes
+            bits = np.zeros((old.shape[0], capacity), dtype=np.uint64)
+            bits[:, : old.shape[1]] = old
+            self.codes = (centre, bits)
 
     def put(self, entry: MemoryEntry) -> None:
         row = self._row(entry.id)
@@ -211,12 +243,39 @@ class Rows:
         if self.model != model or self.vec is None or self.vec.shape[1] != len(array):
             self.model = model
             self.vec = np.zeros((len(self.live), len(array)), dtype=np.float32)
+            self.codes = None
+            self._centred_at = 0
             self.has_vec[:] = False
+            self._set = 0
         row = self._row(entry_id)
         assert self.vec is not None
         self.vec[row] = array
         self.has_vec[row] = True
+        self._set += 1
+        if self.codes is not None and self._set < 4 * self._centred_at:
+            centre, bits = self.codes
+            bits[:, row] = sign_words(array[None, :] - centre)[0]
+        elif self._set > self.rescore:
+            self._centre()
+        self.has_vec[row] = True
         self._refresh(row)
+
+    def _centre(self) -> None:
+        """(Re)compute the centre as the mean vector and every row's sign bits from it: when
+        the store first has more than RESCORE vectors, and again each time it quadruples."""
+        assert self.vec is not None
+        n = self.n
+        have = np.flatnonzero(self.has_vec[:n])
+        total = np.zeros(self.vec.shape[1], dtype=np.float64)
+        for start in range(0, len(have), 16384):  # in slices: no float32 copy of it all
+            total += self.vec[have[start : start + 16384]].sum(axis=0, dtype=np.float64)
+        centre = (total / max(len(have), 1)).astype(np.float32)
+        bits = np.zeros((-(-self.vec.shape[1] // 64), len(self.live)), dtype=np.uint64)
+        for start in range(0, n, 16384):
+            block = self.vec[start : start + 16384] - centre
+            bits[:, start : start + len(block)] = sign_words(block).T
+        self.codes = (centre, bits)
+        self._centred_at = self._set = len(have)
 
     def drop_vector(self, entry_id: str) -> None:
         row = self.row_of.get(entry_id)
@@ -257,35 +316,84 @@ class Rows:
         """(id, cosine) best first among masked rows that have a vector (unit vectors), and
         with `contextual` the same for contextual vectors: each row's vector summed with the
         vectors of the rows saved just before and after it, normalised (a row with no
-        neighbours is its own context). One matrix product serves both."""
-        vec = self.vec
+        neighbours is its own context). Candidates come from the sign-bit scan; scores are
+        exact cosines."""
+        vec, codes = self.vec, self.codes
         n = min(len(mask), self.n)
         if vec is None or n == 0 or vec.shape[1] != len(query):
             return [], []
+        q = np.asarray(query, dtype=np.float32)
         allowed = mask[:n] & self.has_vec[:n]
-        k = min(limit, int(allowed.sum()))
+        count = int(allowed.sum())
+        k = min(limit, count)
         if k <= 0:
             return [], []
-        scores = vec[:n] @ np.asarray(query, dtype=np.float32)
-        context: list[tuple[str, float]] = []
-        if contextual and self.linked:
-            summed = scores.copy()
-            usable = self.has_vec[:n] & self.live[:n]
-            for links in (self.prev[:n], self.next[:n]):
-                rows = np.flatnonzero((links >= 0) & (links < n))
-                rows = rows[usable[links[rows]]]
-                summed[rows] += scores[links[rows]]
-            summed /= self.ctx_norm[:n]
-            context = self._top(summed, allowed, k)
-        return self._top(scores, allowed, k), context
+        contextual = contextual and self.linked > 0
+        # neighbour links clipped to the rows read (-1: none), and a trailing False/0 slot
+        # that index -1 reads, so that "no neighbour" adds nothing without a branch
+        usable = np.zeros(n + 1, dtype=bool)
+        usable[:n] = self.has_vec[:n] & self.live[:n]
+        prev = np.where(self.prev[:n] < n, self.prev[:n], -1)
+        nxt = np.where(self.next[:n] < n, self.next[:n], -1)
+        if count <= self.rescore or codes is None:
+            plain_rows = context_rows = np.flatnonzero(allowed)
+        else:
+            centre, bits = codes
+            close = self._sign_similarity(bits, sign_words(q[None, :] - centre)[0], n)
+            plain_rows = self._best(
+                np.where(allowed, close, np.iinfo(close.dtype).min), self.rescore
+            )
+            context_rows = plain_rows
+            if contextual:
+                near = np.zeros(n + 1, dtype=np.float32)
+                near[:n] = np.where(usable[:n], close, 0)
+                around = (close + near[prev] + near[nxt]) / self.ctx_norm[:n]
+                context_rows = self._best(np.where(allowed, around, -np.inf), CONTEXT_RESCORE)
+        scores = np.zeros(n + 1, dtype=np.float32)
+        needed = plain_rows
+        if contextual:
+            links = np.concatenate([prev[context_rows], nxt[context_rows]])
+            needed = np.union1d(np.union1d(plain_rows, context_rows), links[links >= 0])
+        scores[needed] = vec[needed] @ q
+        plain = self._top(plain_rows, scores[plain_rows], k)
+        if not contextual:
+            return plain, []
+        scores[:n][~usable[:n]] = 0  # a deleted or vectorless neighbour adds nothing
+        rows = context_rows
+        summed = (scores[rows] + scores[prev[rows]] + scores[nxt[rows]]) / self.ctx_norm[rows]
+        return plain, self._top(rows, summed, k)
+
+    @staticmethod
+    def _sign_similarity(
+        bits: npt.NDArray[np.uint64], query_words: npt.NDArray[np.uint64], n: int
+    ) -> npt.NDArray[Any]:
+        """Per row 0..n-1: signs that agree with the query's minus those that do not (a
+        monotone estimate of the cosine; one pass per word)."""
+        word = np.empty(n, dtype=np.uint64)
+        count = np.empty(n, dtype=np.uint8)
+        differ = np.zeros(n, dtype=np.int16)
+        for w, q in enumerate(query_words):
+            np.bitwise_xor(bits[w, :n], q, out=word)
+            np.bitwise_count(word, out=count)
+            np.add(differ, count, out=differ)
+        differ *= -2
+        differ += 64 * bits.shape[0]
+        return differ
+
+    @staticmethod
+    def _best(values: npt.NDArray[Any], k: int) -> npt.NDArray[np.int64]:
+        """Indices of the k largest values (not negated: an integer minimum would overflow)."""
+        cut = len(values) - k
+        return np.argpartition(values, cut)[cut:]
 
     def _top(
-        self, scores: npt.NDArray[Any], allowed: npt.NDArray[np.bool_], k: int
+        self, rows: npt.NDArray[np.int64], scores: npt.NDArray[Any], k: int
     ) -> list[tuple[str, float]]:
-        scores = np.where(allowed, scores, -np.inf)
+        """The k best of `rows` by `scores` (one score per row), best first."""
+        k = min(k, len(rows))
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
-        return [(self.ids[i], float(scores[i])) for i in top]
+        return [(self.ids[int(rows[i])], float(scores[i])) for i in top]
 
     def recent(self, limit: int, mask: npt.NDArray[np.bool_]) -> list[str]:
         """Ids of masked rows, most recently seen first."""
