@@ -338,17 +338,9 @@ class Rows:
         if count <= self.rescore or codes is None:
             plain_rows = context_rows = np.flatnonzero(allowed)
         else:
-            centre, bits = codes
-            close = self._sign_similarity(bits, sign_words(q[None, :] - centre)[0], n)
-            plain_rows = self._best(
-                np.where(allowed, close, np.iinfo(close.dtype).min), self.rescore
+            plain_rows, context_rows = self._candidates(
+                codes, q, allowed, count, usable, prev, nxt, contextual
             )
-            context_rows = plain_rows
-            if contextual:
-                near = np.zeros(n + 1, dtype=np.float32)
-                near[:n] = np.where(usable[:n], close, 0)
-                around = (close + near[prev] + near[nxt]) / self.ctx_norm[:n]
-                context_rows = self._best(np.where(allowed, around, -np.inf), CONTEXT_RESCORE)
         scores = np.zeros(n + 1, dtype=np.float32)
         needed = plain_rows
         if contextual:
@@ -363,17 +355,53 @@ class Rows:
         summed = (scores[rows] + scores[prev[rows]] + scores[nxt[rows]]) / self.ctx_norm[rows]
         return plain, self._top(rows, summed, k)
 
+    def _candidates(
+        self,
+        codes: tuple[Matrix, npt.NDArray[np.uint64]],
+        q: Matrix,
+        allowed: npt.NDArray[np.bool_],
+        count: int,
+        usable: npt.NDArray[np.bool_],
+        prev: npt.NDArray[np.int64],
+        nxt: npt.NDArray[np.int64],
+        contextual: bool,
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """The rows to rescore for the plain and the contextual ranking, by sign agreement.
+        The pools grow with the allowed rows (a fixed share keeps recall as N grows). A
+        narrow filter scans only its rows (and their neighbours), not the whole store."""
+        centre, bits = codes
+        n = len(allowed)
+        words = sign_words(q[None, :] - centre)[0]
+        rows = np.flatnonzero(allowed)
+        if count > n // 4:
+            close = self._sign_similarity(bits[:, :n], words)
+        else:
+            scan = rows
+            if contextual:
+                links = np.concatenate([prev[rows], nxt[rows]])
+                scan = np.union1d(rows, links[links >= 0])
+            close = np.zeros(n, dtype=np.int16)
+            close[scan] = self._sign_similarity(bits[:, scan], words)
+        plain = rows[self._best(close[rows], max(self.rescore, count // 64))]
+        if not contextual:
+            return plain, plain
+        near = np.zeros(n + 1, dtype=np.float32)  # index -1 (no neighbour) reads the last 0
+        near[:n] = np.where(usable[:n], close, 0)
+        around = (close[rows] + near[prev[rows]] + near[nxt[rows]]) / self.ctx_norm[rows]
+        return plain, rows[self._best(around, max(CONTEXT_RESCORE, count // 256))]
+
     @staticmethod
     def _sign_similarity(
-        bits: npt.NDArray[np.uint64], query_words: npt.NDArray[np.uint64], n: int
-    ) -> npt.NDArray[Any]:
-        """Per row 0..n-1: signs that agree with the query's minus those that do not (a
-        monotone estimate of the cosine; one pass per word)."""
+        bits: npt.NDArray[np.uint64], query_words: npt.NDArray[np.uint64]
+    ) -> npt.NDArray[np.int16]:
+        """Per column of `bits`: signs that agree with the query's minus those that do not
+        (a monotone estimate of the cosine; one pass per word)."""
+        n = bits.shape[1]
         word = np.empty(n, dtype=np.uint64)
         count = np.empty(n, dtype=np.uint8)
         differ = np.zeros(n, dtype=np.int16)
         for w, q in enumerate(query_words):
-            np.bitwise_xor(bits[w, :n], q, out=word)
+            np.bitwise_xor(bits[w], q, out=word)
             np.bitwise_count(word, out=count)
             np.add(differ, count, out=differ)
         differ *= -2

@@ -1,25 +1,37 @@
-"""Search latency of the real server over stdio at N memories (not collected by pytest).
+"""Search latency and memory of the real server over stdio at N memories (not collected by
+pytest).
 
-Builds a store of N deterministic synthetic memories in process (batched, with MiniLM vectors),
-then starts `dreamwell serve` on it and times `search_memory` calls through the `mcp` client.
-Run: python tests/bench/search_scale_bench.py [--n 10000] [--searches 300]
+Builds a store of N synthetic memories in process through the store's batch path, with a
+vector for every one: random unit vectors filed under the default embedder's name (what a
+search costs does not depend on the vectors' values, and embedding 100,000 texts here would
+take half an hour). Then starts `dreamwell serve` on it, waits until the server has loaded
+the vectors and gone idle, and times `search_memory` through the `mcp` client: hybrid (the
+default: e5 query embedding, BM25, the two-stage vector search, contextual scores) and BM25
+only. Prints p50/p95, the server's RSS, and the raw limits of this machine in the same run:
+one e5 query embedding, a bare numpy float32 cosine top-100 over N x 384, Tantivy top-100.
+
+Run: python tests/bench/search_scale_bench.py [--n 100000] [--searches 300]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import random
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
+import numpy as np
 from mcp import Client, StdioServerParameters
+from scale_bench import _server_pid, _until_idle, pct, raw_limits, rss_mib, tantivy_limit
 
-from dreamwell.stores import LongTermStore, MemoryEntry, OnnxMiniLM, new_id, utcnow
+from dreamwell.stores import LongTermStore, MemoryEntry, OnnxE5, new_id, utcnow
 
 SUBJECTS = ["the user", "Alice", "Bob", "the team", "our CI", "the staging cluster", "Maria"]
 VERBS = ["prefers", "dislikes", "deployed", "reviewed", "scheduled", "migrated", "wrote about"]
@@ -47,23 +59,40 @@ def sentence(rng: random.Random, i: int) -> str:
     )
 
 
+class StandIn:
+    """Files a deterministic random unit vector per text under the default model's name."""
+
+    name = OnnxE5.name
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        out = []
+        for text in texts:
+            seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+            v = np.random.default_rng(seed).standard_normal(384)
+            out.append((v / np.linalg.norm(v)).tolist())
+        return out
+
+
 def build(data: Path, n: int) -> float:
     rng = random.Random(7)
-    store = LongTermStore(data, embedder=OnnxMiniLM())
+    store = LongTermStore(data, embedder=StandIn())  # type: ignore[arg-type]
     started = time.perf_counter()
     now = utcnow()
-    for start in range(0, n, 1000):
+    for start in range(0, n, 5000):
         batch = [
             MemoryEntry(
                 new_id(), sentence(rng, i), f"bench/{i % 20}", (f"t{i % 7}",), now, now, now
             )
-            for i in range(start, min(n, start + 1000))
+            for i in range(start, min(n, start + 5000))
         ]
         store.apply(batch)
+        while store.backfill(batch=5000):
+            pass
+        store.checkpoint()
     return time.perf_counter() - started
 
 
-async def measure(data: Path, searches: int, env: dict[str, str]) -> list[float]:
+async def measure(data: Path, searches: int, env: dict[str, str]) -> tuple[list[float], float]:
     rng = random.Random(11)
     params = StdioServerParameters(
         command="dreamwell", args=["serve", "--data-dir", str(data)], env={**os.environ, **env}
@@ -71,12 +100,29 @@ async def measure(data: Path, searches: int, env: dict[str, str]) -> list[float]
     times = []
     async with Client(params) as client:
         await client.call_tool("search_memory", {"query": "warm up"})
+        pid = _server_pid(data)
+        await _until_idle(pid)  # vectors loaded, embedder warm
+        for _ in range(10):
+            await client.call_tool("search_memory", {"query": "warm up the caches"})
         for _ in range(searches):
             query = f"what does {rng.choice(SUBJECTS)} think of {rng.choice(OBJECTS)}"
             started = time.perf_counter()
-            await client.call_tool("search_memory", {"query": query})
+            result = await client.call_tool("search_memory", {"query": query})
             times.append((time.perf_counter() - started) * 1000)
-    return times
+            assert not result.is_error, result
+        rss = rss_mib(pid) if pid else float("nan")
+    return times, rss
+
+
+def e5_query_ms() -> float:
+    e5 = OnnxE5()
+    e5.embed_query("warm up")
+    times = []
+    for i in range(50):
+        started = time.perf_counter()
+        e5.embed_query(f"what does Alice think of green tea {i}")
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
 
 
 def main() -> None:
@@ -84,17 +130,24 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=10_000)
     parser.add_argument("--searches", type=int, default=300)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        data = Path(tmp)
+    sys.stdout.write(f"load average before: {os.getloadavg()}\n")
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
+        data = Path(tmp) / "data"
         built = build(data, args.n)
-        sys.stdout.write(f"built {args.n} memories with vectors in {built:.1f}s\n")
+        sys.stdout.write(f"built {args.n} memories with vectors in {built:.1f} s\n")
         for mode, env in (("hybrid", {}), ("bm25-only", {"DREAMWELL_EMBEDDER": "none"})):
-            times = sorted(anyio.run(measure, data, args.searches, env))
-            p95 = times[int(0.95 * len(times)) - 1]
+            times, rss = anyio.run(measure, data, args.searches, env)
             sys.stdout.write(
-                f"{mode}: search p50 {statistics.median(times):.1f} ms, "
-                f"p95 {p95:.1f} ms over {len(times)} calls at N={args.n}\n"
+                f"{mode}: search p50 {statistics.median(times):.1f} ms, p95 "
+                f"{pct(times, 0.95):.1f} ms over {len(times)} calls at N={args.n}; "
+                f"server RSS {rss:.0f} MiB; load {os.getloadavg()[0]:.2f}\n"
             )
+        limits = raw_limits(args.n, Path(tmp))
+        sys.stdout.write(
+            f"raw limits at N={args.n}: e5 query embedding {e5_query_ms():.2f} ms, numpy "
+            f"float32 cosine top-100 {limits['cosine_top100_ms']:.2f} ms, Tantivy top-100 "
+            f"{tantivy_limit(data):.2f} ms\nload average after: {os.getloadavg()}\n"
+        )
 
 
 if __name__ == "__main__":
