@@ -37,6 +37,7 @@ from dreamwell.stores.model import FOLLOWS, MemoryEntry, VectorLike
 Matrix = npt.NDArray[np.float32]
 _FOLD_AT = 4096  # overlay size at which it is folded into a new base
 RESCORE = 2048  # rows given an exact cosine after the sign-bit scan
+RADIUS = 2  # contextual links followed each way: a memory's context is up to 4 neighbours
 CONTEXT_RESCORE = 512  # more rows for the contextual ranking (each needs its neighbours too)
 
 
@@ -114,7 +115,8 @@ class Rows:
         self.has_vec: npt.NDArray[Any] = np.zeros(capacity, dtype=bool)
         # contextual links: the row this entry follows (saved just before it by the same
         # caller) and the row that follows it; -1 for none. A row's contextual vector is the
-        # normalised sum of its vector and its neighbours', kept as the sum's norm only.
+        # normalised sum of its vector and those of its neighbours up to RADIUS links away
+        # each way, kept as the sum's norm only.
         self.prev: npt.NDArray[Any] = np.full(capacity, -1, dtype=np.int64)
         self.next: npt.NDArray[Any] = np.full(capacity, -1, dtype=np.int64)
         self.ctx_norm: npt.NDArray[Any] = np.ones(capacity, dtype=np.float32)
@@ -208,27 +210,39 @@ class Rows:
         if prev >= 0:
             self.next[prev] = row
 
+    def _around(self, row: int) -> list[int]:
+        """Rows up to RADIUS links before and after `row` (nearest first, before then after)."""
+        out: list[int] = []
+        for links in (self.prev, self.next):
+            r = row
+            for _ in range(RADIUS):
+                r = int(links[r])
+                if r < 0 or r == row:
+                    break
+                out.append(r)
+        return out
+
     def _refresh(self, row: int) -> None:
-        """Recompute the contextual norms of `row` and its neighbours after a change."""
-        for r in (row, int(self.prev[row]), int(self.next[row])):
-            if r >= 0:
-                self.ctx_norm[r] = self._ctx_norm(r)
+        """Recompute the contextual norms of `row` and of every row whose context holds it."""
+        for r in (row, *self._around(row)):
+            self.ctx_norm[r] = self._ctx_norm(r)
 
     def _ctx_norm(self, row: int) -> float:
         if self.vec is None or not self.has_vec[row]:
             return 1.0
         total = self.vec[row].copy()
-        for r in (int(self.prev[row]), int(self.next[row])):
-            if r >= 0 and self.has_vec[r] and self.live[r]:
+        for r in self._around(row):
+            if self.has_vec[r] and self.live[r]:
                 total += self.vec[r]
         return max(float(np.linalg.norm(total)), 1e-6)
 
     def neighbours(self, entry_id: str) -> list[str]:
-        """Ids of the entries saved just before and just after this one (contextual links)."""
+        """Ids of the entries saved around this one by the same caller (contextual links, up
+        to RADIUS each way)."""
         row = self.row_of.get(entry_id)
         if row is None:
             return []
-        return [self.ids[r] for r in (int(self.prev[row]), int(self.next[row])) if r >= 0]
+        return [self.ids[r] for r in self._around(row)]
 
     def remove(self, entry_id: str) -> None:
         row = self.row_of.get(entry_id)
@@ -333,18 +347,15 @@ class Rows:
         # that index -1 reads, so that "no neighbour" adds nothing without a branch
         usable = np.zeros(n + 1, dtype=bool)
         usable[:n] = self.has_vec[:n] & self.live[:n]
-        prev = np.where(self.prev[:n] < n, self.prev[:n], -1)
-        nxt = np.where(self.next[:n] < n, self.next[:n], -1)
+        hops = self._hops(n) if contextual else []
         if count <= self.rescore or codes is None:
             plain_rows = context_rows = np.flatnonzero(allowed)
         else:
-            plain_rows, context_rows = self._candidates(
-                codes, q, allowed, count, usable, prev, nxt, contextual
-            )
+            plain_rows, context_rows = self._candidates(codes, q, allowed, count, usable, hops)
         scores = np.zeros(n + 1, dtype=np.float32)
         needed = plain_rows
         if contextual:
-            links = np.concatenate([prev[context_rows], nxt[context_rows]])
+            links = np.concatenate([hop[context_rows] for hop in hops])
             needed = np.union1d(np.union1d(plain_rows, context_rows), links[links >= 0])
         scores[needed] = vec[needed] @ q
         plain = self._top(plain_rows, scores[plain_rows], k)
@@ -352,8 +363,21 @@ class Rows:
             return plain, []
         scores[:n][~usable[:n]] = 0  # a deleted or vectorless neighbour adds nothing
         rows = context_rows
-        summed = (scores[rows] + scores[prev[rows]] + scores[nxt[rows]]) / self.ctx_norm[rows]
-        return plain, self._top(rows, summed, k)
+        summed = scores[rows] + sum(scores[hop[rows]] for hop in hops)
+        return plain, self._top(rows, summed / self.ctx_norm[rows], k)
+
+    def _hops(self, n: int) -> list[npt.NDArray[np.int64]]:
+        """Per row 0..n-1, the row 1..RADIUS links before it and after it (-1: none): index
+        -1 reads the trailing zero slot of the arrays it indexes."""
+        hops = []
+        for links in (self.prev, self.next):
+            step = np.full(n + 1, -1, dtype=np.int64)
+            step[:n] = np.where(links[:n] < n, links[:n], -1)
+            hop = step[:n]
+            for _ in range(RADIUS):
+                hops.append(hop)
+                hop = step[hop]
+        return hops
 
     def _candidates(
         self,
@@ -362,9 +386,7 @@ class Rows:
         allowed: npt.NDArray[np.bool_],
         count: int,
         usable: npt.NDArray[np.bool_],
-        prev: npt.NDArray[np.int64],
-        nxt: npt.NDArray[np.int64],
-        contextual: bool,
+        hops: list[npt.NDArray[np.int64]],
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """The rows to rescore for the plain and the contextual ranking, by sign agreement.
         The pools grow with the allowed rows (a fixed share keeps recall as N grows). A
@@ -377,17 +399,17 @@ class Rows:
             close = self._sign_similarity(bits[:, :n], words)
         else:
             scan = rows
-            if contextual:
-                links = np.concatenate([prev[rows], nxt[rows]])
+            if hops:
+                links = np.concatenate([hop[rows] for hop in hops])
                 scan = np.union1d(rows, links[links >= 0])
             close = np.zeros(n, dtype=np.int16)
             close[scan] = self._sign_similarity(bits[:, scan], words)
         plain = rows[self._best(close[rows], max(self.rescore, count // 64))]
-        if not contextual:
+        if not hops:
             return plain, plain
         near = np.zeros(n + 1, dtype=np.float32)  # index -1 (no neighbour) reads the last 0
         near[:n] = np.where(usable[:n], close, 0)
-        around = (close[rows] + near[prev[rows]] + near[nxt[rows]]) / self.ctx_norm[rows]
+        around = (close[rows] + sum(near[hop[rows]] for hop in hops)) / self.ctx_norm[rows]
         return plain, rows[self._best(around, max(CONTEXT_RESCORE, count // 256))]
 
     @staticmethod

@@ -61,6 +61,30 @@ def test_deleting_the_previous_memory_removes_its_words_from_the_next(tmp_path: 
     assert _ids(LongTermStore(tmp_path), "Lisbon") == []
 
 
+@pytest.mark.parametrize("checkpointed", [False, True])
+def test_words_reach_two_memories_along_and_no_further(tmp_path: Path, checkpointed: bool) -> None:
+    """A memory's context is the memories saved up to two before and two after it by the
+    same caller: a word of the first of four is found in the third, not in the fourth."""
+    store = LongTermStore(tmp_path)
+    chain = [A, B, "The flat has a balcony", "We bought a cargo bike"]
+    entries = [store.save(text, "home", caller="session/a").entry for text in chain]
+    if checkpointed:
+        assert store.checkpoint()
+
+    def found(s: LongTermStore, word: str) -> tuple[str, set[str]]:
+        """The memory holding the word first, then those it reaches through context."""
+        first, *rest = _ids(s, word)
+        return first, set(rest)
+
+    assert found(store, "Lisbon") == (A, {B, chain[2]})
+    assert found(store, "cargo") == (chain[3], {chain[2], B})
+    store.delete(entries[1].id)  # the middle one goes: the first still reaches the third
+    assert found(store, "Lisbon") == (A, {chain[2]})
+    if checkpointed:
+        assert store.checkpoint()
+        assert found(LongTermStore(tmp_path), "Lisbon") == (A, {chain[2]})
+
+
 @pytest.mark.parametrize("gate", ["other caller", "other category", "too late", "no caller"])
 def test_the_gate_keeps_unrelated_saves_apart(tmp_path: Path, gate: str) -> None:
     store = LongTermStore(tmp_path)
@@ -102,35 +126,35 @@ def test_unrelated_consecutive_saves_rank_exactly_as_without_context(
         assert on == off and on
 
 
-def test_contextual_cosine_is_the_normalised_sum_of_neighbours() -> None:
+def test_contextual_cosine_is_the_normalised_sum_of_neighbours_two_links_each_way() -> None:
     rng = np.random.default_rng(7)
-    vectors = rng.normal(size=(4, 8)).astype(np.float32)
+    vectors = rng.normal(size=(6, 8)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     rows = Rows(16)
     now = utcnow()
-    ids = ["a", "b", "c", "d"]
+    ids = ["a", "b", "c", "d", "e", "f"]  # a <- b <- c <- d <- e ; f alone
     for n, entry_id in enumerate(ids):
-        follows = {"b": "a", "c": "b"}.get(entry_id)  # a <- b <- c ; d alone
+        follows = {"b": "a", "c": "b", "d": "c", "e": "d"}.get(entry_id)
         meta = {FOLLOWS: follows} if follows else {}
         rows.put(MemoryEntry(entry_id, "x", None, (), now, now, now, metadata=meta))
         rows.set_vector(entry_id, "m", vectors[n])
     query = rng.normal(size=8).astype(np.float32)
-    plain, context = rows.vector_top(list(query), 4, rows.mask(None, ()), contextual=True)
-    expected = {
-        "a": vectors[0] + vectors[1],
-        "b": vectors[0] + vectors[1] + vectors[2],
-        "c": vectors[1] + vectors[2],
-        "d": vectors[3],
-    }
-    for entry_id, score in context:
-        v = expected[entry_id]
-        assert score == pytest.approx(float(v @ query / np.linalg.norm(v)), abs=1e-5)
-    assert dict(plain)["d"] == dict(context)["d"]
-    rows.remove("b")  # a deleted neighbour no longer counts
-    _, context = rows.vector_top(list(query), 4, rows.mask(None, ()), contextual=True)
-    for entry_id in ("a", "c"):
-        v = vectors[ids.index(entry_id)]
-        assert dict(context)[entry_id] == pytest.approx(float(v @ query), abs=1e-5)
+
+    def expected(members: str) -> dict[str, float]:
+        out = {}
+        for entry_id, around in zip(ids, members.split(), strict=True):
+            if around == "-":  # deleted: not a result
+                continue
+            v = sum(vectors[ids.index(m)] for m in around)
+            out[entry_id] = float(v @ query / np.linalg.norm(v))
+        return out
+
+    plain, context = rows.vector_top(list(query), 6, rows.mask(None, ()), contextual=True)
+    assert dict(context) == pytest.approx(expected("abc abcd abcde bcde cde f"), abs=1e-5)
+    assert dict(plain)["f"] == dict(context)["f"]
+    rows.remove("b")  # a deleted memory no longer counts, and a still reaches c
+    _, context = rows.vector_top(list(query), 5, rows.mask(None, ()), contextual=True)
+    assert dict(context) == pytest.approx(expected("ac - acde cde cde f"), abs=1e-5)
 
 
 @pytest.mark.anyio

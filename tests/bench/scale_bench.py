@@ -24,7 +24,25 @@ from pathlib import Path
 import anyio
 import numpy as np
 from mcp import Client, StdioServerParameters
-from search_scale_bench import OBJECTS, SUBJECTS, VERBS  # one word list for both benches
+
+# one word list for this bench and search_scale_bench
+SUBJECTS = ["the user", "Alice", "Bob", "the team", "our CI", "the staging cluster", "Maria"]
+VERBS = ["prefers", "dislikes", "deployed", "reviewed", "scheduled", "migrated", "wrote about"]
+OBJECTS = [
+    "dark mode",
+    "green tea",
+    "the billing service",
+    "PostgreSQL 16",
+    "a trip to Lisbon",
+    "the quarterly report",
+    "Rust async code",
+    "weekly standups",
+    "the London office",
+    "vim keybindings",
+    "the payments API",
+    "a hiking trip",
+    "TypeScript strict mode",
+]
 
 
 def sentence(rng: random.Random, i: int) -> str:

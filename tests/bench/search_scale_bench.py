@@ -29,27 +29,19 @@ from pathlib import Path
 import anyio
 import numpy as np
 from mcp import Client, StdioServerParameters
-from scale_bench import _server_pid, _until_idle, pct, raw_limits, rss_mib, tantivy_limit
+from scale_bench import (
+    OBJECTS,
+    SUBJECTS,
+    VERBS,
+    _server_pid,
+    _until_idle,
+    pct,
+    raw_limits,
+    rss_mib,
+    tantivy_limit,
+)
 
 from dreamwell.stores import LongTermStore, MemoryEntry, OnnxE5, new_id, utcnow
-
-SUBJECTS = ["the user", "Alice", "Bob", "the team", "our CI", "the staging cluster", "Maria"]
-VERBS = ["prefers", "dislikes", "deployed", "reviewed", "scheduled", "migrated", "wrote about"]
-OBJECTS = [
-    "dark mode",
-    "green tea",
-    "the billing service",
-    "PostgreSQL 16",
-    "a trip to Lisbon",
-    "the quarterly report",
-    "Rust async code",
-    "weekly standups",
-    "the London office",
-    "vim keybindings",
-    "the payments API",
-    "a hiking trip",
-    "TypeScript strict mode",
-]
 
 
 def sentence(rng: random.Random, i: int) -> str:

@@ -1,0 +1,105 @@
+"""Does the server's memory grow under a long mixed load? (not collected by pytest)
+
+One `dreamwell serve` over stdio on a fresh data directory, driven by the `mcp` client with
+--calls mixed tool calls (saves, searches with and without filters, deletes, category
+lists, working-memory saves, reads, lists and searches) in a fixed random order. The
+server's RSS is sampled every --every calls; the line after the warm-up (the first
+--warmup calls: model loaded, caches filled) is the baseline, and the growth after it is
+printed in MiB and per 1,000 calls. What may grow: the store itself (about 2 KB of
+memory per live entry: its record, its vector, its row) and the bounded caches; the
+figures are printed beside the number of live memories so the two can be told apart.
+
+Run: python tests/bench/rss_growth_bench.py [--calls 10000] [--every 1000] [--warmup 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+import anyio
+from mcp import Client, StdioServerParameters
+from scale_bench import OBJECTS, SUBJECTS, VERBS, _server_pid, rss_mib
+
+ID = re.compile(r"\b[0-9a-f]{12}\b")
+
+
+async def run(data: Path, calls: int, every: int, warmup: int, seed: int) -> None:
+    rng = random.Random(seed)
+    params = StdioServerParameters(
+        command="dreamwell", args=["serve", "--data-dir", str(data)], env=dict(os.environ)
+    )
+    live: list[str] = []
+    samples: list[tuple[int, float, int]] = []
+    errors = 0
+    async with Client(params) as client:
+        await client.call_tool("search_memory", {"query": "warm up"})
+        pid = _server_pid(data)
+        assert pid is not None, "cannot find the server process"
+        for i in range(1, calls + 1):
+            roll = rng.random()
+            text = f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} ({i})"
+            if roll < 0.30:
+                result = await client.call_tool(
+                    "save_memory", {"content": text, "category": f"bench/{i % 9}"}
+                )
+                said = " ".join(getattr(c, "text", "") for c in result.content)
+                if not result.is_error and (found := ID.search(said)):
+                    live.append(found.group(0))
+            elif roll < 0.60:
+                args: dict[str, object] = {"query": text}
+                if roll < 0.40:
+                    args["category"] = f"bench/{i % 9}"
+                result = await client.call_tool("search_memory", args)
+            elif roll < 0.68 and live:
+                result = await client.call_tool(
+                    "delete_memory", {"id": live.pop(rng.randrange(len(live)))}
+                )
+            elif roll < 0.72:
+                result = await client.call_tool("list_memory_categories", {})
+            elif roll < 0.84:
+                result = await client.call_tool(
+                    "save_to_working_memory",
+                    {"key": f"k{i % 500}", "data": text, "ttl_minutes": 60},
+                )
+            elif roll < 0.90:
+                result = await client.call_tool("get_from_working_memory", {"key": f"k{i % 500}"})
+            elif roll < 0.95:
+                result = await client.call_tool("list_working_memory", {})
+            else:
+                result = await client.call_tool("search_working_memory", {"query": text})
+            errors += bool(result.is_error)
+            if i % every == 0:
+                samples.append((i, rss_mib(pid), len(live)))
+                sys.stdout.write(f"calls {i:>6}: RSS {samples[-1][1]:7.1f} MiB, live {len(live)}\n")
+                sys.stdout.flush()
+    base = next(s for s in samples if s[0] >= warmup)
+    last = samples[-1]
+    grown = last[1] - base[1]
+    per_k = grown / max(1, (last[0] - base[0]) / 1000)
+    sys.stdout.write(
+        f"after the warm-up ({base[0]} calls): RSS {base[1]:.1f} -> {last[1]:.1f} MiB over "
+        f"{last[0] - base[0]} calls ({grown:+.1f} MiB, {per_k:+.2f} MiB per 1,000 calls) while "
+        f"live memories went {base[2]} -> {last[2]}; tool errors {errors}; "
+        f"load {os.getloadavg()[0]:.2f}\n"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--calls", type=int, default=10_000)
+    parser.add_argument("--every", type=int, default=1000)
+    parser.add_argument("--warmup", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
+        anyio.run(run, Path(tmp) / "data", args.calls, args.every, args.warmup, args.seed)
+
+
+if __name__ == "__main__":
+    main()
