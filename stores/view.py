@@ -329,9 +329,9 @@ class Rows:
     ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
         """(id, cosine) best first among masked rows that have a vector (unit vectors), and
         with `contextual` the same for contextual vectors: each row's vector summed with the
-        vectors of the rows saved just before and after it, normalised (a row with no
-        neighbours is its own context). Candidates come from the sign-bit scan; scores are
-        exact cosines."""
+        vectors of the rows up to RADIUS links before and after it, normalised (a row with
+        no neighbours is its own context). Candidates come from the sign-bit scan; scores
+        are exact cosines."""
         vec, codes = self.vec, self.codes
         n = min(len(mask), self.n)
         if vec is None or n == 0 or vec.shape[1] != len(query):

@@ -102,6 +102,8 @@ async def measure(data: Path, searches: int, env: dict[str, str]) -> tuple[list[
             result = await client.call_tool("search_memory", {"query": query})
             times.append((time.perf_counter() - started) * 1000)
             assert not result.is_error, result
+            said = " ".join(getattr(c, "text", "") for c in result.content)
+            assert said.startswith("Found "), said  # the queries' words are in the store
         rss = rss_mib(pid) if pid else float("nan")
     return times, rss
 
