@@ -316,6 +316,9 @@ class LongTermStore:
                 self._pending = MappingProxyType(
                     {i: p for i, p in self._pending.items() if p[0] > state.checkpoint}
                 )
+                # the terms of checkpointed entries are in the index now: drop them, or this
+                # cache would hold every entry ever searched while pending
+                self._terms = {i: t for i, t in self._terms.items() if i in self._pending}
             try:
                 records = self._wal.read_new()
             except WalGap as gap:

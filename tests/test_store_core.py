@@ -347,3 +347,22 @@ def test_stored_vectors_of_mixed_lengths_and_none_are_read_back_per_entry(tmp_pa
         assert np.array_equal(vector.values, np.asarray(values[entry_id], dtype=np.float32))
         assert vector.model == f"m{len(values[entry_id])}"
     assert set(table.vectors("m3")) == {made[0].id, made[2].id}
+
+
+def test_the_terms_of_pending_entries_are_dropped_once_they_are_checkpointed(
+    tmp_path: Path,
+) -> None:
+    """A search scores entries not yet in the text index from their cached terms; after the
+    checkpoint that cache must not keep them (it grew by every entry ever searched while
+    pending, for as long as the server ran)."""
+    store = LongTermStore(tmp_path)
+    for i in range(50):
+        store.save(f"pending fact number {i} about kayaks")
+    assert len(store.search("kayaks")) == 20
+    assert len(store._terms) == 50
+    assert store.checkpoint()
+    assert len(store.search("kayaks")) == 20
+    assert store._terms == {}
+    store.save("one more fact about kayaks")
+    store.search("kayaks")
+    assert len(store._terms) == 1

@@ -5,7 +5,9 @@ One `dreamwell serve` over stdio on a fresh data directory, driven by the `mcp` 
 lists, working-memory saves, reads, lists and searches) in a fixed random order. The
 server's RSS is sampled every --every calls; the line after the warm-up (the first
 --warmup calls: model loaded, caches filled) is the baseline, and the growth after it is
-printed in MiB and per 1,000 calls. What may grow: the store itself (about 2 KB of
+printed in MiB and per 1,000 calls. Tool errors are counted by kind: a working-memory key
+read after the namespace's cap evicted it is "not found", as it should be.
+What may grow: the store itself (about 2 KB of
 memory per live entry: its record, its vector, its row) and the bounded caches; the
 figures are printed beside the number of live memories so the two can be told apart.
 
@@ -27,6 +29,7 @@ from mcp import Client, StdioServerParameters
 from scale_bench import OBJECTS, SUBJECTS, VERBS, _server_pid, rss_mib
 
 ID = re.compile(r"\b[0-9a-f]{12}\b")
+QUOTED = re.compile(r"'[^']*'")
 
 
 async def run(data: Path, calls: int, every: int, warmup: int, seed: int) -> None:
@@ -35,8 +38,9 @@ async def run(data: Path, calls: int, every: int, warmup: int, seed: int) -> Non
         command="dreamwell", args=["serve", "--data-dir", str(data)], env=dict(os.environ)
     )
     live: list[str] = []
+    keys: list[str] = []  # working-memory keys saved
     samples: list[tuple[int, float, int]] = []
-    errors = 0
+    errors: dict[str, int] = {}  # what a failed call said (its first words) -> how often
     async with Client(params) as client:
         await client.call_tool("search_memory", {"query": "warm up"})
         pid = _server_pid(data)
@@ -63,17 +67,22 @@ async def run(data: Path, calls: int, every: int, warmup: int, seed: int) -> Non
             elif roll < 0.72:
                 result = await client.call_tool("list_memory_categories", {})
             elif roll < 0.84:
+                keys.append(f"k{i % 500}")
                 result = await client.call_tool(
-                    "save_to_working_memory",
-                    {"key": f"k{i % 500}", "data": text, "ttl_minutes": 60},
+                    "save_to_working_memory", {"key": keys[-1], "data": text, "ttl_minutes": 60}
                 )
-            elif roll < 0.90:
-                result = await client.call_tool("get_from_working_memory", {"key": f"k{i % 500}"})
+            elif roll < 0.90 and keys:
+                result = await client.call_tool(
+                    "get_from_working_memory", {"key": rng.choice(keys)}
+                )
             elif roll < 0.95:
                 result = await client.call_tool("list_working_memory", {})
             else:
                 result = await client.call_tool("search_working_memory", {"query": text})
-            errors += bool(result.is_error)
+            if result.is_error:  # by kind: the quoted key or id left out
+                said = " ".join(getattr(c, "text", "") for c in result.content)
+                kind = QUOTED.sub("'…'", said)[:80]
+                errors[kind] = errors.get(kind, 0) + 1
             if i % every == 0:
                 samples.append((i, rss_mib(pid), len(live)))
                 sys.stdout.write(f"calls {i:>6}: RSS {samples[-1][1]:7.1f} MiB, live {len(live)}\n")
@@ -85,7 +94,7 @@ async def run(data: Path, calls: int, every: int, warmup: int, seed: int) -> Non
     sys.stdout.write(
         f"after the warm-up ({base[0]} calls): RSS {base[1]:.1f} -> {last[1]:.1f} MiB over "
         f"{last[0] - base[0]} calls ({grown:+.1f} MiB, {per_k:+.2f} MiB per 1,000 calls) while "
-        f"live memories went {base[2]} -> {last[2]}; tool errors {errors}; "
+        f"live memories went {base[2]} -> {last[2]}; tool errors {errors or 'none'}; "
         f"load {os.getloadavg()[0]:.2f}\n"
     )
 
