@@ -9,15 +9,16 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TypeAlias
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, TypeAlias
 
 from dreamwell.stores.errors import InvalidInput
 
-Vector: TypeAlias = npt.NDArray[np.float32]
-VectorLike: TypeAlias = Sequence[float] | Vector  # a vector as logged (list) or held (array)
+if TYPE_CHECKING:  # numpy is not imported before the MCP handshake (tests/test_cold_start.py)
+    import numpy as np
+    import numpy.typing as npt
+
+Vector: TypeAlias = "npt.NDArray[np.float32]"
+VectorLike: TypeAlias = "Sequence[float] | Vector"  # a vector as logged (list) or held (array)
 
 MAX_CONTENT_CHARS = 32_000
 MAX_CATEGORY_CHARS = 200
