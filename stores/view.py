@@ -12,14 +12,14 @@ grow, so a reader that took a row count and the column references sees valid dat
 hit is checked against the View, which is the truth.
 
 The vector search has two stages. Each vector is held as float32 and, once there are more
-than RESCORE, also as sign bits of its difference from the mean vector
-(48 bytes for 384 dimensions, stored word-major so that the scan runs over contiguous words;
-centring matters: sentence embeddings share a large common component, and raw signs lose a
-third of the true top 50). A search first ranks every allowed row by agreeing signs — a
-thirtieth of the bytes a float32 scan reads, which is what bounds the scan on a laptop —
-then computes exact cosines for the best RESCORE rows (and their contextual neighbours).
-With no more than RESCORE allowed rows every row is rescored, so small stores and narrow
-filters are exact.
+than RESCORE, also as the sign bits of its difference from the mean vector (48 bytes for
+384 dimensions, stored word-major so that the scan runs over contiguous words). Centring
+matters: sentence embeddings share a large common component, and raw signs of e5 vectors
+lost up to a third of the true top 50. A search first ranks every allowed row by agreeing
+signs, reading a thirtieth of the bytes a float32 scan reads (which is what bounds the scan
+on a laptop), then computes exact cosines for the best of them (and their contextual
+neighbours). With no more than RESCORE allowed rows every row is rescored, so small stores
+and narrow filters are exact.
 """
 
 from __future__ import annotations
@@ -271,7 +271,6 @@ class Rows:
             bits[:, row] = sign_words(array[None, :] - centre)[0]
         elif self._set > self.rescore:
             self._centre()
-        self.has_vec[row] = True
         self._refresh(row)
 
     def _centre(self) -> None:
