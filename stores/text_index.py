@@ -36,10 +36,7 @@ _K1, _B = 1.2, 0.75  # Tantivy's BM25 parameters
 _AVG_LEN = 16.0  # a typical memory's length in tokens, until the overlay says otherwise
 
 
-# weight of a match in the neighbours' text against one in the memory's. 0.7 measured .005
-# R@5 / .009 R@10 better on the dev split (tests/bench/tune_hybrid.py --levers), but then a
-# neighbour outranked the memory holding a unique query word in the multi-process test
-CONTEXT_BOOST = 0.5
+CONTEXT_BOOST = 0.5  # weight of a match in the neighbours' text against one in the memory's
 
 
 @dataclass(frozen=True)
@@ -89,9 +86,7 @@ def _schema() -> tantivy.Schema:
     builder.add_text_field("body", stored=False, tokenizer_name=_ANALYZER)
     builder.add_text_field("cat", stored=False, tokenizer_name="raw")
     builder.add_text_field("tag", stored=False, tokenizer_name="raw")
-    # the text of the memories saved around this one; renamed from "ctx" when it grew from
-    # one link each way to two, so that indexes of the old layout are rebuilt
-    builder.add_text_field("around", stored=False, tokenizer_name=_ANALYZER)
+    builder.add_text_field("ctx", stored=False, tokenizer_name=_ANALYZER)
     return builder.build()
 
 
@@ -109,7 +104,7 @@ class IndexWriter:
                 body=_prepare(document_text(doc.content, doc.category, doc.tags)),
                 cat=category_prefixes(doc.category),
                 tag=list(doc.tags),
-                around=_prepare(doc.context),
+                ctx=_prepare(doc.context),
             )
         )
 
@@ -246,7 +241,7 @@ class TextIndex:
         )
         context = _bm25(
             searcher,
-            "around",
+            "ctx",
             terms,
             total,
             {i: (d.context, d.context_length) for i, d in docs.items()},
@@ -293,7 +288,7 @@ class TextIndex:
             (
                 tantivy.Occur.Should,
                 tantivy.Query.boost_query(
-                    tantivy.Query.term_query(schema, "around", term), CONTEXT_BOOST
+                    tantivy.Query.term_query(schema, "ctx", term), CONTEXT_BOOST
                 ),
             )
             for term in terms

@@ -37,7 +37,10 @@ from dreamwell.stores.model import FOLLOWS, MemoryEntry, VectorLike
 Matrix = npt.NDArray[np.float32]
 _FOLD_AT = 4096  # overlay size at which it is folded into a new base
 RESCORE = 2048  # rows given an exact cosine after the sign-bit scan
-RADIUS = 2  # contextual links followed each way: a memory's context is up to 4 neighbours
+RADIUS = 2  # contextual links followed each way for the contextual vector (up to 4 neighbours)
+TEXT_RADIUS = 1  # ... and for the contextual keyword field: two links there doubled what the
+# background index work per save costs (save p50 at 10k 7.0 -> 11.2 ms) for no recall
+# (dev split R@10 .774 with one link, .777 with two: tests/bench/tune_hybrid.py --levers)
 CONTEXT_RESCORE = 512  # more rows for the contextual ranking (each needs its neighbours too)
 
 
@@ -210,12 +213,13 @@ class Rows:
         if prev >= 0:
             self.next[prev] = row
 
-    def _around(self, row: int) -> list[int]:
-        """Rows up to RADIUS links before and after `row` (nearest first, before then after)."""
+    def _around(self, row: int, radius: int = RADIUS) -> list[int]:
+        """Rows up to `radius` links before and after `row` (nearest first, before then
+        after)."""
         out: list[int] = []
         for links in (self.prev, self.next):
             r = row
-            for _ in range(RADIUS):
+            for _ in range(radius):
                 r = int(links[r])
                 if r < 0 or r == row:
                     break
@@ -237,12 +241,12 @@ class Rows:
         return max(float(np.linalg.norm(total)), 1e-6)
 
     def neighbours(self, entry_id: str) -> list[str]:
-        """Ids of the entries saved around this one by the same caller (contextual links, up
-        to RADIUS each way)."""
+        """Ids of the entries whose text is in this one's contextual keyword field: those
+        saved around it by the same caller, up to TEXT_RADIUS links each way."""
         row = self.row_of.get(entry_id)
         if row is None:
             return []
-        return [self.ids[r] for r in self._around(row)]
+        return [self.ids[r] for r in self._around(row, TEXT_RADIUS)]
 
     def remove(self, entry_id: str) -> None:
         row = self.row_of.get(entry_id)
