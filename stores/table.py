@@ -182,7 +182,7 @@ class MemoryTable:
                 self.damaged[fragment] = Damage(fragment, len(addresses), str(exc).split(", /")[0])
                 continue
             if keep is not None:
-                plain = found.drop_columns([c for c in ("vector",) if c in columns])
+                plain = found.drop_columns(["vector"]) if "vector" in columns else found
                 found = found.filter(pa.array([keep(r) for r in plain.to_pylist()], pa.bool_()))
             parts.append(found.select(columns))
         if not self.damaged:
@@ -282,8 +282,6 @@ class MemoryTable:
         memories a list per vector would take a gigabyte for a moment)."""
         table = self._scan(["id", "content", "vector", "vector_model"], where, keep)
         out: dict[str, StoredVector] = {}
-        if table.num_rows == 0:
-            return out
         ids = table["id"].to_pylist()
         models = table["vector_model"].to_pylist()
         contents = table["content"].to_pylist()

@@ -358,16 +358,14 @@ class Rows:
         scores = np.zeros(n + 1, dtype=np.float32)
         needed = plain_rows
         if contextual:
-            links = np.concatenate([hop[context_rows] for hop in hops])
-            needed = np.union1d(np.union1d(plain_rows, context_rows), links[links >= 0])
+            needed = np.union1d(plain_rows, self._with_linked(context_rows, hops))
         scores[needed] = vec[needed] @ q
         plain = self._top(plain_rows, scores[plain_rows], k)
         if not contextual:
             return plain, []
         scores[:n][~usable[:n]] = 0  # a deleted or vectorless neighbour adds nothing
-        rows = context_rows
-        summed = scores[rows] + sum(scores[hop[rows]] for hop in hops)
-        return plain, self._top(rows, summed / self.ctx_norm[rows], k)
+        summed = self._summed(scores, scores, context_rows, hops)
+        return plain, self._top(context_rows, summed / self.ctx_norm[context_rows], k)
 
     def _hops(self, n: int) -> list[npt.NDArray[np.int64]]:
         """Per row 0..n-1, the row 1..RADIUS links before it and after it (-1: none): index
@@ -401,10 +399,7 @@ class Rows:
         if count > n // 4:
             close = self._sign_similarity(bits[:, :n], words)
         else:
-            scan = rows
-            if hops:
-                links = np.concatenate([hop[rows] for hop in hops])
-                scan = np.union1d(rows, links[links >= 0])
+            scan = self._with_linked(rows, hops)
             close = np.zeros(n, dtype=np.int16)
             close[scan] = self._sign_similarity(bits[:, scan], words)
         plain = rows[self._best(close[rows], max(self.rescore, count // 64))]
@@ -412,8 +407,29 @@ class Rows:
             return plain, plain
         near = np.zeros(n + 1, dtype=np.float32)  # index -1 (no neighbour) reads the last 0
         near[:n] = np.where(usable[:n], close, 0)
-        around = (close[rows] + sum(near[hop[rows]] for hop in hops)) / self.ctx_norm[rows]
+        around = self._summed(close, near, rows, hops) / self.ctx_norm[rows]
         return plain, rows[self._best(around, max(CONTEXT_RESCORE, count // 256))]
+
+    @staticmethod
+    def _with_linked(
+        rows: npt.NDArray[np.int64], hops: list[npt.NDArray[np.int64]]
+    ) -> npt.NDArray[np.int64]:
+        """`rows` and the rows linked to them (sorted, once each)."""
+        if not hops:
+            return rows
+        links = np.concatenate([hop[rows] for hop in hops])
+        return np.union1d(rows, links[links >= 0])
+
+    @staticmethod
+    def _summed(
+        own: npt.NDArray[Any],
+        near: npt.NDArray[Any],
+        rows: npt.NDArray[np.int64],
+        hops: list[npt.NDArray[np.int64]],
+    ) -> npt.NDArray[Any]:
+        """Per row of `rows`: its own value plus its neighbours' (`near` is 0 for rows that do
+        not count and has a trailing 0 that index -1, no neighbour, reads)."""
+        return own[rows] + sum(near[hop[rows]] for hop in hops)
 
     @staticmethod
     def _sign_similarity(

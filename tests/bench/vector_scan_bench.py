@@ -30,15 +30,12 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from scale_bench import pct
 
 from dreamwell.stores.model import FOLLOWS, MemoryEntry, utcnow
 from dreamwell.stores.view import Rows
 
 DIM = 384
-
-
-def p(values: list[float], q: float) -> float:
-    return 1000 * sorted(values)[min(len(values) - 1, int(q * len(values)))]
 
 
 def unit(v: npt.NDArray[Any]) -> npt.NDArray[np.float32]:
@@ -92,7 +89,7 @@ def bench(n: int, searches: int, given: Path | None) -> None:
         for k, got in recall.items():
             got.append(len({i for i, _ in plain[:k]} & set(truth[:k])) / k)
     cells = "  ".join(
-        f"{name} {statistics.median(v) * 1000:6.2f}/{p(v, 0.95):6.2f}"
+        f"{name} {statistics.median(v) * 1000:6.2f}/{pct(v, 0.95) * 1000:6.2f}"
         for name, v in timings.items()
     )
     held = (rows.vec.nbytes if rows.vec is not None else 0) + (
