@@ -41,7 +41,6 @@ RADIUS = 2  # contextual links followed each way for the contextual vector (up t
 TEXT_RADIUS = 1  # ... and for the contextual keyword field: two links there doubled what the
 # background index work per save costs (save p50 at 10k 7.0 -> 11.2 ms) for no recall
 # (dev split R@10 .774 with one link, .777 with two: tests/bench/tune_hybrid.py --levers)
-CONTEXT_RESCORE = 512  # more rows for the contextual ranking (each needs its neighbours too)
 
 
 def sign_words(vectors: npt.NDArray[Any]) -> npt.NDArray[np.uint64]:
@@ -408,7 +407,8 @@ class Rows:
         near = np.zeros(n + 1, dtype=np.float32)  # index -1 (no neighbour) reads the last 0
         near[:n] = np.where(usable[:n], close, 0)
         around = self._summed(close, near, rows, hops) / self.ctx_norm[rows]
-        return plain, rows[self._best(around, max(CONTEXT_RESCORE, count // 256))]
+        # a quarter as many for the contextual ranking: each also needs its neighbours' cosines
+        return plain, rows[self._best(around, max(self.rescore // 4, count // 256))]
 
     @staticmethod
     def _with_linked(

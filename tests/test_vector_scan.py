@@ -129,3 +129,48 @@ def test_above_rescore_a_memory_found_only_through_its_neighbours_is_a_contextua
     summed = vectors[n - 3] + vectors[n - 2] + vectors[n - 1]
     expected = float(summed @ topic / np.linalg.norm(summed))
     assert abs(scores[f"m{n - 2}"] - expected) < 1e-5
+
+
+def test_searches_while_vectors_arrive_and_the_centre_is_recomputed_stay_valid() -> None:
+    """Readers use Rows without a lock while the one writer adds vectors: across the first
+    centring, each re-centring (the codes are swapped whole) and the columns growing, every
+    answer is sorted, filtered and made of rows that exist."""
+    import threading
+
+    vectors = clustered(4000, 12)
+    rows = Rows(16, rescore=64)  # centred at 65, 260 and 1,040 vectors; grown 8 times
+    now = utcnow()
+    stop = threading.Event()
+    failures: list[str] = []
+    searches = 0
+
+    def search() -> None:
+        nonlocal searches
+        rng = np.random.default_rng(13)
+        while not stop.is_set():
+            query = unit(SHARED + TOPICS[rng.integers(0, 50)] + rng.normal(size=DIM))
+            try:
+                plain, context = rows.vector_top(list(query), 10, rows.mask("c/1", ()), True)
+            except Exception as exc:  # reported below, with what it was
+                failures.append(repr(exc))
+                return
+            for hits in (plain, context):
+                scores = [s for _, s in hits]
+                if scores != sorted(scores, reverse=True) or any(
+                    int(i[1:]) % 4 != 1 or i not in rows.row_of for i, _ in hits
+                ):
+                    failures.append(f"bad answer {hits}")
+            searches += 1
+
+    reader = threading.Thread(target=search)
+    reader.start()
+    try:
+        for i, v in enumerate(vectors):
+            meta = {FOLLOWS: f"m{i - 1}"} if i % 3 else {}
+            rows.put(MemoryEntry(f"m{i}", "x", f"c/{i % 4}", (), now, now, now, metadata=meta))
+            rows.set_vector(f"m{i}", "test", v)
+    finally:
+        stop.set()
+        reader.join(timeout=30)
+    assert not failures, failures[:3]
+    assert searches > 0 and rows.codes is not None
