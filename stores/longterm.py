@@ -56,7 +56,7 @@ from dreamwell.stores.ranking import CONTEXT_WEIGHT, KEYWORD_WEIGHT, rank_hits
 from dreamwell.stores.state import StateFile, write_atomic
 from dreamwell.stores.table import MemoryTable, StoredVector
 from dreamwell.stores.text_index import DocTerms, IndexDoc, TextIndex
-from dreamwell.stores.view import Rows, View
+from dreamwell.stores.view import Rows, View, from_bf16
 from dreamwell.stores.wal import Op, Record, Wal, WalGap
 
 logger = logging.getLogger(__name__)
@@ -279,6 +279,11 @@ class LongTermStore:
     def _first_logged(self) -> int:
         segments = self._wal.segments()
         return segments[0] if segments else 1
+
+    @property
+    def vectors_loaded(self) -> bool:
+        """Whether this embedder's stored vectors are in memory (always, without one)."""
+        return self._vectors_ready
 
     def load_vectors(self) -> None:
         """Read this embedder's vectors from LanceDB into memory (after start-up: searches
@@ -786,7 +791,7 @@ class LongTermStore:
                     return {}
                 n = rows.n
                 have = np.flatnonzero(rows.has_vec[:n])
-                matrix = rows.vec[have]  # fancy indexing copies
+                matrix = from_bf16(rows.vec[have])  # a new array
                 ids = [rows.ids[r] for r in have.tolist()]
             return {entry_id: matrix[k] for k, entry_id in enumerate(ids)}
         return {

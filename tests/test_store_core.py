@@ -290,8 +290,11 @@ def test_vectors_come_back_from_lancedb_exactly_across_a_change_of_dimension(
     tmp_path: Path,
 ) -> None:
     """Vectors are read from the table as matrices (one per length), not as Python floats:
-    each comes back bit for bit, with entries of an older model's dimension kept apart."""
+    each comes back bit for bit from LanceDB, and as bfloat16 from memory, with entries of an
+    older model's dimension kept apart."""
     import numpy as np
+
+    from dreamwell.stores.view import from_bf16, to_bf16
 
     old = LongTermStore(tmp_path, embedder=HashEmbedder(name="old", dim=8))
     first = [old.save(f"lake kayak number {i}").entry for i in range(5)]
@@ -309,8 +312,10 @@ def test_vectors_come_back_from_lancedb_exactly_across_a_change_of_dimension(
     for entry_id, vector in read.items():
         assert vector.dtype == np.float32 and vector.shape == (4,)
         assert np.array_equal(vector, kept[entry_id])
-    expected = HashEmbedder(dim=4).embed([second[0].content])[0]
-    assert np.array_equal(read[second[0].id], np.asarray(expected, dtype=np.float32))
+    expected = np.asarray(HashEmbedder(dim=4).embed([second[0].content])[0], dtype=np.float32)
+    assert np.array_equal(read[second[0].id], from_bf16(to_bf16(expected)))
+    stored = LongTermStore(tmp_path).vectors("new")  # no embedder: the table's own values
+    assert set(stored) == set(kept) and np.array_equal(stored[second[0].id], expected)
     # what a caller holds is a copy: later changes to the store leave it as it was
     before = read[second[0].id].copy()
     reopened.apply([replace(second[0], content="river canoe renamed")])

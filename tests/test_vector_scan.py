@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dreamwell.stores.model import FOLLOWS, MemoryEntry, utcnow
-from dreamwell.stores.view import Rows
+from dreamwell.stores.view import Rows, from_bf16, to_bf16
 
 RESCORE = 256  # candidates rescored: 3 % of the 8,192 rows below, as 2,048 is of 65,536
 DIM = 384  # the embedded model's dimension: sign bits are coarser with fewer
@@ -43,8 +43,29 @@ def build(vectors: npt.NDArray[np.float32], chain: bool = False) -> Rows:
 
 
 def exact(vectors: npt.NDArray[np.float32], query: npt.NDArray[np.float32], k: int) -> list[str]:
-    scores = vectors @ query
+    """The true top k of the vectors as the store holds them (bfloat16)."""
+    scores = from_bf16(to_bf16(vectors)) @ query
     return [f"m{i}" for i in np.argsort(-scores, kind="stable")[:k]]
+
+
+def test_vectors_are_held_in_bfloat16_within_a_thousandth_of_float32_cosines() -> None:
+    vectors = clustered(2_000, 9)
+    held = from_bf16(to_bf16(vectors))
+    assert held.dtype == np.float32 and held.shape == vectors.shape
+    assert np.abs(held - vectors).max() <= np.abs(vectors).max() / 256  # 8 bits of mantissa
+    queries = clustered(50, 10)
+    assert np.abs(held @ queries.T - vectors @ queries.T).max() < 1e-3
+    rows = build(vectors[:300])
+    plain, _ = rows.vector_top(list(queries[0]), 5, rows.mask(None, ()))
+    for entry_id, score in plain:
+        assert abs(score - float(vectors[int(entry_id[1:])] @ queries[0])) < 1e-3
+    assert to_bf16(np.array([0.0, -0.0, 1.0, np.inf, -np.inf], dtype=np.float32)).tolist() == [
+        0x0000,
+        0x8000,
+        0x3F80,
+        0x7F80,
+        0xFF80,
+    ]
 
 
 def test_small_stores_and_narrow_filters_are_ranked_exactly() -> None:
@@ -126,7 +147,8 @@ def test_above_rescore_a_memory_found_only_through_its_neighbours_is_a_contextua
     assert f"m{n - 2}" not in dict(plain)
     scores = dict(context)
     assert f"m{n - 2}" in scores
-    summed = vectors[n - 3] + vectors[n - 2] + vectors[n - 1]
+    held = from_bf16(to_bf16(vectors[n - 3 :]))  # as the store holds them
+    summed = held.sum(axis=0)
     expected = float(summed @ topic / np.linalg.norm(summed))
     assert abs(scores[f"m{n - 2}"] - expected) < 1e-5
 
