@@ -17,6 +17,7 @@ from mcp.types import INVALID_PARAMS
 from dreamwell.server.arguments import check_prompt, tool_refusal
 from dreamwell.server.config import Settings
 from dreamwell.server.dream_edge import register_dream
+from dreamwell.server.heap import give_back_freed
 from dreamwell.server.recall import register_recall
 from dreamwell.server.runtime import CURRENT_REQUEST, Runtime, Tenant
 from dreamwell.server.tools import register_tools, text_result
@@ -180,9 +181,7 @@ async def checkpoint_forever(
                 due = CHECKPOINT_SECONDS if max_age is None else max_age
                 if not tenant.longterm.checkpoint_due(due):
                     continue
-                await anyio.to_thread.run_sync(
-                    tenant.longterm.checkpoint, False, abandon_on_cancel=True
-                )
+                await anyio.to_thread.run_sync(_checkpoint, tenant, abandon_on_cancel=True)
             except (StoreError, OSError) as exc:  # a full or read-only disk: try again later
                 logger.warning("checkpoint of %s skipped: %s", tenant.data_dir, exc)
             except Exception:  # never take the server down: the log keeps every write
@@ -203,4 +202,13 @@ async def sweep_forever(runtime: Runtime, period: float = SWEEP_SECONDS) -> None
 
 
 def _backfill(tenant: Tenant) -> int:
-    return tenant.longterm.backfill()
+    loading = not tenant.longterm.vectors_loaded
+    done = tenant.longterm.backfill()
+    if loading and tenant.longterm.vectors_loaded:
+        give_back_freed()  # reading every stored vector left its Arrow batches freed, mapped
+    return done
+
+
+def _checkpoint(tenant: Tenant) -> None:
+    if tenant.longterm.checkpoint(False):
+        give_back_freed()  # the checkpoint's batches

@@ -7,7 +7,6 @@ model (`flag_for` on each field), the rest are the command's own arguments."""
 from __future__ import annotations
 
 import argparse
-import ctypes
 import logging
 import os
 import sys
@@ -17,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from dreamwell.server.flags import COMMANDS as NAMES
 from dreamwell.server.flags import SETTINGS, settings_of
+from dreamwell.server.heap import few_malloc_arenas
 
 if TYPE_CHECKING:
     from dreamwell.server.config import Settings
 
 logger = logging.getLogger("dreamwell")
-_M_ARENA_MAX = -8  # mallopt parameter number in glibc's malloc.h
 
 Command = Callable[["Settings", argparse.Namespace], int]
 HELP = {
@@ -252,18 +251,6 @@ COMMANDS: dict[str, Command] = {
 }
 
 
-def _few_malloc_arenas() -> None:
-    """glibc gives each thread that allocates its own arena; with LanceDB's, Tantivy's and
-    onnxruntime's thread pools that fragmented a server to ~530 MB RSS after a few hundred
-    saves, against ~320 MB with two arenas. Must run before those threads start."""
-    if sys.platform.startswith("linux"):
-        try:  # the process's own symbols include libc's (find_library would run ldconfig)
-            libc = ctypes.CDLL(None)
-            libc.mallopt(_M_ARENA_MAX, 2)
-        except (OSError, AttributeError):  # not glibc (musl, ...): nothing to tune
-            pass
-
-
 def _one_blas_thread() -> None:
     """A search's cosine scan is one matrix-vector product: memory-bound, so extra BLAS
     threads buy little, and on a small or busy machine they spin against the embedder and
@@ -273,7 +260,7 @@ def _one_blas_thread() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    _few_malloc_arenas()
+    few_malloc_arenas()
     _one_blas_thread()
     args = parser().parse_args(argv)
     command: str = args.command
