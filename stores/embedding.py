@@ -31,6 +31,9 @@ E5_DIR = MODELS / "e5-small-v2-int8"
 RERANKER_DIR = MODELS / "ms-marco-minilm-l12"
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length for MiniLM
 E5_MAX_TOKENS = 512  # e5-small-v2 and the reranker were trained up to 512 positions
+# A batch's activations grow with its count x its longest text (attention with its square):
+# 64 texts of 512 tokens in batches of 32 took 2.3 GB. Long texts go in smaller batches.
+BATCH_CHARS = 16_384  # ~4,000 tokens of English
 
 
 class EmbedderError(Exception):
@@ -111,6 +114,10 @@ class _OnnxModel:
                     opts = ort.SessionOptions()
                     opts.intra_op_num_threads = self._threads
                     opts.inter_op_num_threads = 1
+                    # ORT's arena keeps a process's largest batch's activations for good
+                    # (+2.3 GB RSS after 64 texts of 512 tokens; +133 MB without it);
+                    # without it short texts embed as fast (tests/bench/embedder_bench.py)
+                    opts.enable_cpu_mem_arena = False
                     self._session = ort.InferenceSession(
                         str(self.model_dir / "model.onnx"),
                         sess_options=opts,
@@ -122,10 +129,17 @@ class _OnnxModel:
             return self._session, self._tokenizer
 
 
-def _batches(lengths: Sequence[int], size: int) -> list[list[int]]:
-    """Indices grouped by similar length, so little compute goes to padding."""
+def _batches(lengths: Sequence[int], size: int, chars: int = BATCH_CHARS) -> list[list[int]]:
+    """Indices grouped by similar length, so little compute goes to padding: at most `size`
+    texts a batch, and fewer long ones (the batch's longest text x its count <= `chars`)."""
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-    return [order[start : start + size] for start in range(0, len(order), size)]
+    out: list[list[int]] = []
+    for i in order:
+        if out and len(out[-1]) < size and (len(out[-1]) + 1) * lengths[i] <= chars:
+            out[-1].append(i)
+        else:
+            out.append([i])
+    return out
 
 
 def _arrays(encodings: Sequence[Encoding], *, type_ids: bool) -> dict[str, Any]:

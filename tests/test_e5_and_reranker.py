@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from dreamwell.stores.embedding import (
+    BATCH_CHARS,
     E5_DIR,
     RERANKER_DIR,
     CrossEncoderReranker,
@@ -22,6 +23,7 @@ from dreamwell.stores.embedding import (
     OllamaEmbedder,
     OnnxE5,
     OnnxMiniLM,
+    _batches,
     model_files_ok,
 )
 
@@ -218,3 +220,36 @@ def test_constructing_e5_and_the_reranker_does_not_load_onnxruntime() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_long_texts_are_embedded_in_smaller_batches() -> None:
+    lengths = [100] * 40 + [2_000] * 20 + [50_000]
+    batches = _batches(lengths, 32)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    for batch in batches:
+        assert len(batch) <= 32
+        assert len(batch) == 1 or len(batch) * max(lengths[i] for i in batch) <= BATCH_CHARS
+    assert max(len(b) for b in batches) == 32  # short texts still fill whole batches
+
+
+def test_embedding_long_texts_does_not_keep_their_activations() -> None:
+    """onnxruntime's arena kept the largest batch's activations for the life of the process:
+    8 texts of 512 tokens left ~300 MB behind (64 of them, 2.3 GB)."""
+    code = (
+        "import ctypes\n"
+        "from dreamwell.stores.embedding import OnnxE5\n"
+        "def rss():\n"
+        "    for line in open('/proc/self/status'):\n"
+        "        if line.startswith('VmRSS'): return int(line.split()[1]) / 1024\n"
+        "e5 = OnnxE5(); e5.embed(['warm up'])\n"
+        "before = rss()\n"
+        "long = ' '.join(f'word{i} about the garden and the piano' for i in range(90))\n"
+        "e5.embed([long + str(i) for i in range(8)])\n"
+        "ctypes.CDLL(None).malloc_trim(0)\n"
+        "print(rss() - before)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert float(done.stdout) < 150, f"{float(done.stdout):.0f} MiB kept after one batch"
