@@ -29,6 +29,9 @@ logger = logging.getLogger(__name__)
 
 _JOURNAL = 64  # checkpoints kept in the journal (a process further behind reloads everything)
 _JOURNAL_IDS = 5000  # a checkpoint that wrote more ids says "reload everything"
+_JOURNAL_TOTAL_IDS = 20_000  # ... and so do older checkpoints once the journal names this many
+# (every process parses the file after each checkpoint: batch imports left 100,000 ids in it,
+# 1.6 MB to parse and 6 MiB held per process)
 _RECHECK_SECONDS = 0.25  # mtime ticks can be coarse: re-read now and then even if unchanged
 
 
@@ -171,6 +174,11 @@ class StateFile:
         ids = sorted(touched) if len(touched) <= _JOURNAL_IDS else None
         journal = {g: c for g, c in old.journal.items() if g > generation - _JOURNAL}
         journal[generation] = ids
+        named = 0
+        for g in sorted(journal, reverse=True):  # newest first: older ones are dropped first
+            named += len(journal[g] or ())
+            if named > _JOURNAL_TOTAL_IDS:
+                journal[g] = None
         versions = {g: v for g, v in old.versions.items() if g in journal}
         versions[generation] = version
         state = State(checkpoint, version, generation, journal, versions=versions)
