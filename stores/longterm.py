@@ -108,11 +108,19 @@ def matches(e: MemoryEntry, category: str | None, tags: Sequence[str]) -> bool:
     return category is None or cat == category or cat.startswith(category + "/")
 
 
-def _dup_key(category: str | None, content: str) -> tuple[str, bytes]:
-    """Category and a 128-bit digest of the folded text (not the text: this map has an item
-    per live memory)."""
-    folded = fold_text(content) or content
-    return (category or "", hashlib.blake2b(folded.encode(), digest_size=16).digest())
+def _dup_key(category: str | None, content: str) -> int:
+    """A 64-bit digest of the category and the folded text: one small int per live memory in
+    the duplicate map (a (category, 128-bit digest) tuple took 105 bytes). A hit is only a
+    candidate: `_same_text` confirms it, so a collision can never merge two memories."""
+    text = f"{category or ''}\0{fold_text(content) or content}"
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+
+
+def _same_text(entry: MemoryEntry, category: str | None, content: str) -> bool:
+    """Whether `entry` is a duplicate of this category and text (what _dup_key digests)."""
+    return (entry.category or "") == (category or "") and (
+        fold_text(entry.content) or entry.content
+    ) == (fold_text(content) or content)
 
 
 def _put(entry: MemoryEntry) -> Op:
@@ -137,11 +145,11 @@ def _vector_of(op: Op) -> list[float]:
 class Scratch:
     """The store as a commit's plans see it: the view plus the batch's earlier changes."""
 
-    def __init__(self, view: View, dups: Mapping[tuple[str, bytes], str]) -> None:
+    def __init__(self, view: View, dups: Mapping[int, str]) -> None:
         self._view = view
         self._dups = dups
         self._changed: dict[str, MemoryEntry | None] = {}
-        self._dup_changes: dict[tuple[str, bytes], str | None] = {}
+        self._dup_changes: dict[int, str | None] = {}
 
     def get(self, entry_id: str) -> MemoryEntry | None:
         if entry_id in self._changed:
@@ -152,7 +160,9 @@ class Scratch:
         key = _dup_key(category, content)
         found = self._dup_changes[key] if key in self._dup_changes else self._dups.get(key)
         entry = self.get(found) if found else None
-        return entry if entry is not None and entry.live else None
+        if entry is None or not entry.live or not _same_text(entry, category, content):
+            return None
+        return entry
 
     def take(self, ops: Sequence[Op]) -> None:
         for op in ops:
@@ -230,7 +240,7 @@ class LongTermStore:
         self._terms: dict[str, DocTerms] = {}
         self._rows = Rows()
         self._unlogged: set[str] = set()  # vectors a search computed, not yet in the log
-        self._dups: dict[tuple[str, bytes], str] = {}
+        self._dups: dict[int, str] = {}
         self._generation = -1  # the last checkpoint whose changes this process has applied
         self._indexed = 0  # the checkpoint the Tantivy searcher reflects
         self._wal_dir_stamp = 0

@@ -93,9 +93,33 @@ def _aware(value: datetime | None) -> datetime | None:
 _NO_METADATA: Mapping[str, str] = MappingProxyType({})
 
 
+# values that repeat across entries, one object each (bounded: past the bound, new values
+# are no longer added)
+_SHARED_TAGS: dict[tuple[str, ...], tuple[str, ...]] = {}
+_SHARED_FLOATS: dict[str, float] = {}
+_SHARED_MAX = 65_536
+
+
+def _shared_tags(tags: tuple[str, ...]) -> tuple[str, ...]:
+    """One tuple for equal tag lists (most entries share a few), bounded."""
+    if len(_SHARED_TAGS) < _SHARED_MAX:
+        return _SHARED_TAGS.setdefault(tags, tags)
+    return _SHARED_TAGS.get(tags, tags)
+
+
+def _shared_float(value: float) -> float:
+    """One float object for equal scores (most are the defaults), keyed by its exact bits so
+    that -0.0 stays -0.0."""
+    key = value.hex()
+    if len(_SHARED_FLOATS) < _SHARED_MAX:
+        return _SHARED_FLOATS.setdefault(key, value)
+    return _SHARED_FLOATS.get(key, value)
+
+
 def _entry(row: dict[str, Any]) -> MemoryEntry:
     """An entry from a table row, sharing what repeats across 100,000 of them: category and
-    tag strings (interned), equal timestamps (one object) and empty metadata."""
+    tag strings (interned), tag tuples and scores, equal timestamps (one object) and empty
+    metadata."""
     created = _aware(row["created_at"])
     assert created is not None
     updated = _aware(row["updated_at"]) or created
@@ -106,13 +130,13 @@ def _entry(row: dict[str, Any]) -> MemoryEntry:
         id=row["id"],
         content=row["content"],
         category=sys.intern(category) if category is not None else None,
-        tags=tuple(sys.intern(t) for t in row["tags"] or ()),
+        tags=_shared_tags(tuple(sys.intern(t) for t in row["tags"] or ())),
         created_at=created,
         updated_at=created if updated == created else updated,
         last_seen_at=updated if seen == updated else seen,
         reinforcement_count=int(row["reinforcement_count"]),
-        importance=float(row["importance"]),
-        score=float(row["score"]),
+        importance=_shared_float(float(row["importance"])),
+        score=_shared_float(float(row["score"])),
         last_used_at=_aware(row["last_used_at"]),
         decayed_at=_aware(row["decayed_at"]),
         metadata=json.loads(metadata) if metadata and metadata != "{}" else _NO_METADATA,

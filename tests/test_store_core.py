@@ -371,3 +371,25 @@ def test_the_terms_of_pending_entries_are_dropped_once_they_are_checkpointed(
     store.save("one more fact about kayaks")
     store.search("kayaks")
     assert len(store._terms) == 1
+
+
+def test_a_collision_of_the_duplicate_digest_never_merges_two_memories(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The duplicate map keys on a 64-bit digest; a hit is checked against the text. Here
+    every text collides."""
+    from dreamwell.stores import longterm
+
+    monkeypatch.setattr(longterm, "_dup_key", lambda category, content: 7)
+    store = LongTermStore(tmp_path)
+    first = store.save("The cat sleeps on the sofa", category="pets")
+    other = store.save("Rent is due on the first of the month", category="pets")
+    again = store.save("the cat sleeps on the SOFA", category="pets")  # folded: the same
+    elsewhere = store.save("The cat sleeps on the sofa", category="home")
+    ids = {first.entry.id, other.entry.id, elsewhere.entry.id}
+    assert len(ids) == 3  # different texts or categories: never merged
+    assert again.entry.id != other.entry.id  # the slot held "Rent ...": checked, not merged
+    by_id = {e.id: e for e in store.entries()}
+    assert by_id[other.entry.id].content == "Rent is due on the first of the month"
+    assert by_id[first.entry.id].content == "The cat sleeps on the sofa"
+    assert by_id[elsewhere.entry.id].category == "home"
