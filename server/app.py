@@ -142,15 +142,19 @@ async def backfill_forever(runtime: Runtime, idle: float = 30.0) -> None:
     save: embedding is kept off the reply path; a switched embedder; Ollama being down).
     Keyword search covers them meanwhile."""
     while True:
-        done = 0
+        done, failed = 0, False
         for tenant in runtime.opened():
             try:
                 done += await anyio.to_thread.run_sync(_backfill, tenant, abandon_on_cancel=True)
             except (StoreError, OSError) as exc:  # e.g. the store is busy: later
+                failed = True
                 logger.warning("backfill in %s paused: %s", tenant.data_dir, exc)
             except Exception:  # never take the server down: keyword search still works
+                failed = True
                 logger.exception("backfill in %s failed; will retry", tenant.data_dir)
-        if not done:
+        if failed:
+            await anyio.sleep(idle)  # not at once: that would spin on a lasting failure
+        elif not done:
             await _wait_for_vectors_wanted(runtime, idle)
 
 
@@ -161,8 +165,11 @@ async def _wait_for_vectors_wanted(runtime: Runtime, timeout: float) -> None:
 
 
 def _vectors_wanted(tenant: Tenant) -> bool:
+    """A store opened since the last round (its stored vectors are still to load: searches
+    are keyword-only until then), or one with memories to embed."""
     try:
-        return tenant.longterm.vectors_wanted.is_set()
+        store = tenant.longterm
+        return not store.vectors_loaded or store.vectors_wanted.is_set()
     except StoreError:  # long-term memory cannot open (yet): nothing to embed
         return False
 

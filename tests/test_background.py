@@ -104,3 +104,48 @@ async def test_a_failing_checkpoint_never_stops_the_server_loops(
                 await anyio.sleep(0.01)
             tg.cancel_scope.cancel()
     assert LongTermStore(tmp_path).search("kept")
+
+
+async def test_stored_vectors_load_as_soon_as_the_store_opens_not_after_the_idle_wait(
+    tmp_path: Path,
+) -> None:
+    """The loop starts before the handshake opens the store; it used to notice the store only
+    after its idle wait (30 s), and every search meanwhile was keyword-only."""
+    from dreamwell.stores import OnnxMiniLM
+
+    saver = LongTermStore(tmp_path, embedder=OnnxMiniLM())
+    for i in range(3):
+        saver.save(f"sailing trip number {i}")
+    assert saver.backfill() == 3 and saver.checkpoint()
+    runtime = Runtime(Settings(data_dir=tmp_path, embedder="minilm"))
+    with anyio.fail_after(10):  # well under the 30 s idle wait
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(backfill_forever, runtime)  # the default idle wait
+            await anyio.sleep(0.2)  # the loop is waiting when the store opens
+            tenant = await runtime.tenant()
+            while not tenant.longterm.vectors_loaded:
+                await anyio.sleep(0.01)
+            tg.cancel_scope.cancel()
+    assert tenant.longterm.missing_vectors() == 0
+
+
+async def test_a_store_whose_vectors_cannot_load_is_retried_without_spinning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dreamwell.stores import StoreError
+
+    runtime = Runtime(Settings(data_dir=tmp_path, embedder="minilm"))
+    tenant = await runtime.tenant()
+    calls = 0
+
+    def broken(batch: int = 64) -> int:
+        nonlocal calls
+        calls += 1
+        raise StoreError("busy")
+
+    monkeypatch.setattr(tenant.longterm, "backfill", broken)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(backfill_forever, runtime, 0.5)
+        await anyio.sleep(1.2)
+        tg.cancel_scope.cancel()
+    assert 2 <= calls <= 4  # retried after each idle wait, not in a tight loop

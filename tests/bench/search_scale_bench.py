@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -51,14 +52,28 @@ def sentence(rng: random.Random, i: int) -> str:
     )
 
 
+# One memory that only the vector search can find for PROBE_QUERY (no word in common): it
+# gets a real e5 vector, and the bench times nothing until the server finds it, so that every
+# timed "hybrid" search really embedded its query and scanned the vectors.
+PROBE = "Quarterly revenue grew by twelve percent"
+PROBE_QUERY = "how did sales numbers change"
+
+
 class StandIn:
-    """Files a deterministic random unit vector per text under the default model's name."""
+    """Files a deterministic random unit vector per text under the default model's name (the
+    probe memory's is real)."""
 
     name = OnnxE5.name
+
+    def __init__(self) -> None:
+        self.e5 = OnnxE5()
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         out = []
         for text in texts:
+            if text == PROBE:
+                out.append(self.e5.embed([text])[0])
+                continue
             seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
             v = np.random.default_rng(seed).standard_normal(384)
             out.append((v / np.linalg.norm(v)).tolist())
@@ -77,11 +92,27 @@ def build(data: Path, n: int) -> float:
             )
             for i in range(start, min(n, start + 5000))
         ]
+        if start == 0:
+            batch[0] = replace(batch[0], content=PROBE)
         store.apply(batch)
         while store.backfill(batch=5000):
             pass
         store.checkpoint()
     return time.perf_counter() - started
+
+
+async def until_vectors(client: Client, hybrid: bool) -> float:
+    """Seconds until the probe is found by meaning (hybrid), or confirm it is not (BM25)."""
+    started = time.perf_counter()
+    while True:
+        result = await client.call_tool("search_memory", {"query": PROBE_QUERY})
+        found = PROBE in " ".join(getattr(c, "text", "") for c in result.content)
+        if found or not hybrid:
+            assert found == hybrid, "BM25 alone found the probe: it shares a word"
+            return time.perf_counter() - started
+        if time.perf_counter() - started > 300:
+            raise RuntimeError("the server never searched by vectors")
+        await anyio.sleep(0.5)
 
 
 async def measure(data: Path, searches: int, env: dict[str, str]) -> tuple[list[float], float]:
@@ -93,7 +124,9 @@ async def measure(data: Path, searches: int, env: dict[str, str]) -> tuple[list[
     async with Client(params) as client:
         await client.call_tool("search_memory", {"query": "warm up"})
         pid = _server_pid(data)
-        await _until_idle(pid)  # vectors loaded, embedder warm
+        ready = await until_vectors(client, hybrid="DREAMWELL_EMBEDDER" not in env)
+        sys.stdout.write(f"  vectors in use {ready:.1f} s after the first call\n")
+        await _until_idle(pid)
         for _ in range(10):
             await client.call_tool("search_memory", {"query": "warm up the caches"})
         for _ in range(searches):
