@@ -196,3 +196,34 @@ def test_searches_while_vectors_arrive_and_the_centre_is_recomputed_stay_valid()
         reader.join(timeout=30)
     assert not failures, failures[:3]
     assert searches > 0 and rows.codes is not None
+
+
+def test_the_histogram_selection_keeps_the_k_largest_sign_scores() -> None:
+    rng = np.random.default_rng(12)
+    for n, k in ((10_000, 156), (5_000, 2_048), (300, 300), (300, 500), (1, 1)):
+        values = (rng.binomial(384, 0.5, n) * 2 - 384).astype(np.int16)
+        got = Rows._best_signs(values, k, 384)
+        assert len(got) == min(k, n) and len(set(got.tolist())) == len(got)
+        assert sorted(values[got].tolist()) == sorted(values.tolist())[-len(got) :]
+
+
+def test_the_kept_link_arrays_follow_every_change_of_the_chains() -> None:
+    """The contextual search keeps its link arrays between searches: they always equal
+    following prev / next, as links are made, moved and dropped in any order and rows are
+    added without links."""
+    rng = np.random.default_rng(13)
+    rows = Rows(8)
+    now = utcnow()
+    for step in range(400):
+        entry_id = f"m{int(rng.integers(0, 40 + step // 4))}"
+        before = f"m{int(rng.integers(0, 40))}"
+        meta = {FOLLOWS: before} if rng.random() < 0.6 else {}
+        rows.put(MemoryEntry(entry_id, "x", None, (), now, now, now, metadata=meta))
+        n = rows.n
+        hops, named = rows._links(n)
+        assert named <= n
+        for r in range(n):
+            for links, (one, two) in ((rows.prev, hops[:2]), (rows.next, hops[2:])):
+                first = int(links[r])
+                assert one[r] == first
+                assert two[r] == (int(links[first]) if first >= 0 else -1)
