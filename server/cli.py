@@ -190,9 +190,9 @@ def cmd_log(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_export(settings: Settings, args: argparse.Namespace) -> int:
-    from dreamwell.server.porting import export_command
+    from dreamwell.server.porting import export_command, vector_model
 
-    return export_command(tenant_dir(settings, args.tenant), args)
+    return export_command(tenant_dir(settings, args.tenant), args, vector_model(settings))
 
 
 def cmd_import(settings: Settings, args: argparse.Namespace) -> int:

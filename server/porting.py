@@ -11,17 +11,17 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from dreamwell.server.formats import FOREIGN, MAX_TAGS, read_records
 from dreamwell.server.stats import ensure_format
 from dreamwell.stores import (
     LongTermStore,
     MemoryEntry,
+    OnnxE5,
     OnnxMiniLM,
     StoreBusy,
     StoreError,
-    Vector,
     VectorLike,
     Write,
     entry_to_dict,
@@ -32,8 +32,10 @@ from dreamwell.stores import (
 BATCH = 5_000
 MAX_ATTEMPTS = 5  # a batch another process keeps changing is planned again this often
 SHOWN_BAD = 20
-VECTOR_MODEL = OnnxMiniLM().name
 IMPORTED_AS = "imported_as"  # metadata: ids of imported records reinforced into this entry
+
+if TYPE_CHECKING:
+    from dreamwell.server.config import Settings
 
 
 # ---- planning and writing ------------------------------------------------------------------
@@ -183,19 +185,27 @@ def import_command(data_dir: Path, args: argparse.Namespace) -> int:
 
 # ---- export --------------------------------------------------------------------------------
 def export_lines(
-    entries: Sequence[MemoryEntry], vectors: Mapping[str, VectorLike] | None = None
+    entries: Sequence[MemoryEntry],
+    vectors: Mapping[str, VectorLike] | None = None,
+    model: str = "",
 ) -> Iterator[str]:
     for e in sorted(entries, key=lambda e: (e.created_at, e.id)):
         data = entry_to_dict(e)
         if vectors is not None and e.id in vectors:
             data["vector"] = [float(x) for x in vectors[e.id]]
-            data["vector_model"] = VECTOR_MODEL
+            data["vector_model"] = model
         yield json.dumps(data, ensure_ascii=False) + "\n"
 
 
-def _stored_vectors(store: LongTermStore) -> dict[str, Vector]:
-    """Vectors of the embedded model."""
-    return store.vectors(VECTOR_MODEL)
+def vector_model(settings: Settings) -> str | None:
+    """The name the configured embedder's vectors are stored under (None: no embedder)."""
+    if settings.embedder == "e5":
+        return OnnxE5.name
+    if settings.embedder == "minilm":
+        return OnnxMiniLM.name
+    if settings.embedder == "ollama":
+        return f"ollama:{settings.ollama_embed_model}"
+    return None
 
 
 def _write_all(out: IO[str], lines: Iterable[str], total: int) -> int:
@@ -209,15 +219,19 @@ def _write_all(out: IO[str], lines: Iterable[str], total: int) -> int:
     return count
 
 
-def export_command(data_dir: Path, args: argparse.Namespace) -> int:
+def export_command(data_dir: Path, args: argparse.Namespace, model: str | None) -> int:
+    """`model`: the name the configured embedder's vectors are stored under (--with-vectors
+    exports those, exactly as LanceDB holds them)."""
     if not (data_dir / "lancedb").exists():
         sys.stderr.write(f"dreamwell: no memory at {data_dir}; check --data-dir and --tenant\n")
         return 1
-    # the embedder is only named here (it loads lazily): it makes the store read its vectors
-    store = LongTermStore(data_dir, embedder=OnnxMiniLM() if args.with_vectors else None)
-    vectors = _stored_vectors(store) if args.with_vectors else None
+    if args.with_vectors and model is None:
+        sys.stderr.write("dreamwell: --with-vectors needs an embedder; embedder is none\n")
+        return 1
+    store = LongTermStore(data_dir)  # no embedder: vectors come from the table, not memory
+    vectors = store.vectors(model) if args.with_vectors and model else None
     entries = store.entries(args.include_archived)
-    lines = export_lines(entries, vectors)
+    lines = export_lines(entries, vectors, model or "")
     if args.output:
         with Path(args.output).open("w", encoding="utf-8") as out:
             count = _write_all(out, lines, len(entries))

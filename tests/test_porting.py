@@ -14,7 +14,7 @@ import pytest
 from dreamwell.server.cli import main
 from dreamwell.server.formats import read_records
 from dreamwell.server.porting import write_batches
-from dreamwell.stores import LongTermStore, MemoryEntry, OnnxMiniLM, entry_to_dict, utcnow
+from dreamwell.stores import LongTermStore, MemoryEntry, OnnxE5, OnnxMiniLM, entry_to_dict, utcnow
 
 T0 = datetime(2026, 3, 1, 12, 30, 15, 123456, tzinfo=timezone.utc)
 
@@ -216,19 +216,34 @@ def test_an_unreadable_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFi
     assert err.startswith("dreamwell: cannot read") and err.count("\n") == 1
 
 
+@pytest.mark.parametrize("embedder", ["e5", "minilm"])
 def test_with_vectors_exports_the_stored_vector_and_import_leaves_it_to_the_backfill(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder: str
 ) -> None:
-    model = OnnxMiniLM()
+    """The configured embedder's vectors (the default e5's: the export used to name MiniLM's
+    whatever the embedder, so a default store exported none), exactly as stored."""
+    model = OnnxE5() if embedder == "e5" else OnnxMiniLM()
+    monkeypatch.setenv("DREAMWELL_EMBEDDER", embedder)
     saver = LongTermStore(tmp_path / "a", embedder=model)
     saver.save("The cat sleeps on the sofa")
-    assert saver.backfill() == 1  # the server's background backfill
+    assert saver.backfill() == 1 and saver.checkpoint()  # the server's background work
     out = tmp_path / "v.jsonl"
     assert run("export", "--data-dir", str(tmp_path / "a"), "--with-vectors", "-o", str(out)) == 0
     line = json.loads(out.read_text())
-    assert len(line["vector"]) == model.dim and line["vector_model"] == model.name
+    assert line["vector_model"] == model.name
+    assert line["vector"] == [float(x) for x in model.embed(["The cat sleeps on the sofa"])[0]]
     assert run("import", str(out), "--data-dir", str(tmp_path / "b")) == 0
     assert LongTermStore(tmp_path / "b", embedder=model).missing_vectors() == 1
+
+
+def test_with_vectors_and_no_embedder_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    LongTermStore(tmp_path).save("The cat sleeps on the sofa")
+    monkeypatch.setenv("DREAMWELL_EMBEDDER", "none")
+    assert run("export", "--data-dir", str(tmp_path), "--with-vectors") == 1
+    err = capsys.readouterr().err
+    assert err == "dreamwell: --with-vectors needs an embedder; embedder is none\n"
 
 
 class Interleaved(list[MemoryEntry]):
