@@ -30,7 +30,9 @@ MODES = {
 CATS = ("1-multi-hop", "2-temporal", "3-open-domain", "4-single-hop")
 
 
-def run(mode: str, env: list[str], conversations: str, out: Path) -> dict[str, object]:
+def run(
+    mode: str, env: list[str], conversations: str, out: Path, settle: float = 0.0
+) -> dict[str, object]:
     cmd = [
         sys.executable,
         str(SHARED / "bench/memory_bench.py"),
@@ -47,6 +49,8 @@ def run(mode: str, env: list[str], conversations: str, out: Path) -> dict[str, o
         "--out",
         str(out),
         "--quiet-json",
+        "--settle",
+        str(settle),
     ]
     for item in env:
         cmd += ["--env", item]
@@ -69,6 +73,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--conversations", default="0-4")
     parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=0.0,
+        help="seconds between the saves and the questions (0: at once, racing the backfill; "
+        "10: every vector computed, which separates recall from the machine's speed)",
+    )
     args = parser.parse_args()
     out = sys.stdout
     out.write(
@@ -78,7 +89,9 @@ def main() -> None:
     out.write("|---" * (7 + len(CATS)) + "|\n")
     with tempfile.TemporaryDirectory() as tmp:
         for mode in args.modes.split(","):
-            result = run(mode, MODES[mode], args.conversations, Path(tmp) / f"{mode}.json")
+            result = run(
+                mode, MODES[mode], args.conversations, Path(tmp) / f"{mode}.json", args.settle
+            )
             agg = categories_1_to_4(result)
             save, search = result["save_latency"], result["search_latency"]
             assert isinstance(save, dict) and isinstance(search, dict)
