@@ -180,7 +180,11 @@ def test_symmetric_embedders_embed_a_query_like_a_memory() -> None:
 
 def test_reranker_reproduces_its_reference_scores(reranker: CrossEncoderReranker) -> None:
     scores = reranker.score(RR_REF["query"], RR_REF["texts"])
-    assert scores == pytest.approx(RR_REF["scores"], abs=0.3)
+    # int8 kernels differ by CPU (AVX2 against AVX512-VNNI) and onnxruntime release: on one
+    # machine here the third score came out 0.35 above the reference. Miswired inputs move
+    # them by whole units: with the pair order swapped the first score is -0.7, not 7.4
+    assert scores == pytest.approx(RR_REF["scores"], abs=0.5)
+    assert sorted(range(4), key=lambda i: -scores[i]) == [0, 1, 2, 3]
 
 
 def test_reranker_puts_the_relevant_passage_first(reranker: CrossEncoderReranker) -> None:
