@@ -68,6 +68,7 @@ CHECKPOINT_RECORDS = 512  # fold the log into LanceDB/Tantivy when this many ids
 CHECKPOINT_SECONDS = 5.0  # ... or when the oldest pending change is this old
 COMPACT_FRAGMENTS = 16  # compact LanceDB when it has this many fragments
 KEEP_VERSIONS = timedelta(seconds=30)  # old LanceDB versions kept for readers mid-scan
+ROWS_SLACK = 4096  # rows of deleted entries a process keeps beyond one per entry (see checkpoint)
 
 
 class _Any:
@@ -761,10 +762,11 @@ class LongTermStore:
             entry = view.get(entry_id)
             if entry is not None and entry.live and len(missing) < batch:
                 missing.append(entry)
-        for entry_id, row in list(self._rows.row_of.items()):
+        rows = self._rows  # one Rows throughout: a checkpoint may swap in a compacted one
+        for entry_id, row in list(rows.row_of.items()):
             if len(missing) >= batch:
                 break
-            if not self._rows.has_vec[row] and self._rows.live[row]:
+            if not rows.has_vec[row] and rows.live[row]:
                 entry = view.get(entry_id)
                 if entry is not None and entry.live:
                     missing.append(entry)
@@ -829,6 +831,7 @@ class LongTermStore:
     def checkpoint(self, wait: bool = True) -> bool:
         """Fold the log into LanceDB and Tantivy and drop the folded segments. Returns False
         when another process is doing it (with wait=False) or there was nothing to fold."""
+        self._compact_rows()
         try:
             self._cplock.acquire(timeout=None if wait else 0)
         except Timeout:
@@ -855,6 +858,16 @@ class LongTermStore:
             self._cplock.release()
         self._catch_up()
         return True
+
+    def _compact_rows(self) -> None:
+        """Rebuild this process's rows without those of deleted entries once they outnumber
+        the entries by ROWS_SLACK: each row holds a vector, and a server that saves and
+        deletes for months would otherwise keep one for every memory it ever saw. Readers
+        keep the rows they took; the rebuild takes about a second per 100,000 entries, off
+        the tool calls' path (checkpoints run in the background)."""
+        with self._apply_lock:
+            if self._rows.n > 2 * self._view.size + ROWS_SLACK:
+                self._rows = self._rows.compacted(self._view.values())
 
     def _fold(self, start: int, end: int) -> set[str]:
         """Write the records start < seq <= end to LanceDB and Tantivy (idempotent: a fold

@@ -76,6 +76,7 @@ class View:
     over: Mapping[str, MemoryEntry | None] = field(default_factory=lambda: MappingProxyType({}))
     categories: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     live_count: int = 0
+    size: int = 0  # entries, live and archived
 
     def get(self, entry_id: str) -> MemoryEntry | None:
         if entry_id in self.over:
@@ -93,9 +94,10 @@ class View:
     def with_changes(self, changes: Mapping[str, MemoryEntry | None]) -> View:
         """A new view with `changes` applied (None deletes); this one is left as it was."""
         counts = dict(self.categories)
-        live = self.live_count
+        live, size = self.live_count, self.size
         for entry_id, new in changes.items():
             old = self.get(entry_id)
+            size += (new is not None) - (old is not None)
             if old is not None and old.live:
                 live -= 1
                 if old.category:
@@ -108,14 +110,16 @@ class View:
                     counts[new.category] = counts.get(new.category, 0) + 1
         over = {**self.over, **changes}
         if len(over) < _FOLD_AT:
-            return View(self.base, MappingProxyType(over), MappingProxyType(counts), live)
+            return View(self.base, MappingProxyType(over), MappingProxyType(counts), live, size)
         base = dict(self.base)
         for entry_id, new in over.items():
             if new is None:
                 base.pop(entry_id, None)
             else:
                 base[entry_id] = new
-        return View(MappingProxyType(base), MappingProxyType({}), MappingProxyType(counts), live)
+        return View(
+            MappingProxyType(base), MappingProxyType({}), MappingProxyType(counts), live, size
+        )
 
     @staticmethod
     def of(entries: Iterable[MemoryEntry]) -> View:
@@ -316,6 +320,44 @@ class Rows:
             bits[:, start : start + len(block)] = sign_words(block).T
         self.codes = (centre, bits)
         self._centred_at = self._set = len(have)
+
+    def compacted(self, entries: Iterable[MemoryEntry]) -> Rows:
+        """A new Rows with rows for `entries` only (the rows of deleted entries dropped) and
+        the vectors this one holds for them, as a store opened afresh would have them: a link
+        to an entry that is gone becomes a link to an empty row. This one is left as it was,
+        for the readers still using it."""
+        entries = list(entries)
+        new = Rows(max(1024, len(entries) + 1024), self.rescore)
+        for entry in entries:
+            new.put(entry)
+        if self.vec is not None and self.model is not None:
+            n = self.n
+            kept = [
+                (row, new.row_of[entry_id])
+                for entry_id, row in self.row_of.items()
+                if row < n and self.has_vec[row] and entry_id in new.row_of
+            ]
+            if kept:
+                old_rows, new_rows = np.array(kept, dtype=np.int64).T
+                new.take_vectors(self.model, self.vec[old_rows], new_rows)
+        return new
+
+    def take_vectors(self, model: str, block: Bf16, rows: npt.NDArray[np.int64]) -> None:
+        """Set the vectors of `rows` at once (bfloat16, as held), then the centre, the sign
+        bits and the contextual norms: what set_vector does a row at a time."""
+        self.model = model
+        self.vec = np.zeros((len(self.live), block.shape[1]), dtype=np.uint16)
+        self.vec[rows] = block
+        self.has_vec[:] = False
+        self.has_vec[rows] = True
+        self.codes = None
+        self._centred_at = 0
+        self._set = len(rows)
+        if self._set > self.rescore:
+            self._centre()
+        n = self.n
+        for row in np.flatnonzero((self.prev[:n] >= 0) | (self.next[:n] >= 0)).tolist():
+            self.ctx_norm[row] = self._ctx_norm(row)
 
     def drop_vector(self, entry_id: str) -> None:
         row = self.row_of.get(entry_id)

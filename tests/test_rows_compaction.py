@@ -1,0 +1,133 @@
+"""A process's rows (one per entry it has seen, each with a vector) are rebuilt without those
+of deleted entries once they outnumber the entries: a server that saves and deletes for months
+must not hold a row and a vector for every memory it ever saw."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dreamwell.stores.longterm as longterm
+from dreamwell.stores import LongTermStore
+from dreamwell.stores.model import FOLLOWS, MemoryEntry, utcnow
+from dreamwell.stores.view import Rows, View
+from tests.test_recall import HashEmbedder
+from tests.test_vector_scan import RESCORE, clustered
+
+
+def _entries(n: int) -> list[MemoryEntry]:
+    now = utcnow()
+    return [
+        MemoryEntry(
+            f"m{i}", "x", f"c/{i % 4}", (f"t{i % 3}",), now, now, now,
+            metadata={FOLLOWS: f"m{i - 1}"} if i % 5 else {},
+        )
+        for i in range(n)
+    ]  # fmt: skip
+
+
+def _answers(rows: Rows, queries: np.ndarray) -> list[object]:
+    out: list[object] = []
+    for q in queries:
+        for mask in (rows.mask(None, ()), rows.mask("c/1", ()), rows.mask(None, ("t2",))):
+            out.append(rows.vector_top(list(q), 20, mask, contextual=True))
+    return out
+
+
+def test_compacted_rows_are_the_rows_of_a_store_opened_afresh_and_the_old_ones_are_untouched() -> (
+    None
+):
+    entries = _entries(3_000)
+    vectors = clustered(3_000, 4)
+    rows = Rows(1024, rescore=RESCORE)
+    for entry, vector in zip(entries, vectors, strict=True):
+        rows.put(entry)
+        rows.set_vector(entry.id, "test", vector)
+    gone = set(np.random.default_rng(5).choice(3_000, 1_800, replace=False).tolist())
+    for i in sorted(gone):
+        rows.remove(f"m{i}")
+    kept = [e for i, e in enumerate(entries) if i not in gone]
+    queries = clustered(6, 6)
+    before = _answers(rows, queries)
+
+    compacted = rows.compacted(kept)
+    # what a store opened on these entries builds: every row, then every vector
+    fresh = Rows(1024, rescore=RESCORE)
+    for entry in kept:
+        fresh.put(entry)
+    for i, entry in enumerate(entries):
+        if i not in gone:
+            fresh.set_vector(entry.id, "test", vectors[i])
+    # one at a time, the centre is the mean of the first vectors (RESCORE, then each time
+    # they quadruple); the rebuild takes the mean of all of them, as this does
+    fresh._centre()
+
+    n = fresh.n
+    assert compacted.ids == fresh.ids and n < rows.n - 1_000
+    assert compacted.n <= 2 * len(kept)  # rows of followed entries that are gone stay empty
+    assert fresh.vec is not None and compacted.vec is not None and compacted.codes is not None
+    assert fresh.codes is not None
+    assert np.array_equal(compacted.vec[:n], fresh.vec[:n])
+    assert np.array_equal(compacted.has_vec[:n], fresh.has_vec[:n])
+    assert np.array_equal(compacted.ctx_norm[:n], fresh.ctx_norm[:n])
+    assert np.array_equal(compacted.codes[0], fresh.codes[0])
+    assert np.array_equal(compacted.codes[1][:, :n], fresh.codes[1][:, :n])
+    assert compacted.linked == fresh.linked and compacted.tag_rows == fresh.tag_rows
+    assert _answers(compacted, queries) == _answers(fresh, queries)
+    # a reader still holding the old rows gets what it got before the rebuild
+    assert _answers(rows, queries) == before
+
+
+def test_a_store_that_saves_and_deletes_keeps_rows_for_its_entries_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(longterm, "ROWS_SLACK", 40)
+    store = LongTermStore(tmp_path, embedder=HashEmbedder())
+    store.load_vectors()
+    kept: list[str] = []
+    for round_ in range(6):
+        ids = [
+            store.save(f"note {round_} {i} about topic {i % 7}", "work", caller="s/a").entry.id
+            for i in range(60)
+        ]
+        while store.backfill():
+            pass
+        for entry_id in ids[:50]:
+            store.delete(entry_id)
+        kept += ids[50:]
+        before = store._rows
+        store.checkpoint()
+        # 60 rows a round, 10 entries kept: rebuilt whenever rows > 2 x entries + 40
+        assert store._rows.n <= 2 * len(kept) + 40 + 60
+        if before.n > 2 * len(kept) + 40:
+            assert store._rows is not before
+    assert store._rows.n < 6 * 60 / 2  # without the rebuilds: a row for each of the 360
+    afresh = LongTermStore(tmp_path, embedder=HashEmbedder())
+    afresh.load_vectors()
+    assert afresh._rows.vector_count() == store._rows.vector_count() == len(kept)
+    for query in ("topic 3", "note 5 about", "topic 6 note"):
+        assert [(h.entry.id, round(h.score, 6)) for h in store.search(query)] == [
+            (h.entry.id, round(h.score, 6)) for h in afresh.search(query)
+        ]
+    assert {h.entry.id for h in store.search("note")} <= set(kept)
+
+
+def test_a_view_counts_its_entries_live_and_archived_through_every_change() -> None:
+    entries = _entries(5_000)  # more changes than an overlay holds: folded into new bases
+    rng = np.random.default_rng(8)
+    view = View()
+    for step in range(3_000):
+        changes: dict[str, MemoryEntry | None] = {}
+        for i in rng.integers(0, 5_000, 4).tolist():
+            roll = rng.random()
+            entry = entries[i]
+            archived = replace(entry, archived_at=entry.created_at)
+            changes[entry.id] = None if roll < 0.3 else archived if roll < 0.4 else entry
+        view = view.with_changes(changes)
+        if step % 500 == 0 or step == 2_999:
+            held = list(view.values())
+            assert view.size == len(held)
+            assert view.live_count == sum(e.live for e in held)
