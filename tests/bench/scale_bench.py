@@ -7,6 +7,11 @@ sample during the ingest, not just at the end — and, measured in the same run,
 of this machine: one fsync, Tantivy top-100 and a numpy cosine top-100 over N x 384.
 
     python tests/bench/scale_bench.py --sizes 1000,10000,100000
+
+With --seed S the store starts with S memories written through the batch path (each with a
+vector, as search_scale_bench builds them), and the saves from S on are one call each: save
+latency at 100,000 memories without a 25-minute one-at-a-time ingest
+(--seed 99000 --sizes 100000). The disk figures then include the batch-built part.
 """
 
 from __future__ import annotations
@@ -62,11 +67,21 @@ def du(path: Path) -> int:
     return total
 
 
-def rss_mib(pid: int) -> float:
+def rss_mib(pid: int, kind: str = "VmRSS") -> float:
+    """The process's resident memory in MiB: all of it (VmRSS), or its private anonymous
+    part (RssAnon: the heap, arrays, models) or its file-backed part (RssFile: mostly the
+    libraries' code, shared with the page cache and dropped by the kernel under pressure)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(kind + ":"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def rss_split(pid: int | None) -> str:
+    if pid is None:
+        return "RSS unknown"
+    anon, file = rss_mib(pid, "RssAnon"), rss_mib(pid, "RssFile")
+    return f"RSS {rss_mib(pid):.0f} MiB (anonymous {anon:.0f}, file-backed {file:.0f})"
 
 
 def pct(values: list[float], q: float) -> float:
@@ -110,7 +125,9 @@ def tantivy_limit(data: Path) -> float:
     return statistics.median(times)
 
 
-async def run(sizes: list[int], data: Path, window: int, searches: int) -> list[dict[str, float]]:
+async def run(
+    sizes: list[int], data: Path, window: int, searches: int, seeded: int = 0
+) -> list[dict[str, float]]:
     params = StdioServerParameters(
         command="dreamwell", args=["serve", "--data-dir", str(data)], env=dict(os.environ)
     )
@@ -119,7 +136,7 @@ async def run(sizes: list[int], data: Path, window: int, searches: int) -> list[
     async with Client(params) as client:
         await client.call_tool("search_memory", {"query": "warm up"})
         pid = _server_pid(data)
-        saved = 0
+        saved = seeded
         peak_per_memory = 0.0
         started = time.perf_counter()
         for n in sizes:
@@ -149,7 +166,7 @@ async def run(sizes: list[int], data: Path, window: int, searches: int) -> list[
                     "search_p50": statistics.median(search_times),
                     "search_p95": pct(search_times, 0.95),
                     "vectors_wait_s": vectors_wait,
-                    "ingest_per_s": saved / ingest_seconds,
+                    "ingest_per_s": (saved - seeded) / ingest_seconds,
                     "rss_mib": rss_mib(pid) if pid else float("nan"),
                     "kb_per_memory_now": du(data) / n / 1000,
                     "kb_per_memory_peak": max(peak_per_memory, du(data) / n) / 1000,
@@ -207,12 +224,20 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000")
     parser.add_argument("--window", type=int, default=1000, help="saves timed at each size")
     parser.add_argument("--searches", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0, help="memories batch-written first")
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
+    if sizes[0] <= args.seed:
+        parser.error("every size must be larger than --seed")
     sys.stdout.write(f"load average before: {os.getloadavg()}\n")
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
         data = Path(tmp) / "data"
-        anyio.run(run, sizes, data, args.window, args.searches)
+        if args.seed:
+            from search_scale_bench import build  # it imports this module
+
+            built = build(data, args.seed)
+            sys.stdout.write(f"seeded {args.seed} memories (batch path) in {built:.1f} s\n")
+        anyio.run(run, sizes, data, args.window, args.searches, args.seed)
         limits = raw_limits(sizes[-1], Path(tmp))
         limits["tantivy_top100_ms"] = tantivy_limit(data)
     sys.stdout.write(

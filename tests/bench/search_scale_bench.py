@@ -10,7 +10,10 @@ default: e5 query embedding, BM25, the two-stage vector search, contextual score
 only. Prints p50/p95, the server's RSS, and the raw limits of this machine in the same run:
 one e5 query embedding, a bare numpy float32 cosine top-100 over N x 384, Tantivy top-100.
 
-Run: python tests/bench/search_scale_bench.py [--n 100000] [--searches 300]
+Run: python tests/bench/search_scale_bench.py [--n 100000] [--searches 300] [--data-dir DIR]
+
+With --data-dir the store is built there once and reused by later runs of the same --n
+(a million memories take about 8 minutes to build here).
 """
 
 from __future__ import annotations
@@ -38,11 +41,12 @@ from scale_bench import (
     _until_idle,
     pct,
     raw_limits,
-    rss_mib,
+    rss_split,
     tantivy_limit,
 )
 
 from dreamwell.stores import LongTermStore, MemoryEntry, OnnxE5, new_id, utcnow
+from dreamwell.stores.layout import DataDir
 
 
 def sentence(rng: random.Random, i: int) -> str:
@@ -101,6 +105,15 @@ def build(data: Path, n: int) -> float:
     return time.perf_counter() - started
 
 
+def reusable(data: Path, n: int) -> bool:
+    """Whether `data` holds a store this bench built with `n` memories."""
+    if not DataDir(data).lancedb.exists():
+        return False
+    if LongTermStore(data).count() == n:
+        return True
+    raise SystemExit(f"{data} holds a store of another size; give an empty --data-dir")
+
+
 async def until_vectors(client: Client, hybrid: bool) -> float:
     """Seconds until the probe is found by meaning (hybrid), or confirm it is not (BM25)."""
     started = time.perf_counter()
@@ -115,7 +128,7 @@ async def until_vectors(client: Client, hybrid: bool) -> float:
         await anyio.sleep(0.5)
 
 
-async def measure(data: Path, searches: int, env: dict[str, str]) -> tuple[list[float], float]:
+async def measure(data: Path, searches: int, env: dict[str, str]) -> tuple[list[float], str]:
     rng = random.Random(11)
     params = StdioServerParameters(
         command="dreamwell", args=["serve", "--data-dir", str(data)], env={**os.environ, **env}
@@ -137,7 +150,7 @@ async def measure(data: Path, searches: int, env: dict[str, str]) -> tuple[list[
             assert not result.is_error, result
             said = " ".join(getattr(c, "text", "") for c in result.content)
             assert said.startswith("Found "), said  # the queries' words are in the store
-        rss = rss_mib(pid) if pid else float("nan")
+        rss = rss_split(pid)
     return times, rss
 
 
@@ -156,19 +169,27 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=10_000)
     parser.add_argument("--searches", type=int, default=300)
+    parser.add_argument("--data-dir", type=Path, help="build the store here once, then reuse it")
     args = parser.parse_args()
     sys.stdout.write(f"load average before: {os.getloadavg()}\n")
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
-        data = Path(tmp) / "data"
-        built = build(data, args.n)
-        sys.stdout.write(f"built {args.n} memories with vectors in {built:.1f} s\n")
+        data = args.data_dir or Path(tmp) / "data"
+        if reusable(data, args.n):
+            sys.stdout.write(f"reusing the {args.n} memories in {data}\n")
+        else:
+            built = build(data, args.n)
+            sys.stdout.write(f"built {args.n} memories with vectors in {built:.1f} s\n")
         for mode, env in (("hybrid", {}), ("bm25-only", {"DREAMWELL_EMBEDDER": "none"})):
             times, rss = anyio.run(measure, data, args.searches, env)
             sys.stdout.write(
                 f"{mode}: search p50 {statistics.median(times):.1f} ms, p95 "
                 f"{pct(times, 0.95):.1f} ms over {len(times)} calls at N={args.n}; "
-                f"server RSS {rss:.0f} MiB; load {os.getloadavg()[0]:.2f}\n"
+                f"server {rss}; load {os.getloadavg()[0]:.2f}\n"
             )
+        # the floor: the same server with a small store, its model loaded by the same searches
+        build(Path(tmp) / "small", 1000)
+        _, rss = anyio.run(measure, Path(tmp) / "small", 100, {})
+        sys.stdout.write(f"the same server at N=1000 (hybrid): {rss}\n")
         limits = raw_limits(args.n, Path(tmp))
         sys.stdout.write(
             f"raw limits at N={args.n}: e5 query embedding {e5_query_ms():.2f} ms, numpy "
