@@ -26,8 +26,9 @@ TABLE = "memories"
 # LanceDB's index and metadata caches fill up to this each as checkpoints write new versions,
 # and stay there (with a constant number of rows, RSS stopped growing after 450 write rounds:
 # +1 MiB over the next 1,050). At 32 MiB each, 300 write rounds on a 100,000-row table grew
-# RSS by 81 MiB; at 8 MiB by 55, with the writes as fast (tests/bench/rss_growth_bench.py
-# measures the server as a whole).
+# RSS by 81 MiB; at 8 MiB by 55, the rounds (background checkpoints) perhaps 3 ms slower: p50
+# 25 / 29 ms against 28 / 33 in alternating runs (tests/bench/rss_growth_bench.py measures
+# the server as a whole).
 _CACHE_BYTES = 8 * 1024 * 1024
 _TS = pa.timestamp("us", tz="UTC")
 
