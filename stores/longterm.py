@@ -762,14 +762,10 @@ class LongTermStore:
             entry = view.get(entry_id)
             if entry is not None and entry.live and len(missing) < batch:
                 missing.append(entry)
-        rows = self._rows  # one Rows throughout: a checkpoint may swap in a compacted one
-        for entry_id, row in list(rows.row_of.items()):
-            if len(missing) >= batch:
-                break
-            if not rows.has_vec[row] and rows.live[row]:
-                entry = view.get(entry_id)
-                if entry is not None and entry.live:
-                    missing.append(entry)
+        for entry_id in self._rows.without_vector(batch - len(missing)):
+            entry = view.get(entry_id)
+            if entry is not None and entry.live:
+                missing.append(entry)
         if not missing:
             self.vectors_wanted.clear()
             return 0
@@ -839,6 +835,7 @@ class LongTermStore:
         except OSError as exc:
             raise StoreError(f"cannot checkpoint {self.data_dir}: {exc.strerror}") from exc
         try:
+            began = time.perf_counter()
             self._check_table()
             with self._locked():  # seal: new writes go to a new segment
                 self._catch_up()
@@ -848,12 +845,23 @@ class LongTermStore:
                 if end <= start:
                     return False
                 self._wal.rotate()
+            sealed = time.perf_counter()
             touched = self._fold(start, end)
+            folded = time.perf_counter()
             with self._locked():
                 self._state.write(self._state.read(), end, self._table.version, touched)
                 self._wal.drop_sealed(end)
+            compacted = time.perf_counter()
             if self._table.fragments() >= COMPACT_FRAGMENTS:
                 self._table.optimize(KEEP_VERSIONS)
+            logger.debug(
+                "checkpoint of %d changes: %.0f ms (seal %.0f, fold %.0f, compaction %.0f)",
+                len(touched),
+                1000 * (time.perf_counter() - began),
+                1000 * (sealed - began),
+                1000 * (folded - sealed),
+                1000 * (time.perf_counter() - compacted),
+            )
         finally:
             self._cplock.release()
         self._catch_up()
@@ -906,8 +914,10 @@ class LongTermStore:
                 vector = old
             rows[entry_id] = (entry, vector)
         deleted = [i for i, e in final.items() if e is None]
+        began = time.perf_counter()
         self._table.delete(deleted)
         self._table.upsert(list(rows.values()))
+        written = time.perf_counter()
         # a changed memory also changes the contextual field of its neighbours (unless their
         # own change is still to be checkpointed: that checkpoint will index them)
         docs: dict[str, MemoryEntry | None] = {i: e for i, e in final.items()}
@@ -922,6 +932,11 @@ class LongTermStore:
                     writer.upsert(self._doc(doc_entry))
                 else:
                     writer.delete(entry_id)
+        logger.debug(
+            "fold: LanceDB %.0f ms, Tantivy %.0f ms",
+            1000 * (written - began),
+            1000 * (time.perf_counter() - written),
+        )
         return set(final)
 
     def _doc(self, entry: MemoryEntry) -> IndexDoc:

@@ -369,6 +369,14 @@ class Rows:
         row = self.row_of.get(entry_id)
         return row is not None and bool(self.has_vec[row])
 
+    def without_vector(self, limit: int) -> list[str]:
+        """Ids of up to `limit` live rows without a vector, oldest row first: one mask over
+        the columns (a loop over 100,000 rows in Python took 10 ms, after every save)."""
+        live, has_vec = self.live, self.has_vec  # a writer growing them replaces them whole
+        n = min(self.n, len(live), len(has_vec))
+        rows = np.flatnonzero(live[:n] & ~has_vec[:n])[:limit]
+        return [self.ids[row] for row in rows.tolist()]
+
     # ---- reads ----------------------------------------------------------------------------
     def mask(self, category: str | None, tags: Sequence[str]) -> npt.NDArray[np.bool_]:
         """Live rows under the category prefix (segment boundary) carrying every tag."""

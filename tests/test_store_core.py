@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -393,3 +394,35 @@ def test_a_collision_of_the_duplicate_digest_never_merges_two_memories(
     assert by_id[other.entry.id].content == "Rent is due on the first of the month"
     assert by_id[first.entry.id].content == "The cat sleeps on the sofa"
     assert by_id[elsewhere.entry.id].category == "home"
+
+
+class _Recording(HashEmbedder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.seen.extend(texts)
+        return super().embed(texts)
+
+
+def test_the_backfill_embeds_live_entries_without_vectors_oldest_first_a_batch_at_a_time(
+    tmp_path: Path,
+) -> None:
+    """Past the rows' first growth (1,024), with deleted, archived and already embedded
+    entries among them: exactly the live ones without a vector, in the order saved."""
+    embedder = _Recording()
+    store = LongTermStore(tmp_path, embedder=embedder)
+    saved = [store.save(f"harbour note number {i}").entry for i in range(1_500)]
+    assert store.backfill(batch=10) == 10  # these ten now have vectors
+    assert embedder.seen == [e.content for e in saved[:10]]
+    for entry in saved[100:200]:
+        store.delete(entry.id)
+    store.apply([replace(e, archived_at=e.updated_at) for e in saved[300:310]])
+    embedder.seen.clear()
+    batches = []
+    while done := store.backfill(batch=500):
+        batches.append(done)
+    wanted = [e.content for i, e in enumerate(saved) if 10 <= i < 100 or 200 <= i < 300 or i >= 310]
+    assert embedder.seen == wanted and batches == [500, 500, 380]
+    assert store.missing_vectors() == 0 and not store.vectors_wanted.is_set()

@@ -126,7 +126,12 @@ def tantivy_limit(data: Path) -> float:
 
 
 async def run(
-    sizes: list[int], data: Path, window: int, searches: int, seeded: int = 0
+    sizes: list[int],
+    data: Path,
+    window: int,
+    searches: int,
+    seeded: int = 0,
+    trace: list[tuple[float, float]] | None = None,
 ) -> list[dict[str, float]]:
     params = StdioServerParameters(
         command="dreamwell", args=["serve", "--data-dir", str(data)], env=dict(os.environ)
@@ -145,6 +150,8 @@ async def run(
                 t0 = time.perf_counter()
                 result = await client.call_tool("save_memory", {"content": sentence(rng, saved)})
                 save_times.append((time.perf_counter() - t0) * 1000)
+                if trace is not None:  # when each save ended, on the clock the log uses
+                    trace.append((time.time(), save_times[-1]))
                 assert not result.is_error, result
                 saved += 1
                 if saved % max(100, n // 50) == 0:
@@ -225,6 +232,12 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=1000, help="saves timed at each size")
     parser.add_argument("--searches", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0, help="memories batch-written first")
+    parser.add_argument(
+        "--trace",
+        type=Path,
+        help="write each save's end (Unix time) and latency in ms to this file; with "
+        "DREAMWELL_LOG_LEVEL=DEBUG the server's log on stderr times its checkpoints",
+    )
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
     if sizes[0] <= args.seed:
@@ -237,7 +250,10 @@ def main() -> None:
 
             built = build(data, args.seed)
             sys.stdout.write(f"seeded {args.seed} memories (batch path) in {built:.1f} s\n")
-        anyio.run(run, sizes, data, args.window, args.searches, args.seed)
+        trace: list[tuple[float, float]] | None = [] if args.trace else None
+        anyio.run(run, sizes, data, args.window, args.searches, args.seed, trace)
+        if args.trace and trace is not None:
+            args.trace.write_text("".join(f"{t:.3f} {ms:.2f}\n" for t, ms in trace))
         limits = raw_limits(sizes[-1], Path(tmp))
         limits["tantivy_top100_ms"] = tantivy_limit(data)
     sys.stdout.write(
