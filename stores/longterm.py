@@ -851,7 +851,7 @@ class LongTermStore:
             with self._locked():
                 self._state.write(self._state.read(), end, self._table.version, touched)
                 self._wal.drop_sealed(end)
-            compacted = time.perf_counter()
+            recorded = time.perf_counter()
             if self._table.fragments() >= COMPACT_FRAGMENTS:
                 self._table.optimize(KEEP_VERSIONS)
             logger.debug(
@@ -860,7 +860,7 @@ class LongTermStore:
                 1000 * (time.perf_counter() - began),
                 1000 * (sealed - began),
                 1000 * (folded - sealed),
-                1000 * (time.perf_counter() - compacted),
+                1000 * (time.perf_counter() - recorded),
             )
         finally:
             self._cplock.release()
@@ -1074,13 +1074,12 @@ class LongTermStore:
         if not self.wait_for_model and not getattr(self.embedder, "ready", True):
             return False  # the model is still loading: keywords now rather than a wait
         rows = self._rows
-        n = rows.n
-        missing = np.flatnonzero(rows.live[:n] & ~rows.has_vec[:n])
-        if len(missing) == 0:
-            return bool(n)
+        missing = rows.without_vector(SEARCH_EMBEDS + 1)
+        if not missing:
+            return bool(rows.n)
         if len(missing) > SEARCH_EMBEDS:
             return False
-        entries = [e for i in missing if (e := view.get(rows.ids[i])) is not None and e.live]
+        entries = [e for i in missing if (e := view.get(i)) is not None and e.live]
         try:
             vectors = self.embedder.embed([e.content for e in entries])
         except EmbedderError as exc:

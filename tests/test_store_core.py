@@ -426,3 +426,26 @@ def test_the_backfill_embeds_live_entries_without_vectors_oldest_first_a_batch_a
     wanted = [e.content for i, e in enumerate(saved) if 10 <= i < 100 or 200 <= i < 300 or i >= 310]
     assert embedder.seen == wanted and batches == [500, 500, 380]
     assert store.missing_vectors() == 0 and not store.vectors_wanted.is_set()
+
+
+def test_a_search_embeds_the_missing_vectors_only_up_to_its_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Up to SEARCH_EMBEDS entries without a vector are embedded by the search itself; one
+    more and it ranks by keywords alone rather than embed them all in a tool call."""
+    import dreamwell.stores.longterm as longterm
+
+    monkeypatch.setattr(longterm, "SEARCH_EMBEDS", 3)
+    embedder = _Recording()
+    store = LongTermStore(tmp_path, embedder=embedder)
+    store.load_vectors()  # as the server does after start-up
+    saved = [store.save(f"harbour note number {i}").entry.content for i in range(3)]
+    store.search("harbour")
+    assert sorted(t for t in embedder.seen if t != "harbour") == sorted(saved)
+    embedder.seen.clear()
+    fresh = LongTermStore(tmp_path / "other", embedder=embedder)
+    fresh.load_vectors()
+    for i in range(4):
+        fresh.save(f"lighthouse note number {i}")
+    fresh.search("lighthouse")
+    assert embedder.seen == []  # four missing: keywords only, not even the query embedded
