@@ -252,7 +252,7 @@ def main() -> None:
             sys.stdout.write(f"seeded {args.seed} memories (batch path) in {built:.1f} s\n")
         trace: list[tuple[float, float]] | None = [] if args.trace else None
         anyio.run(run, sizes, data, args.window, args.searches, args.seed, trace)
-        if args.trace and trace is not None:
+        if trace is not None:
             args.trace.write_text("".join(f"{t:.3f} {ms:.2f}\n" for t, ms in trace))
         limits = raw_limits(sizes[-1], Path(tmp))
         limits["tantivy_top100_ms"] = tantivy_limit(data)
