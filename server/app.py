@@ -159,19 +159,18 @@ async def backfill_forever(runtime: Runtime, idle: float = 30.0) -> None:
 
 
 async def _wait_for_vectors_wanted(runtime: Runtime, timeout: float) -> None:
-    with anyio.move_on_after(timeout):
-        while not any(_vectors_wanted(t) for t in runtime.opened()):
-            await anyio.sleep(0.02)
+    """Until a store wants vectors (`timeout` at most); asleep meanwhile, not polling."""
+    runtime.vectors_wanted.clear()  # then look: a nudge after the look is kept for the wait
+    if not any(_vectors_wanted(t) for t in runtime.opened()):
+        await runtime.vectors_wanted.wait(timeout)
 
 
 def _vectors_wanted(tenant: Tenant) -> bool:
     """A store opened since the last round (its stored vectors are still to load: searches
-    are keyword-only until then), or one with memories to embed."""
-    try:
-        store = tenant.longterm
-        return not store.vectors_loaded or store.vectors_wanted.is_set()
-    except StoreError:  # long-term memory cannot open (yet): nothing to embed
-        return False
+    are keyword-only until then), or one with memories to embed. Never opens a store: this
+    runs on the event loop."""
+    store = tenant.opened_longterm
+    return store is not None and (not store.vectors_loaded or store.vectors_wanted.is_set())
 
 
 async def checkpoint_forever(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import logging
 import threading
@@ -42,6 +44,38 @@ MIN_SIMILARITY = {"e5": 0.7, "minilm": 0.2, "ollama": 0.5}
 KEYWORD_WEIGHT = {"e5": 0.4, "minilm": 0.6, "ollama": 0.6}
 
 
+class Nudge:
+    """Wakes the task waiting in `wait` from any thread, so that a background loop sleeps until
+    it has work instead of polling (an idle server that woke 50 times a second kept a laptop's
+    CPU out of its sleep states). Calls before the first `wait` are dropped: the loop looks at
+    everything before it first waits."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._event: asyncio.Event | None = None
+
+    def __call__(self) -> None:
+        loop, event = self._loop, self._event
+        if loop is None or event is None:
+            return
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody is waiting
+            loop.call_soon_threadsafe(event.set)
+
+    def clear(self) -> None:
+        """Forget earlier nudges (call in the loop, then look for work, then `wait`)."""
+        if self._event is None:
+            self._loop, self._event = asyncio.get_running_loop(), asyncio.Event()
+        self._event.clear()
+
+    async def wait(self, timeout: float) -> None:
+        """Until nudged since the last `clear`, or `timeout` seconds."""
+        if self._event is None:
+            self.clear()
+        assert self._event is not None
+        with anyio.move_on_after(timeout):
+            await self._event.wait()
+
+
 class Tenant:
     """The stores of one tenant. Working memory and the recall log open at once; long-term
     memory opens on first use and, if it cannot (a read-only or damaged data directory), says
@@ -53,13 +87,22 @@ class Tenant:
         working: WorkingMemory,
         recall_log: JsonlLog,
         open_longterm: Callable[[], LongTermStore],
+        on_open: Callable[[], None] | None = None,
     ) -> None:
+        """`on_open` is called once long-term memory has opened (and is what `longterm` and
+        `opened_longterm` give)."""
         self.data_dir = data_dir
         self.working = working
         self.recall_log = recall_log
         self._open_longterm = open_longterm
         self._longterm: LongTermStore | None = None
+        self._on_open = on_open
         self._lock = threading.Lock()
+
+    @property
+    def opened_longterm(self) -> LongTermStore | None:
+        """Long-term memory if it is open; never opens it (an event loop may ask)."""
+        return self._longterm
 
     @property
     def longterm(self) -> LongTermStore:
@@ -77,6 +120,8 @@ class Tenant:
                         "that the data directory is writable and has free space. Working memory "
                         "still works."
                     ) from exc
+                if self._on_open is not None:
+                    self._on_open()
             return self._longterm
 
 
@@ -87,6 +132,9 @@ class Runtime:
         self._tenants: dict[str, Tenant] = {}
         self._opening: anyio.Lock | None = None
         self._last_touch = 0.0
+        # wakes the background backfill: a store opened (its vectors to load) or one with
+        # memories to embed
+        self.vectors_wanted = Nudge()
         self.embedder = self._embedder()
         # Deep search (opt-in): loads its model on first use.
         self.reranker: CrossEncoderReranker | None = None
@@ -133,6 +181,7 @@ class Runtime:
             ),
             JsonlLog(data_dir, RECALL),
             lambda: self._longterm(data_dir),
+            on_open=self.vectors_wanted,
         )
         try:
             opened.longterm  # noqa: B018 - open it now, off the first call's clock
@@ -164,6 +213,7 @@ class Runtime:
             rerank_depth=s.rerank_depth,
             contextual=s.contextual,
             wait_for_model=False,  # the runtime warms the model after the handshake
+            on_vectors_wanted=self.vectors_wanted,
         )
 
     async def tenant(self, name: str = "") -> Tenant:
@@ -177,6 +227,7 @@ class Runtime:
                 self._tenants[name] = await anyio.to_thread.run_sync(
                     self.open_tenant, name, abandon_on_cancel=True
                 )
+                self.vectors_wanted()  # its store opened before `opened()` listed it
         return self._tenants[name]
 
     def opened(self) -> list[Tenant]:

@@ -207,13 +207,16 @@ class LongTermStore:
         rerank_depth: int = 20,
         contextual: bool = True,
         wait_for_model: bool = True,
+        on_vectors_wanted: Callable[[], None] | None = None,
     ) -> None:
         """Opening only reads. `embedder` adds vector recall; with `embed_on_save` a save
         embeds its text before it replies, else `backfill()` embeds in the background. With
         `contextual`, a memory saved by a caller within minutes of its previous one, in the
         same category, is linked to it, and each is also found through the other's words and
         meaning. Without `wait_for_model`, a search while the embedder's model is still
-        loading (a server warming it after start-up) ranks by keywords instead of waiting."""
+        loading (a server warming it after start-up) ranks by keywords instead of waiting.
+        `on_vectors_wanted` is called, from whichever thread, when `vectors_wanted` becomes
+        set: the background backfill can sleep until then instead of polling."""
         self.dirs = DataDir(Path(data_dir))
         self.dirs.ensure()
         self.data_dir = self.dirs.root
@@ -247,6 +250,7 @@ class LongTermStore:
         self._wal_dir_stamp = 0
         self._vectors_ready = embedder is None
         self.vectors_wanted = threading.Event()  # set when entries are waiting for vectors
+        self._on_vectors_wanted = on_vectors_wanted
         self._loaded_live = 0
         self._load()
         self._check_table()
@@ -306,7 +310,13 @@ class LongTermStore:
             self._adopt(stored)
             self._vectors_ready = True
         if self.missing_vectors():
+            self._want_vectors()
+
+    def _want_vectors(self) -> None:
+        if not self.vectors_wanted.is_set():  # the hook only on a change: not on every save
             self.vectors_wanted.set()
+            if self._on_vectors_wanted is not None:
+                self._on_vectors_wanted()
 
     def _fresh(self) -> None:
         """Pick up what any process wrote: a few stat() calls when nothing changed."""
@@ -431,7 +441,7 @@ class LongTermStore:
         self._view = view.with_changes(changes)
         self._pending = MappingProxyType(pending)
         if self.embedder is not None and any(n is not None and n.live for n in changes.values()):
-            self.vectors_wanted.set()
+            self._want_vectors()
 
     def _check_table(self) -> None:
         """Make good what LanceDB lost: a fragment that cannot be read (a data file missing or
@@ -754,6 +764,9 @@ class LongTermStore:
         is unavailable."""
         if self.embedder is None:
             return 0
+        # cleared before looking, not after finding nothing: an entry saved in between sets
+        # it again, so its wake-up is not lost
+        self.vectors_wanted.clear()
         self.load_vectors()
         self._fresh()
         view = self._view
@@ -767,7 +780,6 @@ class LongTermStore:
             if entry is not None and entry.live:
                 missing.append(entry)
         if not missing:
-            self.vectors_wanted.clear()
             return 0
         try:
             vectors = self.embedder.embed([e.content for e in missing])

@@ -11,7 +11,7 @@ import pytest
 
 from dreamwell.server.app import backfill_forever, checkpoint_forever, sweep_forever
 from dreamwell.server.config import Settings
-from dreamwell.server.runtime import Runtime
+from dreamwell.server.runtime import Runtime, Tenant
 from dreamwell.stores import LongTermStore, WorkingMemory, utcnow
 
 pytestmark = pytest.mark.anyio
@@ -149,3 +149,38 @@ async def test_a_store_whose_vectors_cannot_load_is_retried_without_spinning(
         await anyio.sleep(1.2)
         tg.cancel_scope.cancel()
     assert 2 <= calls <= 4  # retried after each idle wait, not in a tight loop
+
+
+async def test_the_backfill_sleeps_while_idle_and_a_save_wakes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It used to poll the stores every 20 ms: 50 wake-ups a second in an idle server. Now
+    it sleeps until a store wants vectors. The idle wait here is 10 minutes, so only the
+    save's wake-up can get its vector embedded before the time-out."""
+    import dreamwell.server.app as app
+
+    looks = 0
+    look = app._vectors_wanted
+
+    def counted(tenant: Tenant) -> bool:
+        nonlocal looks
+        looks += 1
+        return look(tenant)
+
+    monkeypatch.setattr(app, "_vectors_wanted", counted)
+    runtime = Runtime(Settings(data_dir=tmp_path, embedder="minilm"))
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(backfill_forever, runtime, 600.0)
+            tenant = await runtime.tenant()
+            while not tenant.longterm.vectors_loaded:
+                await anyio.sleep(0.01)
+            await anyio.sleep(0.3)  # the loop has gone back to waiting
+            looks = 0
+            await anyio.sleep(1.0)
+            assert looks == 0  # asleep: not one look at the stores in a second
+            await anyio.to_thread.run_sync(tenant.longterm.save, "a note saved by a tool")
+            assert tenant.longterm.missing_vectors() == 1
+            while tenant.longterm.missing_vectors():
+                await anyio.sleep(0.01)
+            tg.cancel_scope.cancel()

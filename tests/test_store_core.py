@@ -428,6 +428,42 @@ def test_the_backfill_embeds_live_entries_without_vectors_oldest_first_a_batch_a
     assert store.missing_vectors() == 0 and not store.vectors_wanted.is_set()
 
 
+def test_a_save_while_the_backfill_finds_nothing_to_embed_still_wants_its_vector(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The window between the backfill's look (nothing missing) and its return: a save made
+    there must leave `vectors_wanted` set, and call the hook that wakes the server's
+    backfill. The backfill used to clear the flag after finding nothing, erasing that save's
+    wake-up; its vector then waited for the next save or the 30 s idle round."""
+    from dreamwell.stores.view import Rows
+
+    woken = []
+    store = LongTermStore(
+        tmp_path, embedder=HashEmbedder(), on_vectors_wanted=lambda: woken.append(1)
+    )
+    store.save("the first note")
+    assert store.vectors_wanted.is_set() and woken
+    assert store.backfill() == 1
+    assert store.backfill() == 0 and not store.vectors_wanted.is_set()
+    before = len(woken)
+    look = Rows.without_vector
+
+    def look_then_save(rows: Rows, limit: int) -> list[str]:
+        found = look(rows, limit)
+        if not found:  # the backfill found nothing: another thread saves now
+            saver = threading.Thread(target=store.save, args=("saved in the window",))
+            saver.start()
+            saver.join()
+        return found
+
+    monkeypatch.setattr(Rows, "without_vector", look_then_save)
+    assert store.backfill() == 0
+    monkeypatch.undo()
+    assert store.missing_vectors() == 1
+    assert store.vectors_wanted.is_set() and len(woken) == before + 1
+    assert store.backfill() == 1 and store.missing_vectors() == 0
+
+
 def test_a_search_embeds_the_missing_vectors_only_up_to_its_limit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
