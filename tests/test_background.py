@@ -184,3 +184,31 @@ async def test_the_backfill_sleeps_while_idle_and_a_save_wakes_it(
             while tenant.longterm.missing_vectors():
                 await anyio.sleep(0.01)
             tg.cancel_scope.cancel()
+
+
+async def test_an_embedder_that_fails_is_retried_after_the_idle_wait_not_in_a_tight_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ollama down: the backfill's embed fails and it says so. The memory stayed wanted, so
+    the loop went straight back to it: hundreds of failed calls a second."""
+    from dreamwell.stores import EmbedderError
+
+    runtime = Runtime(Settings(data_dir=tmp_path, embedder="minilm"))
+    tenant = await runtime.tenant()
+    calls = 0
+
+    def down(texts: object) -> list[list[float]]:
+        nonlocal calls
+        calls += 1
+        raise EmbedderError("connection refused")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(backfill_forever, runtime, 0.5)
+        while not tenant.longterm.vectors_loaded:
+            await anyio.sleep(0.01)
+        monkeypatch.setattr(tenant.longterm.embedder, "embed", down)
+        tenant.longterm.save("a note the embedder cannot reach")
+        await anyio.sleep(1.2)
+        tg.cancel_scope.cancel()
+    assert 1 <= calls <= 4  # at once, then once per idle wait
+    assert tenant.longterm.missing_vectors() == 1
