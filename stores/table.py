@@ -22,6 +22,14 @@ from dreamwell.stores.model import MemoryEntry, VectorLike, text_hash
 
 logger = logging.getLogger(__name__)
 
+# pyarrow's default pool is its bundled mimalloc, which keeps what it frees: in a server under
+# a long mixed load (tests/bench/rss_growth_bench.py, 1,500 live memories) its arena held 160
+# MiB resident after 120,000 calls, and grew, while the Arrow buffers alive at once peak at 2
+# MiB. Each of anyio's short-lived worker threads gets a mimalloc heap of its own. glibc's
+# malloc, with the server's two arenas and its trims after checkpoints (server/heap.py),
+# gives the memory back.
+pa.set_memory_pool(pa.system_memory_pool())
+
 TABLE = "memories"
 # LanceDB's index and metadata caches fill up to this each as checkpoints write new versions,
 # and stay there (with a constant number of rows, RSS stopped growing after 450 write rounds:

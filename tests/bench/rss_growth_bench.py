@@ -34,7 +34,7 @@ from pathlib import Path
 
 import anyio
 from mcp import Client, StdioServerParameters
-from scale_bench import OBJECTS, SUBJECTS, VERBS, _server_pid, _until_idle, rss_mib
+from scale_bench import OBJECTS, SUBJECTS, VERBS, _server_pid, _until_idle, rss_mib, rss_split
 
 ID = re.compile(r"\b[0-9a-f]{12}\b")
 QUOTED = re.compile(r"'[^']*'")
@@ -109,7 +109,10 @@ async def run(
                 errors[kind] = errors.get(kind, 0) + 1
             if i % every == 0:
                 samples.append((i, await settled_rss(pid), len(live)))
-                sys.stdout.write(f"calls {i:>6}: RSS {samples[-1][1]:7.1f} MiB, live {len(live)}\n")
+                sys.stdout.write(
+                    f"calls {i:>6}: RSS {samples[-1][1]:7.1f} MiB ({rss_split(pid)} now), "
+                    f"live {len(live)}\n"
+                )
                 sys.stdout.flush()
     base = next(s for s in samples if s[0] >= warmup)
     last = samples[-1]
