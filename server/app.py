@@ -33,6 +33,8 @@ SWEEP_SECONDS = 3600.0
 # opens the stores itself.
 SETTLE = 0.25
 WARM_AFTER = 2.0
+BACKFILL_BATCH = 64  # memories embedded (and logged) at a time
+BACKFILL_GATHER = 0.05  # seconds that saves have to arrive before their backfill round
 INSTRUCTIONS = (
     "dreamwell is your memory. search_memory before answering questions about the user or past "
     "work; save_memory for durable facts, preferences and lessons; working memory is short-lived "
@@ -137,15 +139,22 @@ async def _warm(runtime: Runtime, answered: anyio.Event) -> None:
             logger.exception("could not load the embedder")
 
 
-async def backfill_forever(runtime: Runtime, idle: float = 30.0) -> None:
+async def backfill_forever(
+    runtime: Runtime, idle: float = 30.0, gather: float = BACKFILL_GATHER
+) -> None:
     """Load stored vectors after start-up, then embed entries that have none yet (every new
     save: embedding is kept off the reply path; a switched embedder; Ollama being down).
-    Keyword search covers them meanwhile."""
+    Keyword search covers them meanwhile. Unless a full batch is waiting, a round starts
+    `gather` seconds after the saves that call for it, so that a stream of saves is embedded
+    and logged a batch at a time: woken by each save, the rounds embedded one memory each,
+    every one with its own log write and fsync, and an ingest of 100 saves a second kept
+    both cores busy."""
     while True:
-        done, failed = 0, False
+        done, full, failed = 0, False, False
         for tenant in runtime.opened():
             try:
-                done += await anyio.to_thread.run_sync(_backfill, tenant, abandon_on_cancel=True)
+                found = await anyio.to_thread.run_sync(_backfill, tenant, abandon_on_cancel=True)
+                done, full = done + found, full or found >= BACKFILL_BATCH
             except (StoreError, OSError) as exc:  # e.g. the store is busy: later
                 failed = True
                 logger.warning("backfill in %s paused: %s", tenant.data_dir, exc)
@@ -156,6 +165,8 @@ async def backfill_forever(runtime: Runtime, idle: float = 30.0) -> None:
             await anyio.sleep(idle)  # not at once: that would spin on a lasting failure
         elif not done:
             await _wait_for_vectors_wanted(runtime, idle)
+        if not full:
+            await anyio.sleep(gather)
 
 
 async def _wait_for_vectors_wanted(runtime: Runtime, timeout: float) -> None:
@@ -209,7 +220,7 @@ async def sweep_forever(runtime: Runtime, period: float = SWEEP_SECONDS) -> None
 
 def _backfill(tenant: Tenant) -> int:
     loading = not tenant.longterm.vectors_loaded
-    done = tenant.longterm.backfill()
+    done = tenant.longterm.backfill(BACKFILL_BATCH)
     if loading and tenant.longterm.vectors_loaded:
         give_back_freed()  # reading every stored vector left its Arrow batches freed, mapped
     return done

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 
@@ -212,3 +213,36 @@ async def test_an_embedder_that_fails_is_retried_after_the_idle_wait_not_in_a_ti
         tg.cancel_scope.cancel()
     assert 1 <= calls <= 4  # at once, then once per idle wait
     assert tenant.longterm.missing_vectors() == 1
+
+
+async def test_saves_made_while_the_backfill_gathers_are_embedded_in_one_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Woken by each save, the backfill embedded (and logged, with an fsync) one memory a
+    round: an ingest kept both cores busy. The first save wakes it; the nine made during its
+    gathering pause go into the same batch."""
+    runtime = Runtime(Settings(data_dir=tmp_path, embedder="minilm"))
+    tenant = await runtime.tenant()
+    store = tenant.longterm
+    batches: list[int] = []
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(backfill_forever, runtime, 600.0, 2.0)
+            while not store.vectors_loaded:
+                await anyio.sleep(0.01)
+            embed = runtime.embedder.embed  # type: ignore[union-attr]
+
+            def recorded(texts: Sequence[str]) -> list[list[float]]:
+                batches.append(len(texts))
+                return embed(texts)
+
+            monkeypatch.setattr(runtime.embedder, "embed", recorded)  # loaded: ours only
+            await anyio.to_thread.run_sync(store.save, "the first of a burst of notes")
+            await anyio.sleep(0.2)  # the loop is awake and gathering
+            for i in range(9):
+                await anyio.to_thread.run_sync(store.save, f"burst note number {i}")
+            assert batches == []  # still gathering
+            while store.missing_vectors():
+                await anyio.sleep(0.01)
+            tg.cancel_scope.cancel()
+    assert batches == [10]
