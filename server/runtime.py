@@ -63,13 +63,14 @@ class Nudge:
 
     def clear(self) -> None:
         """Forget earlier nudges (call in the loop, then look for work, then `wait`)."""
-        if self._event is None:
-            self._loop, self._event = asyncio.get_running_loop(), asyncio.Event()
+        loop = asyncio.get_running_loop()
+        if self._event is None or self._loop is not loop:  # first use, or a new event loop
+            self._loop, self._event = loop, asyncio.Event()
         self._event.clear()
 
     async def wait(self, timeout: float) -> None:
         """Until nudged since the last `clear`, or `timeout` seconds."""
-        if self._event is None:
+        if self._event is None or self._loop is not asyncio.get_running_loop():
             self.clear()
         assert self._event is not None
         with anyio.move_on_after(timeout):

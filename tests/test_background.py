@@ -246,3 +246,27 @@ async def test_saves_made_while_the_backfill_gathers_are_embedded_in_one_batch(
                 await anyio.sleep(0.01)
             tg.cancel_scope.cancel()
     assert batches == [10]
+
+
+def test_the_backfill_still_wakes_when_the_runtime_serves_a_second_event_loop(
+    tmp_path: Path,
+) -> None:
+    """The wake-up is bound to the loop that waits; one left bound to an earlier, closed loop
+    would fail the second loop's wait."""
+    runtime = Runtime(Settings(data_dir=tmp_path, embedder="minilm"))
+
+    async def session(text: str) -> None:
+        tenant = await runtime.tenant()
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(backfill_forever, runtime, 600.0, 0.0)
+                while not tenant.longterm.vectors_loaded:
+                    await anyio.sleep(0.01)
+                await anyio.sleep(0.2)  # asleep in its wait
+                await anyio.to_thread.run_sync(tenant.longterm.save, text)
+                while tenant.longterm.missing_vectors():
+                    await anyio.sleep(0.01)
+                tg.cancel_scope.cancel()
+
+    anyio.run(session, "a note saved under the first loop")
+    anyio.run(session, "a note saved under the second loop")
