@@ -61,20 +61,22 @@ class Nudge:
         with contextlib.suppress(RuntimeError):  # the loop has closed: nobody is waiting
             loop.call_soon_threadsafe(event.set)
 
+    def _bound(self) -> asyncio.Event:
+        """The event of the running loop (made on first use, and again for a new loop)."""
+        loop = asyncio.get_running_loop()
+        if self._event is None or self._loop is not loop:
+            self._loop, self._event = loop, asyncio.Event()
+        return self._event
+
     def clear(self) -> None:
         """Forget earlier nudges (call in the loop, then look for work, then `wait`)."""
-        loop = asyncio.get_running_loop()
-        if self._event is None or self._loop is not loop:  # first use, or a new event loop
-            self._loop, self._event = loop, asyncio.Event()
-        self._event.clear()
+        self._bound().clear()
 
     async def wait(self, timeout: float) -> None:
         """Until nudged since the last `clear`, or `timeout` seconds."""
-        if self._event is None or self._loop is not asyncio.get_running_loop():
-            self.clear()
-        assert self._event is not None
+        event = self._bound()
         with anyio.move_on_after(timeout):
-            await self._event.wait()
+            await event.wait()
 
 
 class Tenant:
