@@ -198,6 +198,40 @@ def test_a_person_browses_edits_deletes_restores_and_dreams_in_chromium(
         browser.close()
 
 
+def test_an_older_list_answering_late_never_draws_over_the_newer_one(
+    ui_server: tuple[str, Path],
+) -> None:
+    """CI once failed the test above: the refresh after a delete was still in flight when the
+    person switched to archived memories, and its late answer replaced the archived list."""
+    sync_api: object = browser_or_fail()
+    url, _ = ui_server
+    held: list[object] = []
+
+    def hold_live_lists(route: object) -> None:
+        if "archived=live" in route.request.url:  # type: ignore[attr-defined]
+            held.append(route)
+        else:
+            route.continue_()  # type: ignore[attr-defined]
+
+    with sync_api.sync_playwright() as p:  # type: ignore[attr-defined]
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        page.set_default_timeout(20_000)
+        page.goto(url)
+        page.wait_for_selector("#count:text('4 memories')")
+        page.route("**/ui/api/memories?*", hold_live_lists)
+        page.click("#search button[type='submit']")  # a refresh of the live list, held back
+        page.select_option("#archived", "archived")
+        page.wait_for_selector("#count:text('1 memories')")
+        assert len(held) == 1
+        with page.expect_response(lambda r: "archived=live" in r.url):
+            held[0].continue_()  # type: ignore[attr-defined]
+        page.wait_for_timeout(500)  # the late answer has been read; give its drawing a moment
+        assert page.locator("#count").inner_text() == "1 memories"
+        assert "Boston" in page.locator("#list").inner_text()
+        browser.close()
+
+
 @pytest.mark.anyio
 async def test_editing_content_keeps_the_id_and_makes_the_new_text_searchable(
     tmp_path: Path,

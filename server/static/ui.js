@@ -97,16 +97,20 @@ function tree(rows) {
   $("tree").replaceChildren(...build(root, "").children);
 }
 
+let asked = 0;  // the newest refresh; an older one answering late must not draw over it
+
 async function refresh() {
+  const mine = ++asked;
   try {
     const params = new URLSearchParams({ q: $("q").value, category: $("category").value,
       tags: $("tags").value, archived: $("archived").value });
     category = $("category").value;
     const [found, cats] = await Promise.all([api("/ui/api/memories?" + params), api("/ui/api/categories")]);
+    if (mine !== asked) return;
     tree(cats.categories);
     $("count").textContent = `${found.memories.length} memories`;
     $("list").replaceChildren(...found.memories.map(card));
-  } catch (error) { status(error.message); }
+  } catch (error) { if (mine === asked) status(error.message); }
 }
 
 // ---- dreams ----------------------------------------------------------------------------
