@@ -97,20 +97,25 @@ function tree(rows) {
   $("tree").replaceChildren(...build(root, "").children);
 }
 
-let asked = 0;  // the newest refresh; an older one answering late must not draw over it
+// Each drawing asks for a turn; an older request answering late must not draw over a newer one.
+const turns = {};
+function turn(name) {
+  const mine = (turns[name] = (turns[name] || 0) + 1);
+  return () => turns[name] === mine;
+}
 
 async function refresh() {
-  const mine = ++asked;
+  const current = turn("list");
   try {
     const params = new URLSearchParams({ q: $("q").value, category: $("category").value,
       tags: $("tags").value, archived: $("archived").value });
     category = $("category").value;
     const [found, cats] = await Promise.all([api("/ui/api/memories?" + params), api("/ui/api/categories")]);
-    if (mine !== asked) return;
+    if (!current()) return;
     tree(cats.categories);
     $("count").textContent = `${found.memories.length} memories`;
     $("list").replaceChildren(...found.memories.map(card));
-  } catch (error) { if (mine === asked) status(error.message); }
+  } catch (error) { if (current()) status(error.message); }
 }
 
 // ---- dreams ----------------------------------------------------------------------------
@@ -184,7 +189,9 @@ function report(r) {
 }
 
 async function runs() {
+  const current = turn("runs");
   const data = await api("/ui/api/dreams");
+  if (!current()) return;
   $("runs").replaceChildren(...data.dreams.map((d) => {
     const li = document.createElement("li"); li.className = "run";
     li.textContent = `${d.run} — ${d.changes} change(s)${d.dry_run ? ", preview" : ""}${d.undone ? ", undone" : ""}`;
