@@ -232,6 +232,32 @@ def test_an_older_list_answering_late_never_draws_over_the_newer_one(
         browser.close()
 
 
+def test_a_preview_answering_after_the_applied_dream_never_hides_its_undo(
+    ui_server: tuple[str, Path],
+) -> None:
+    sync_api: object = browser_or_fail()
+    url, data = ui_server
+    held: list[object] = []
+    with sync_api.sync_playwright() as p:  # type: ignore[attr-defined]
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        page.set_default_timeout(20_000)
+        page.goto(url)
+        page.wait_for_selector("#count:text('4 memories')")
+        page.route("**/ui/api/dream/preview", lambda route: held.append(route))
+        page.click("#tab-dreams")
+        page.click("#preview")
+        page.click("#apply")
+        page.wait_for_selector("#undo")
+        assert len(held) == 1 and len(LongTermStore(data, embedder=None).entries()) == 3
+        with page.expect_response(lambda r: r.url.endswith("/ui/api/dream/preview")):
+            held[0].continue_()  # type: ignore[attr-defined]
+        page.wait_for_timeout(500)  # the late preview has been read; give its drawing a moment
+        assert page.locator("#undo").count() == 1
+        assert "preview" not in page.locator("#report h2").inner_text()
+        browser.close()
+
+
 @pytest.mark.anyio
 async def test_editing_content_keeps_the_id_and_makes_the_new_text_searchable(
     tmp_path: Path,

@@ -175,7 +175,7 @@ function report(r) {
     const undo = document.createElement("button"); undo.type = "button"; undo.id = "undo";
     undo.textContent = "Undo this cycle";
     undo.onclick = async () => {
-      try { report(await api(`/ui/api/dreams/${r.run}/undo`, {})); status("Undone."); await runs(); }
+      try { if (await shown(`/ui/api/dreams/${r.run}/undo`, {})) status("Undone."); await runs(); }
       catch (error) { status(error.message); }
     };
     items.push(undo);
@@ -188,6 +188,14 @@ function report(r) {
   view.replaceChildren(...items);
 }
 
+// a dream report, drawn unless another was asked for meanwhile; true when drawn
+async function shown(path, body) {
+  const current = turn("report");
+  const answer = await api(path, body);
+  if (current()) report(answer);
+  return current();
+}
+
 async function runs() {
   const current = turn("runs");
   const data = await api("/ui/api/dreams");
@@ -195,14 +203,14 @@ async function runs() {
   $("runs").replaceChildren(...data.dreams.map((d) => {
     const li = document.createElement("li"); li.className = "run";
     li.textContent = `${d.run} — ${d.changes} change(s)${d.dry_run ? ", preview" : ""}${d.undone ? ", undone" : ""}`;
-    li.onclick = async () => { try { report(await api(`/ui/api/dreams/${d.run}`)); } catch (e) { status(e.message); } };
+    li.onclick = async () => { try { await shown(`/ui/api/dreams/${d.run}`); } catch (e) { status(e.message); } };
     return li;
   }));
 }
 
 async function dream(mode) {
   status(mode === "preview" ? "Planning a dream…" : "Dreaming…");
-  try { report(await api(`/ui/api/dream/${mode}`, {})); status("Done."); await runs(); }
+  try { if (await shown(`/ui/api/dream/${mode}`, {})) status("Done."); await runs(); }
   catch (error) { status(error.message); }
 }
 
