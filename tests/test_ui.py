@@ -9,9 +9,11 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
@@ -141,18 +143,33 @@ def browser_or_fail() -> object:
     return sync_api
 
 
-def test_a_person_browses_edits_deletes_restores_and_dreams_in_chromium(
-    ui_server: tuple[str, Path],
-) -> None:
-    sync_api: object = browser_or_fail()
-    url, data = ui_server
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_api.sync_playwright() as p:  # type: ignore[attr-defined]
+@contextmanager
+def seeded_page(url: str) -> Iterator[Any]:
+    """Chromium on the seeded page, once its four live memories are listed."""
+    sync_api: Any = browser_or_fail()
+    with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1200, "height": 900})
         page.set_default_timeout(20_000)
         page.goto(url)
         page.wait_for_selector("#count:text('4 memories')")
+        yield page
+        browser.close()
+
+
+def answer_late(page: Any, route: Any) -> None:
+    """Let a held request through and give the page a moment to draw what it answers."""
+    with page.expect_response(lambda r: r.url == route.request.url):
+        route.continue_()
+    page.wait_for_timeout(500)
+
+
+def test_a_person_browses_edits_deletes_restores_and_dreams_in_chromium(
+    ui_server: tuple[str, Path],
+) -> None:
+    url, data = ui_server
+    ARTIFACTS.mkdir(exist_ok=True)
+    with seeded_page(url) as page:
         assert page.locator("#tree a[data-category='user']").count() == 1
         assert "merged from" in page.locator("#list").inner_text()
         assert page.locator(".card .editor").first.is_hidden()
@@ -195,7 +212,6 @@ def test_a_person_browses_edits_deletes_restores_and_dreams_in_chromium(
         page.click("#undo")
         page.wait_for_selector("#report h2:text('— undone')")
         assert len(LongTermStore(data, embedder=None).entries()) == 4
-        browser.close()
 
 
 def test_an_older_list_answering_late_never_draws_over_the_newer_one(
@@ -203,59 +219,41 @@ def test_an_older_list_answering_late_never_draws_over_the_newer_one(
 ) -> None:
     """CI once failed the test above: the refresh after a delete was still in flight when the
     person switched to archived memories, and its late answer replaced the archived list."""
-    sync_api: object = browser_or_fail()
     url, _ = ui_server
-    held: list[object] = []
+    held: list[Any] = []
 
-    def hold_live_lists(route: object) -> None:
-        if "archived=live" in route.request.url:  # type: ignore[attr-defined]
+    def hold_live_lists(route: Any) -> None:
+        if "archived=live" in route.request.url:
             held.append(route)
         else:
-            route.continue_()  # type: ignore[attr-defined]
+            route.continue_()
 
-    with sync_api.sync_playwright() as p:  # type: ignore[attr-defined]
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page()
-        page.set_default_timeout(20_000)
-        page.goto(url)
-        page.wait_for_selector("#count:text('4 memories')")
+    with seeded_page(url) as page:
         page.route("**/ui/api/memories?*", hold_live_lists)
         page.click("#search button[type='submit']")  # a refresh of the live list, held back
         page.select_option("#archived", "archived")
         page.wait_for_selector("#count:text('1 memories')")
         assert len(held) == 1
-        with page.expect_response(lambda r: "archived=live" in r.url):
-            held[0].continue_()  # type: ignore[attr-defined]
-        page.wait_for_timeout(500)  # the late answer has been read; give its drawing a moment
+        answer_late(page, held[0])
         assert page.locator("#count").inner_text() == "1 memories"
         assert "Boston" in page.locator("#list").inner_text()
-        browser.close()
 
 
 def test_a_preview_answering_after_the_applied_dream_never_hides_its_undo(
     ui_server: tuple[str, Path],
 ) -> None:
-    sync_api: object = browser_or_fail()
     url, data = ui_server
-    held: list[object] = []
-    with sync_api.sync_playwright() as p:  # type: ignore[attr-defined]
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page()
-        page.set_default_timeout(20_000)
-        page.goto(url)
-        page.wait_for_selector("#count:text('4 memories')")
+    held: list[Any] = []
+    with seeded_page(url) as page:
         page.route("**/ui/api/dream/preview", lambda route: held.append(route))
         page.click("#tab-dreams")
         page.click("#preview")
         page.click("#apply")
         page.wait_for_selector("#undo")
         assert len(held) == 1 and len(LongTermStore(data, embedder=None).entries()) == 3
-        with page.expect_response(lambda r: r.url.endswith("/ui/api/dream/preview")):
-            held[0].continue_()  # type: ignore[attr-defined]
-        page.wait_for_timeout(500)  # the late preview has been read; give its drawing a moment
+        answer_late(page, held[0])
         assert page.locator("#undo").count() == 1
         assert "preview" not in page.locator("#report h2").inner_text()
-        browser.close()
 
 
 @pytest.mark.anyio
