@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
 
@@ -18,6 +18,12 @@ from dreamwell.stores import LongTermStore, WorkingMemory, utcnow
 pytestmark = pytest.mark.anyio
 
 
+async def until(done: Callable[[], bool]) -> None:
+    """Poll `done` every 10 ms (the callers bound the wait)."""
+    while not done():
+        await anyio.sleep(0.01)
+
+
 async def test_the_sweep_drops_expired_working_memory(tmp_path: Path) -> None:
     WorkingMemory(tmp_path).save(
         "session/a", "old", "v", ttl_minutes=1, now=utcnow() - timedelta(minutes=5)
@@ -29,8 +35,7 @@ async def test_the_sweep_drops_expired_working_memory(tmp_path: Path) -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(sweep_forever, runtime, 0.01)
             await runtime.tenant()
-            while len(json.loads(wm_file.read_text())) != 1:
-                await anyio.sleep(0.01)
+            await until(lambda: len(json.loads(wm_file.read_text())) == 1)
             tg.cancel_scope.cancel()
     assert [e["key"] for e in json.loads(wm_file.read_text())] == ["session/a/new"]
 
@@ -45,8 +50,7 @@ async def test_the_checkpoint_loop_folds_the_log_into_lancedb(tmp_path: Path) ->
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
             tg.start_soon(checkpoint_forever, runtime, 0.01, 0.0)
-            while tenant.longterm.pending():
-                await anyio.sleep(0.01)
+            await until(lambda: not tenant.longterm.pending())
             tg.cancel_scope.cancel()
     assert tenant.longterm.version() > before
     assert len(LongTermStore(tmp_path).search("fold")) == 5
@@ -62,8 +66,7 @@ async def test_backfill_embeds_memories_saved_without_vectors(tmp_path: Path) ->
     with anyio.fail_after(30):
         async with anyio.create_task_group() as tg:
             tg.start_soon(backfill_forever, runtime, 0.01)
-            while tenant.longterm.missing_vectors():
-                await anyio.sleep(0.01)
+            await until(lambda: not tenant.longterm.missing_vectors())
             tg.cancel_scope.cancel()
     assert LongTermStore(tmp_path, embedder=runtime.embedder).missing_vectors() == 0
 
@@ -78,8 +81,7 @@ async def test_the_dream_timer_runs_cycles_on_open_stores(tmp_path: Path) -> Non
     with anyio.fail_after(30):
         async with anyio.create_task_group() as tg:
             tg.start_soon(dream_forever, runtime, 0.01)
-            while not list_reports(tmp_path):
-                await anyio.sleep(0.01)
+            await until(lambda: bool(list_reports(tmp_path)))
             tg.cancel_scope.cancel()
     assert list_reports(tmp_path)
 
@@ -101,8 +103,7 @@ async def test_a_failing_checkpoint_never_stops_the_server_loops(
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
             tg.start_soon(checkpoint_forever, runtime, 0.01, 0.0)
-            while calls < 3:
-                await anyio.sleep(0.01)
+            await until(lambda: calls >= 3)
             tg.cancel_scope.cancel()
     assert LongTermStore(tmp_path).search("kept")
 
@@ -124,8 +125,7 @@ async def test_stored_vectors_load_as_soon_as_the_store_opens_not_after_the_idle
             tg.start_soon(backfill_forever, runtime)  # the default idle wait
             await anyio.sleep(0.2)  # the loop is waiting when the store opens
             tenant = await runtime.tenant()
-            while not tenant.longterm.vectors_loaded:
-                await anyio.sleep(0.01)
+            await until(lambda: tenant.longterm.vectors_loaded)
             tg.cancel_scope.cancel()
     assert tenant.longterm.missing_vectors() == 0
 
@@ -174,16 +174,14 @@ async def test_the_backfill_sleeps_while_idle_and_a_save_wakes_it(
         async with anyio.create_task_group() as tg:
             tg.start_soon(backfill_forever, runtime, 600.0)
             tenant = await runtime.tenant()
-            while not tenant.longterm.vectors_loaded:
-                await anyio.sleep(0.01)
+            await until(lambda: tenant.longterm.vectors_loaded)
             await anyio.sleep(0.3)  # the loop has gone back to waiting
             looks = 0
             await anyio.sleep(1.0)
             assert looks == 0  # asleep: not one look at the stores in a second
             await anyio.to_thread.run_sync(tenant.longterm.save, "a note saved by a tool")
             assert tenant.longterm.missing_vectors() == 1
-            while tenant.longterm.missing_vectors():
-                await anyio.sleep(0.01)
+            await until(lambda: not tenant.longterm.missing_vectors())
             tg.cancel_scope.cancel()
 
 
@@ -205,8 +203,7 @@ async def test_an_embedder_that_fails_is_retried_after_the_idle_wait_not_in_a_ti
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(backfill_forever, runtime, 0.5)
-        while not tenant.longterm.vectors_loaded:
-            await anyio.sleep(0.01)
+        await until(lambda: tenant.longterm.vectors_loaded)
         monkeypatch.setattr(tenant.longterm.embedder, "embed", down)
         tenant.longterm.save("a note the embedder cannot reach")
         await anyio.sleep(1.2)
@@ -228,8 +225,7 @@ async def test_saves_made_while_the_backfill_gathers_are_embedded_in_one_batch(
     with anyio.fail_after(60):
         async with anyio.create_task_group() as tg:
             tg.start_soon(backfill_forever, runtime, 600.0, 2.0)
-            while not store.vectors_loaded:
-                await anyio.sleep(0.01)
+            await until(lambda: store.vectors_loaded)
             embed = runtime.embedder.embed  # type: ignore[union-attr]
 
             def recorded(texts: Sequence[str]) -> list[list[float]]:
@@ -242,8 +238,7 @@ async def test_saves_made_while_the_backfill_gathers_are_embedded_in_one_batch(
             for i in range(9):
                 await anyio.to_thread.run_sync(store.save, f"burst note number {i}")
             assert batches == []  # still gathering
-            while store.missing_vectors():
-                await anyio.sleep(0.01)
+            await until(lambda: not store.missing_vectors())
             tg.cancel_scope.cancel()
     assert batches == [10]
 
@@ -260,12 +255,10 @@ def test_the_backfill_still_wakes_when_the_runtime_serves_a_second_event_loop(
         with anyio.fail_after(60):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(backfill_forever, runtime, 600.0, 0.0)
-                while not tenant.longterm.vectors_loaded:
-                    await anyio.sleep(0.01)
+                await until(lambda: tenant.longterm.vectors_loaded)
                 await anyio.sleep(0.2)  # asleep in its wait
                 await anyio.to_thread.run_sync(tenant.longterm.save, text)
-                while tenant.longterm.missing_vectors():
-                    await anyio.sleep(0.01)
+                await until(lambda: not tenant.longterm.missing_vectors())
                 tg.cancel_scope.cancel()
 
     anyio.run(session, "a note saved under the first loop")
