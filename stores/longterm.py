@@ -249,7 +249,10 @@ class LongTermStore:
         self._indexed = 0  # the checkpoint the Tantivy searcher reflects
         self._wal_dir_stamp = 0
         self._vectors_ready = embedder is None
-        self.vectors_wanted = threading.Event()  # set when entries are waiting for vectors
+        # set by a change or a load that leaves entries without a vector; `backfill()` clears
+        # it as it looks, so after a failed embed entries can still be missing while it is
+        # clear (`missing_vectors()` counts them)
+        self.vectors_wanted = threading.Event()
         self._on_vectors_wanted = on_vectors_wanted
         self._loaded_live = 0
         self._load()
