@@ -7,18 +7,17 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dreamwell.stores.model import MemoryEntry, VectorLike, text_hash
+from dreamwell.stores.model import NO_METADATA, MemoryEntry, VectorLike, text_hash
 
 logger = logging.getLogger(__name__)
 
@@ -104,9 +103,6 @@ def _aware(value: datetime | None) -> datetime | None:
     return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
 
 
-_NO_METADATA: Mapping[str, str] = MappingProxyType({})
-
-
 # values that repeat across entries, one object each (bounded: past the bound, new values
 # are no longer added)
 _SHARED_TAGS: dict[tuple[str, ...], tuple[str, ...]] = {}
@@ -153,7 +149,7 @@ def _entry(row: dict[str, Any]) -> MemoryEntry:
         score=_shared_float(float(row["score"])),
         last_used_at=_aware(row["last_used_at"]),
         decayed_at=_aware(row["decayed_at"]),
-        metadata=json.loads(metadata) if metadata and metadata != "{}" else _NO_METADATA,
+        metadata=json.loads(metadata) if metadata and metadata != "{}" else NO_METADATA,
         archived_at=_aware(row["archived_at"]),
     )
 

@@ -485,3 +485,33 @@ def test_a_search_embeds_the_missing_vectors_only_up_to_its_limit(
         fresh.save(f"lighthouse note number {i}")
     fresh.search("lighthouse")
     assert embedder.seen == []  # four missing: keywords only, not even the query embedded
+
+
+def test_metadata_is_held_immutable_and_reads_back_as_saved_from_the_log_and_the_table(
+    tmp_path: Path,
+) -> None:
+    import json
+    import pickle
+
+    from dreamwell.stores.model import NO_METADATA, Metadata, entry_to_dict
+
+    store = LongTermStore(tmp_path)
+    first = store.save("the office is in Leeds", caller="session/a").entry
+    second = store.save(
+        "the team meets on Mondays", metadata={"source": "notes", "a": "1"}, caller="session/a"
+    ).entry
+    expected = {"a": "1", "follows": first.id, "source": "notes"}
+    assert second.metadata == expected and expected == second.metadata
+    assert dict(second.metadata) == expected and second.metadata.get("b") is None
+    assert first.metadata == {} and store.save("x y z").entry.metadata is NO_METADATA
+    with pytest.raises(TypeError):
+        second.metadata["source"] = "changed"  # type: ignore[index]
+    replayed = LongTermStore(tmp_path).get(second.id)  # another process: from the log
+    store.checkpoint()
+    loaded = LongTermStore(tmp_path).get(second.id)  # from LanceDB
+    for entry in (replayed, loaded):
+        assert entry is not None and entry == second
+        assert isinstance(entry.metadata, Metadata) and entry.metadata == expected
+        assert json.loads(json.dumps(entry_to_dict(entry)))["metadata"] == expected
+        assert pickle.loads(pickle.dumps(entry)) == entry
+        assert hash(entry.metadata) == hash(Metadata(expected))
