@@ -303,6 +303,6 @@ def entry_from_dict(data: Mapping[str, object]) -> MemoryEntry:
         score=float(str(data.get("score", 0.0))),
         last_used_at=times["last_used_at"],
         decayed_at=times["decayed_at"],
-        metadata={str(k): str(v) for k, v in metadata.items()},
+        metadata=Metadata.of(metadata),  # which makes keys and values strings
         archived_at=times["archived_at"],
     )
