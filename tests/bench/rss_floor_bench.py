@@ -27,14 +27,13 @@ import gc, os, sys, json
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from dreamwell.server.heap import few_malloc_arenas, give_back_freed
 few_malloc_arenas()  # as `dreamwell` does first
+sys.path.insert(0, sys.argv[1])
+from scale_bench import rss_mib
 def rss(label):
     gc.collect()
     give_back_freed()
-    got = {}
-    for line in open("/proc/self/status"):
-        if line.startswith(("RssAnon", "RssFile")):
-            got[line.split(":")[0]] = int(line.split()[1]) / 1024
-    print(json.dumps([label, got["RssAnon"], got["RssFile"]]), flush=True)
+    pid = os.getpid()
+    print(json.dumps([label, rss_mib(pid, "RssAnon"), rss_mib(pid, "RssFile")]), flush=True)
 rss("interpreter")
 import numpy; rss("numpy")
 import mcp.server; rss("MCP SDK")
@@ -45,9 +44,9 @@ import tantivy; rss("Tantivy")
 import onnxruntime; rss("onnxruntime")
 from dreamwell.stores import LongTermStore, OnnxE5
 e5 = OnnxE5(); e5.embed_query("warm up"); rss("e5 session, one query")
-if len(sys.argv) > 1:
+if len(sys.argv) > 2:
     from pathlib import Path
-    store = LongTermStore(Path(sys.argv[1]), embedder=e5)
+    store = LongTermStore(Path(sys.argv[2]), embedder=e5)
     rss(f"store opened ({store.count()} live)")
     store.load_vectors(); rss("vectors loaded")
     for i in range(200):
@@ -57,7 +56,8 @@ if len(sys.argv) > 1:
 
 
 def run_once(store: Path | None) -> list[tuple[str, float, float]]:
-    args = [sys.executable, "-c", STEPS, *([str(store)] if store is not None else [])]
+    bench = str(Path(__file__).resolve().parent)  # where scale_bench (rss_mib) is
+    args = [sys.executable, "-c", STEPS, bench, *([str(store)] if store is not None else [])]
     out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
     return [tuple(json.loads(line)) for line in out.splitlines() if line.startswith("[")]
 
