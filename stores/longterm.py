@@ -7,6 +7,8 @@ else is on the reply path: vectors are computed afterwards and logged as their o
 and a checkpoint folds the log into LanceDB (one upsert) and Tantivy (one commit) in batches,
 under `checkpoint.lock`, without holding up saves.
 
+The log is behind `stores/log.py`'s `Log` interface; `stores/wal.py` is the local one.
+
 Reads never take a file lock: every process tails the log, applies new records to an
 immutable `View` that it swaps in, and searches Tantivy plus the records not yet
 checkpointed (scored with the index's own statistics). A log segment deleted before a slow
@@ -21,8 +23,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -35,6 +36,7 @@ from filelock import FileLock, Timeout
 from dreamwell.stores.embedding import Embedder, EmbedderError, Reranker
 from dreamwell.stores.errors import NotFound, StoreBusy, StoreError
 from dreamwell.stores.layout import DataDir
+from dreamwell.stores.log import Log, LogGap, Op, Record
 from dreamwell.stores.model import (
     CONTEXT_SECONDS,
     FOLLOWS,
@@ -57,7 +59,7 @@ from dreamwell.stores.state import StateFile, write_atomic
 from dreamwell.stores.table import MemoryTable, StoredVector
 from dreamwell.stores.text_index import DocTerms, IndexDoc, TextIndex
 from dreamwell.stores.view import Rows, View, from_bf16
-from dreamwell.stores.wal import Op, Record, Wal, WalGap
+from dreamwell.stores.wal import Wal
 
 logger = logging.getLogger(__name__)
 
@@ -229,12 +231,12 @@ class LongTermStore:
         self.contextual = contextual
         self.wait_for_model = wait_for_model
         self._last_save: dict[str, tuple[str, datetime, str | None]] = {}  # caller -> id, at, cat
-        self._flock = FileLock(str(self.dirs.write_lock), timeout=lock_timeout)
+        self._lock_timeout = lock_timeout
         self._cplock = FileLock(str(self.dirs.checkpoint_lock), timeout=lock_timeout)
         self._state = StateFile(self.dirs.state)
         self._table = MemoryTable(self.dirs.lancedb)
         self._index = TextIndex(self.dirs.index)
-        self._wal = Wal(self.dirs.wal)
+        self._wal: Log = Wal(self.dirs.wal, self.dirs.write_lock, lock_timeout)
         self._apply_lock = threading.RLock()  # in-memory changes only, never held during I/O
         self._queue_lock = threading.Lock()
         self._queue: list[_Request] = []
@@ -247,7 +249,6 @@ class LongTermStore:
         self._dups: dict[int, str] = {}
         self._generation = -1  # the last checkpoint whose changes this process has applied
         self._indexed = 0  # the checkpoint the Tantivy searcher reflects
-        self._wal_dir_stamp = 0
         self._vectors_ready = embedder is None
         # set by a change or a load that leaves entries without a vector; `backfill()` clears
         # it as it looks, so after a failed embed entries can still be missing while it is
@@ -267,11 +268,11 @@ class LongTermStore:
             entries = self._table.entries()
             if self._state.read().generation != state.generation:
                 continue  # a checkpoint finished meanwhile: read again
-            start = state.checkpoint if state.known else self._first_logged() - 1
+            start = state.checkpoint if state.known else self._wal.first_seq() - 1
             self._wal.start_at(start)
             try:
                 records = self._wal.read_new()
-            except WalGap:
+            except LogGap:
                 continue
             break
         else:
@@ -293,10 +294,6 @@ class LongTermStore:
             self._apply(records)
             if self.embedder is not None:
                 self._vectors_ready = False
-
-    def _first_logged(self) -> int:
-        segments = self._wal.segments()
-        return segments[0] if segments else 1
 
     @property
     def vectors_loaded(self) -> bool:
@@ -323,18 +320,9 @@ class LongTermStore:
 
     def _fresh(self) -> None:
         """Pick up what any process wrote: a few stat() calls when nothing changed."""
-        if self._state.unchanged() and not self._wal_moved():
+        if self._state.unchanged() and not self._wal.has_news():
             return
         self._catch_up()
-
-    def _wal_moved(self) -> bool:
-        try:
-            stamp = self.dirs.wal.stat().st_mtime_ns
-        except FileNotFoundError:
-            stamp = 0
-        moved = stamp != self._wal_dir_stamp
-        self._wal_dir_stamp = stamp
-        return moved or self._wal.has_unread()
 
     def _catch_up(self) -> None:
         with self._apply_lock:
@@ -350,7 +338,7 @@ class LongTermStore:
                 self._terms = {i: t for i, t in self._terms.items() if i in self._pending}
             try:
                 records = self._wal.read_new()
-            except WalGap as gap:
+            except LogGap as gap:
                 logger.info("catching up from LanceDB: %s", gap)
                 self._recover(state)
                 return
@@ -457,7 +445,7 @@ class LongTermStore:
         if not self._table.damaged and not rolled_back:
             return
         try:
-            self._cplock.acquire(timeout=self._flock.timeout)
+            self._cplock.acquire(timeout=self._lock_timeout)
         except (Timeout, OSError) as exc:
             logger.error("long-term memory is damaged and cannot be repaired now (%s)", exc)
             return
@@ -549,7 +537,7 @@ class LongTermStore:
             )
             self._index.rebuild(self._doc(e) for e in live)
             checkpoint = state.checkpoint if state.known else self._indexed
-            with self._locked():
+            with self._wal.locked():
                 self._state.write(self._state.read(), checkpoint, self._table.version, set())
         except OSError as exc:  # a read-only directory: search what there is
             logger.warning("cannot repair the text index: %s", exc)
@@ -558,24 +546,6 @@ class LongTermStore:
         self._catch_up()
 
     # ---- writing --------------------------------------------------------------------------------
-    @contextmanager
-    def _locked(self) -> Iterator[None]:
-        try:
-            self._flock.acquire()
-        except Timeout as exc:
-            raise StoreBusy(
-                "the memory store is locked by another process; try again in a moment."
-            ) from exc
-        except OSError as exc:
-            raise StoreError(
-                f"cannot lock the data directory {self.data_dir} ({exc.strerror}); it may be "
-                "read-only. Reads still work; give a writable --data-dir to save."
-            ) from exc
-        try:
-            yield
-        finally:
-            self._flock.release()
-
     def _commit(self, plan: Callable[[Scratch], tuple[list[Op], T]]) -> T:
         """Run `plan` under the write lock and log its operations; plans that arrive while
         another commit is being written share the next write and fsync (group commit)."""
@@ -611,7 +581,7 @@ class LongTermStore:
 
     def _write_batch(self, batch: list[_Request]) -> None:
         try:
-            with self._locked():
+            with self._wal.locked():
                 self._catch_up()
                 scratch = Scratch(self._view, self._dups)
                 logged: list[list[Op]] = []
@@ -852,10 +822,10 @@ class LongTermStore:
         try:
             began = time.perf_counter()
             self._check_table()
-            with self._locked():  # seal: new writes go to a new segment
+            with self._wal.locked():  # seal: new writes go to a new segment
                 self._catch_up()
                 state = self._state.read()
-                start = state.checkpoint if state.known else self._first_logged() - 1
+                start = state.checkpoint if state.known else self._wal.first_seq() - 1
                 end = self._wal.last_seq
                 if end <= start:
                     return False
@@ -863,7 +833,7 @@ class LongTermStore:
             sealed = time.perf_counter()
             touched = self._fold(start, end)
             folded = time.perf_counter()
-            with self._locked():
+            with self._wal.locked():
                 self._state.write(self._state.read(), end, self._table.version, touched)
                 self._wal.drop_sealed(end)
             recorded = time.perf_counter()
@@ -976,7 +946,7 @@ class LongTermStore:
         with self._cplock:
             live = [e for e in self._table.entries() if e.live]
             self._index.rebuild(self._doc(e) for e in live)
-            with self._locked():
+            with self._wal.locked():
                 state = self._state.read()
                 self._state.write(state, state.checkpoint, self._table.version, set())
         self._catch_up()

@@ -10,6 +10,9 @@ Segments are files `wal/<first seq>.log`. A checkpoint seals the newest segment 
 a new one (under the write lock), folds the sealed ones into LanceDB and Tantivy, and then
 deletes all but the most recent sealed segment. A reader that finds a gap in the sequence
 (it lagged behind a deleted segment) says so, and the store reloads what it missed.
+
+This is the local implementation of `stores/log.py`'s `Log`; `write.lock` (a file lock) gives
+one writer at a time the right to append.
 """
 
 from __future__ import annotations
@@ -21,26 +24,18 @@ import os
 import threading
 import zlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from filelock import FileLock, Timeout
+
+from dreamwell.stores.errors import StoreBusy, StoreError
+from dreamwell.stores.log import LogGap, Op, Record
 from dreamwell.stores.model import utcnow
 
 logger = logging.getLogger(__name__)
 
-Op = dict[str, Any]
 _SUFFIX = ".log"
-
-
-@dataclass(frozen=True)
-class Record:
-    seq: int
-    ops: list[Op]
-
-
-class WalGap(Exception):
-    """Records this reader needed were checkpointed and deleted before it read them."""
+WalGap = LogGap  # the name this module has always raised
 
 
 def _frame(seq: int, ops: Sequence[Op]) -> bytes:
@@ -67,8 +62,12 @@ def segment_name(first_seq: int) -> str:
 class Wal:
     """One process's view of the log: where it has read up to, and how to append."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, lock_file: Path | None = None, timeout: float = 15.0) -> None:
+        """`lock_file`: the writers' lock (`write.lock` in the data directory); without one
+        the log can be read but `locked()` refuses."""
         self.folder = folder
+        self._flock = FileLock(str(lock_file), timeout=timeout) if lock_file else None
+        self._folder_stamp = 0
         self.last_seq = 0  # the last record read (or, before any, the checkpoint)
         self._segment: int | None = None  # first seq of the segment being read
         self._fd: int | None = None
@@ -106,6 +105,21 @@ class Wal:
         with self._lock:
             self.close()
             self.last_seq = seq
+
+    def first_seq(self) -> int:
+        segments = self.segments()
+        return segments[0] if segments else 1
+
+    def has_news(self) -> bool:
+        """The folder changed (a segment added or deleted) or the segment being read grew:
+        a few stat() calls when nothing changed."""
+        try:
+            stamp = self.folder.stat().st_mtime_ns
+        except FileNotFoundError:
+            stamp = 0
+        moved = stamp != self._folder_stamp
+        self._folder_stamp = stamp
+        return moved or self.has_unread()
 
     def has_unread(self) -> bool:
         """Cheap check (one fstat) for bytes appended to the segment being read."""
@@ -201,7 +215,29 @@ class Wal:
             kept,
         )
 
-    # ---- writing (callers hold the store's write lock and have read to the end) --------------
+    # ---- writing (callers hold the write lock and have read to the end) ----------------------
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold `write.lock` (across processes) for as long as the block runs."""
+        if self._flock is None:
+            raise StoreError("this write-ahead log was opened for reading only")
+        data_dir = Path(self._flock.lock_file).parent
+        try:
+            self._flock.acquire()
+        except Timeout as exc:
+            raise StoreBusy(
+                "the memory store is locked by another process; try again in a moment."
+            ) from exc
+        except OSError as exc:
+            raise StoreError(
+                f"cannot lock the data directory {data_dir} ({exc.strerror}); it may be "
+                "read-only. Reads still work; give a writable --data-dir to save."
+            ) from exc
+        try:
+            yield
+        finally:
+            self._flock.release()
+
     def append(self, batches: Sequence[Sequence[Op]]) -> int:
         """Append one record per batch with one write() and one fsync; returns the last seq.
         On failure the log is cut back to where it was, so nothing half-written remains."""
