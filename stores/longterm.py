@@ -17,8 +17,6 @@ process read it is made good from LanceDB through the state file's journal.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import logging
 import threading
@@ -33,6 +31,7 @@ from typing import Any, Final, TypeVar
 import numpy as np
 from filelock import FileLock, Timeout
 
+from dreamwell.stores import ops
 from dreamwell.stores.embedding import Embedder, EmbedderError, Reranker
 from dreamwell.stores.errors import NotFound, StoreBusy, StoreError
 from dreamwell.stores.layout import DataDir
@@ -48,8 +47,6 @@ from dreamwell.stores.model import (
     check_query,
     check_tags,
     entry_from_dict,
-    entry_to_dict,
-    fold_text,
     new_id,
     text_hash,
     utcnow,
@@ -111,40 +108,6 @@ def matches(e: MemoryEntry, category: str | None, tags: Sequence[str]) -> bool:
     return category is None or cat == category or cat.startswith(category + "/")
 
 
-def _dup_key(category: str | None, content: str) -> int:
-    """A 64-bit digest of the category and the folded text: one small int per live memory in
-    the duplicate map (a (category, 128-bit digest) tuple took 105 bytes). A hit is only a
-    candidate: `_same_text` confirms it, so a collision can never merge two memories."""
-    text = f"{category or ''}\0{fold_text(content) or content}"
-    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
-
-
-def _same_text(entry: MemoryEntry, category: str | None, content: str) -> bool:
-    """Whether `entry` is a duplicate of this category and text (what _dup_key digests)."""
-    return (entry.category or "") == (category or "") and (
-        fold_text(entry.content) or entry.content
-    ) == (fold_text(content) or content)
-
-
-def _put(entry: MemoryEntry) -> Op:
-    return {"op": "put", "e": entry_to_dict(entry)}
-
-
-def _vec(entry: MemoryEntry, model: str, vector: Sequence[float]) -> Op:
-    raw = np.asarray(vector, dtype=np.float32).tobytes()
-    return {
-        "op": "vec",
-        "id": entry.id,
-        "m": model,
-        "h": text_hash(entry.content),
-        "v": base64.b64encode(raw).decode("ascii"),
-    }
-
-
-def _vector_of(op: Op) -> list[float]:
-    return np.frombuffer(base64.b64decode(op["v"]), dtype=np.float32).tolist()  # type: ignore[no-any-return]
-
-
 class Scratch:
     """The store as a commit's plans see it: the view plus the batch's earlier changes."""
 
@@ -160,21 +123,21 @@ class Scratch:
         return self._view.get(entry_id)
 
     def duplicate_of(self, category: str | None, content: str) -> MemoryEntry | None:
-        key = _dup_key(category, content)
+        key = ops.dup_key(category, content)
         found = self._dup_changes[key] if key in self._dup_changes else self._dups.get(key)
         entry = self.get(found) if found else None
-        if entry is None or not entry.live or not _same_text(entry, category, content):
+        if entry is None or not entry.live or not ops.same_text(entry, category, content):
             return None
         return entry
 
-    def take(self, ops: Sequence[Op]) -> None:
-        for op in ops:
+    def take(self, planned: Sequence[Op]) -> None:
+        for op in planned:
             if op["op"] == "put":
                 entry = entry_from_dict(op["e"])
                 self._forget(entry.id)
                 self._changed[entry.id] = entry
                 if entry.live:
-                    self._dup_changes[_dup_key(entry.category, entry.content)] = entry.id
+                    self._dup_changes[ops.dup_key(entry.category, entry.content)] = entry.id
             elif op["op"] == "del":
                 self._forget(op["id"])
                 self._changed[op["id"]] = None
@@ -182,7 +145,7 @@ class Scratch:
     def _forget(self, entry_id: str) -> None:
         old = self.get(entry_id)
         if old is not None and old.live:
-            self._dup_changes[_dup_key(old.category, old.content)] = None
+            self._dup_changes[ops.dup_key(old.category, old.content)] = None
 
 
 @dataclass
@@ -287,7 +250,7 @@ class LongTermStore:
             for e in entries:
                 self._rows.put(e)
                 if e.live:
-                    self._dups[_dup_key(e.category, e.content)] = e.id
+                    self._dups[ops.dup_key(e.category, e.content)] = e.id
             self._generation = state.generation if state.known else -1
             self._indexed = start
             self._index.reload()
@@ -397,7 +360,7 @@ class LongTermStore:
                     and target.live
                     and text_hash(target.content) == op["h"]
                 ):
-                    self._rows.set_vector(target.id, str(op["m"]), _vector_of(op))
+                    self._rows.set_vector(target.id, str(op["m"]), ops.vector_of(op))
                     self._unlogged.discard(target.id)
 
     def _change(self, changes: Mapping[str, MemoryEntry | None], seq: int) -> None:
@@ -407,7 +370,7 @@ class LongTermStore:
         for entry_id, new in changes.items():
             old = view.get(entry_id)
             if old is not None and old.live:
-                key = _dup_key(old.category, old.content)
+                key = ops.dup_key(old.category, old.content)
                 if self._dups.get(key) == entry_id:
                     del self._dups[key]
             if new is None or not new.live or (old is not None and old.content != new.content):
@@ -417,7 +380,7 @@ class LongTermStore:
             else:
                 self._rows.put(new)
                 if new.live:
-                    self._dups[_dup_key(new.category, new.content)] = entry_id
+                    self._dups[ops.dup_key(new.category, new.content)] = entry_id
                 if not new.live or (old is not None and old.content != new.content):
                     self._rows.drop_vector(entry_id)
             if seq > 0:
@@ -588,13 +551,13 @@ class LongTermStore:
                 written: list[_Request] = []
                 for request in batch:
                     try:
-                        ops, request.result = request.plan(scratch)
+                        planned, request.result = request.plan(scratch)
                     except Exception as exc:  # the plan's own error goes to its caller
                         request.error = exc
                         continue
-                    if ops:
-                        scratch.take(ops)
-                        logged.append(ops)
+                    if planned:
+                        scratch.take(planned)
+                        logged.append(planned)
                         written.append(request)
                 if logged:
                     try:
@@ -633,7 +596,7 @@ class LongTermStore:
         tag_list = check_tags(tags)
         now = now or utcnow()
         self._fresh()
-        known = self._dups.get(_dup_key(category, content))
+        known = self._dups.get(ops.dup_key(category, content))
         vector = self._embed_one(content) if known is None else None
 
         def plan(s: Scratch) -> tuple[list[Op], SaveResult]:
@@ -647,17 +610,17 @@ class LongTermStore:
                     reinforcement_count=old.reinforcement_count + 1,
                 )
                 self._remember(caller, entry, now)
-                return [_put(entry)], SaveResult(entry, reinforced=True)
+                return [ops.put_op(entry)], SaveResult(entry, reinforced=True)
             meta = dict(metadata or {})
             follows = self._follows(s, caller, category, now)
             if follows is not None:
                 meta[FOLLOWS] = follows
             entry = MemoryEntry(new_id(), content, category, tag_list, now, now, now, metadata=meta)
             self._remember(caller, entry, now)
-            ops = [_put(entry)]
+            planned = [ops.put_op(entry)]
             if vector is not None and self.embedder is not None:
-                ops.append(_vec(entry, self.embedder.name, vector))
-            return ops, SaveResult(entry, reinforced=False)
+                planned.append(ops.vec_op(entry, self.embedder.name, vector))
+            return planned, SaveResult(entry, reinforced=False)
 
         return self._commit(plan)
 
@@ -697,7 +660,7 @@ class LongTermStore:
                     f"No memory entry found with id '{entry_id}'. "
                     "Use search_memory to find the correct ID."
                 )
-            return [{"op": "del", "id": entry_id}], entry
+            return [ops.del_op(entry_id)], entry
 
         return self._commit(plan)
 
@@ -708,20 +671,19 @@ class LongTermStore:
         so they never overwrite, or bring back, what a user changed meanwhile."""
 
         def plan(s: Scratch) -> tuple[list[Op], list[bool]]:
-            ops: list[Op] = []
+            planned: list[Op] = []
             done: list[bool] = []
             for group in groups:
                 if all(w.expect is ANY or s.get(w.id) == w.expect for w in group):
                     group_ops: list[Op] = [
-                        _put(w.new) if w.new is not None else {"op": "del", "id": w.id}
-                        for w in group
+                        ops.put_op(w.new) if w.new is not None else ops.del_op(w.id) for w in group
                     ]
                     s.take(group_ops)
-                    ops += group_ops
+                    planned += group_ops
                     done.append(True)
                 else:
                     done.append(False)
-            return ops, done
+            return planned, done
 
         return self._commit(plan)
 
@@ -762,12 +724,12 @@ class LongTermStore:
         model = self.embedder.name
 
         def plan(s: Scratch) -> tuple[list[Op], int]:
-            ops = [
-                _vec(e, model, v)
+            planned = [
+                ops.vec_op(e, model, v)
                 for e, v in zip(missing, vectors, strict=True)
                 if (now := s.get(e.id)) is not None and now.live and now.content == e.content
             ]
-            return ops, len(ops)
+            return planned, len(planned)
 
         return self._commit(plan)
 
@@ -892,7 +854,7 @@ class LongTermStore:
             vector: StoredVector | None = None
             logged = vectors.get(entry_id)
             if logged is not None and logged["h"] == text_hash(entry.content):
-                vector = StoredVector(str(logged["m"]), _vector_of(logged), str(logged["h"]))
+                vector = StoredVector(str(logged["m"]), ops.vector_of(logged), str(logged["h"]))
             elif (old := stored.get(entry_id)) is not None and old.text_hash == text_hash(
                 entry.content
             ):

@@ -379,9 +379,9 @@ def test_a_collision_of_the_duplicate_digest_never_merges_two_memories(
 ) -> None:
     """The duplicate map keys on a 64-bit digest; a hit is checked against the text. Here
     every text collides."""
-    from dreamwell.stores import longterm
+    from dreamwell.stores import ops
 
-    monkeypatch.setattr(longterm, "_dup_key", lambda category, content: 7)
+    monkeypatch.setattr(ops, "dup_key", lambda category, content: 7)
     store = LongTermStore(tmp_path)
     first = store.save("The cat sleeps on the sofa", category="pets")
     other = store.save("Rent is due on the first of the month", category="pets")
