@@ -35,7 +35,8 @@ from dreamwell.stores import ops
 from dreamwell.stores.embedding import Embedder, EmbedderError, Reranker
 from dreamwell.stores.errors import NotFound, StoreBusy, StoreError
 from dreamwell.stores.layout import DataDir
-from dreamwell.stores.log import Log, LogGap, Op, Record
+from dreamwell.stores.log import Log, LogGap, Op
+from dreamwell.stores.mirror import Mirror
 from dreamwell.stores.model import (
     CONTEXT_SECONDS,
     FOLLOWS,
@@ -54,7 +55,7 @@ from dreamwell.stores.model import (
 from dreamwell.stores.ranking import CONTEXT_WEIGHT, KEYWORD_WEIGHT, rank_hits
 from dreamwell.stores.state import StateFile, write_atomic
 from dreamwell.stores.table import MemoryTable, StoredVector
-from dreamwell.stores.text_index import DocTerms, IndexDoc, TextIndex
+from dreamwell.stores.text_index import DocTerms, TextIndex
 from dreamwell.stores.view import Rows, View, from_bf16
 from dreamwell.stores.wal import Wal
 
@@ -200,25 +201,11 @@ class LongTermStore:
         self._table = MemoryTable(self.dirs.lancedb)
         self._index = TextIndex(self.dirs.index)
         self._wal: Log = Wal(self.dirs.wal, self.dirs.write_lock, lock_timeout)
-        self._apply_lock = threading.RLock()  # in-memory changes only, never held during I/O
+        self._mirror = Mirror(embedder.name if embedder else None, on_vectors_wanted)
         self._queue_lock = threading.Lock()
         self._queue: list[_Request] = []
         self._leading = False
-        self._view = View()
-        self._pending: Mapping[str, tuple[int, float]] = MappingProxyType({})  # id -> seq, time
-        self._terms: dict[str, DocTerms] = {}
-        self._rows = Rows()
-        self._unlogged: set[str] = set()  # vectors a search computed, not yet in the log
-        self._dups: dict[int, str] = {}
-        self._generation = -1  # the last checkpoint whose changes this process has applied
-        self._indexed = 0  # the checkpoint the Tantivy searcher reflects
-        self._vectors_ready = embedder is None
-        # set by a change or a load that leaves entries without a vector; `backfill()` clears
-        # it as it looks, so after a failed embed entries can still be missing while it is
-        # clear (`missing_vectors()` counts them)
-        self.vectors_wanted = threading.Event()
-        self._on_vectors_wanted = on_vectors_wanted
-        self._loaded_live = 0
+        self.vectors_wanted = self._mirror.vectors_wanted
         self._load()
         self._check_table()
         self._repair_index()
@@ -240,46 +227,31 @@ class LongTermStore:
             break
         else:
             raise StoreBusy("the memory store kept changing while it was opened; try again.")
-        with self._apply_lock:
-            self._loaded_live = sum(1 for e in entries if e.live)
-            self._view = View.of(entries)
-            self._rows = Rows(max(1024, len(entries) + 1024))
-            self._dups = {}
-            self._pending = MappingProxyType({})
-            self._terms = {}
-            for e in entries:
-                self._rows.put(e)
-                if e.live:
-                    self._dups[ops.dup_key(e.category, e.content)] = e.id
-            self._generation = state.generation if state.known else -1
-            self._indexed = start
+        with self._mirror.lock:
+            self._mirror.reset(entries)
+            self._mirror.generation = state.generation if state.known else -1
+            self._mirror.indexed = start
             self._index.reload()
-            self._apply(records)
+            self._mirror.apply(records)
             if self.embedder is not None:
-                self._vectors_ready = False
+                self._mirror.vectors_ready = False
 
     @property
     def vectors_loaded(self) -> bool:
         """Whether this embedder's stored vectors are in memory (always, without one)."""
-        return self._vectors_ready
+        return self._mirror.vectors_ready
 
     def load_vectors(self) -> None:
         """Read this embedder's vectors from LanceDB into memory (after start-up: searches
         meanwhile are keyword-only). Vectors of edited text are left out and re-embedded."""
-        if self.embedder is None or self._vectors_ready:
+        if self.embedder is None or self._mirror.vectors_ready:
             return
         stored = self._table.vectors(self.embedder.name)
-        with self._apply_lock:
-            self._adopt(stored)
-            self._vectors_ready = True
+        with self._mirror.lock:
+            self._mirror.adopt(stored)
+            self._mirror.vectors_ready = True
         if self.missing_vectors():
-            self._want_vectors()
-
-    def _want_vectors(self) -> None:
-        if not self.vectors_wanted.is_set():  # the hook only on a change: not on every save
-            self.vectors_wanted.set()
-            if self._on_vectors_wanted is not None:
-                self._on_vectors_wanted()
+            self._mirror.want_vectors()
 
     def _fresh(self) -> None:
         """Pick up what any process wrote: a few stat() calls when nothing changed."""
@@ -288,114 +260,36 @@ class LongTermStore:
         self._catch_up()
 
     def _catch_up(self) -> None:
-        with self._apply_lock:
+        with self._mirror.lock:
             state = self._state.read()
-            if state.known and state.checkpoint > self._indexed and not self._index.in_ram:
+            if state.known and state.checkpoint > self._mirror.indexed and not self._index.in_ram:
                 self._index.reload()
-                self._indexed = state.checkpoint
-                self._pending = MappingProxyType(
-                    {i: p for i, p in self._pending.items() if p[0] > state.checkpoint}
-                )
-                # the terms of checkpointed entries are in the index now: drop them, or this
-                # cache would hold every entry ever searched while pending
-                self._terms = {i: t for i, t in self._terms.items() if i in self._pending}
+                self._mirror.checkpointed(state.checkpoint)
             try:
                 records = self._wal.read_new()
             except LogGap as gap:
                 logger.info("catching up from LanceDB: %s", gap)
                 self._recover(state)
                 return
-            self._apply(records)
+            self._mirror.apply(records)
             if state.known and self._wal.last_seq >= state.checkpoint:
-                self._generation = state.generation
+                self._mirror.generation = state.generation
 
     def _recover(self, state: Any) -> None:
         """Some log records were checkpointed and deleted before this process read them:
         reload the ids the journal says those checkpoints wrote (or everything)."""
-        ids = state.changed_since(self._generation) if state.known else None
+        ids = state.changed_since(self._mirror.generation) if state.known else None
         if ids is None:
             self._load()
             return
         found = {e.id: e for e in self._table.get(sorted(ids))}
         changes: dict[str, MemoryEntry | None] = {i: found.get(i) for i in ids}
         self._wal.start_at(state.checkpoint)
-        self._change(changes, seq=0)
+        self._mirror.change(changes, seq=0)
         if self.embedder is not None and found:
-            self._adopt(self._table.vectors(self.embedder.name, sorted(found)))
-        self._generation = state.generation
+            self._mirror.adopt(self._table.vectors(self.embedder.name, sorted(found)))
+        self._mirror.generation = state.generation
         self._catch_up()
-
-    def _adopt(self, stored: Mapping[str, StoredVector]) -> None:
-        """Take stored vectors into memory (caller holds the apply lock), except for entries
-        that already have one or whose text changed since the vector was made."""
-        assert self.embedder is not None
-        for entry_id, vector in stored.items():
-            entry = self._view.get(entry_id)
-            if entry is None or self._rows.has_vector(entry_id):
-                continue
-            if text_hash(entry.content) == vector.text_hash:
-                self._rows.set_vector(entry_id, self.embedder.name, vector.values)
-
-    def _apply(self, records: Sequence[Record]) -> None:
-        """Apply log records to the in-memory view (caller holds the apply lock)."""
-        for record in records:
-            changes: dict[str, MemoryEntry | None] = {}
-            vectors: list[Op] = []
-            for op in record.ops:
-                if op["op"] == "put":
-                    entry = entry_from_dict(op["e"])
-                    changes[entry.id] = entry
-                elif op["op"] == "del":
-                    changes[str(op["id"])] = None
-                elif op["op"] == "vec":
-                    vectors.append(op)
-            if changes:
-                self._change(changes, record.seq)
-            model = self.embedder.name if self.embedder is not None else None
-            for op in vectors:  # another embedder's vectors are not this process's business
-                target = self._view.get(str(op["id"]))
-                if (
-                    op["m"] == model
-                    and target is not None
-                    and target.live
-                    and text_hash(target.content) == op["h"]
-                ):
-                    self._rows.set_vector(target.id, str(op["m"]), ops.vector_of(op))
-                    self._unlogged.discard(target.id)
-
-    def _change(self, changes: Mapping[str, MemoryEntry | None], seq: int) -> None:
-        view = self._view
-        now = time.monotonic()
-        pending = dict(self._pending)
-        for entry_id, new in changes.items():
-            old = view.get(entry_id)
-            if old is not None and old.live:
-                key = ops.dup_key(old.category, old.content)
-                if self._dups.get(key) == entry_id:
-                    del self._dups[key]
-            if new is None or not new.live or (old is not None and old.content != new.content):
-                self._unlogged.discard(entry_id)
-            if new is None:
-                self._rows.remove(entry_id)
-            else:
-                self._rows.put(new)
-                if new.live:
-                    self._dups[ops.dup_key(new.category, new.content)] = entry_id
-                if not new.live or (old is not None and old.content != new.content):
-                    self._rows.drop_vector(entry_id)
-            if seq > 0:
-                pending[entry_id] = (seq, pending.get(entry_id, (0, now))[1])
-                self._terms.pop(entry_id, None)
-        if seq > 0 and self._rows.linked:  # their contextual field changed too
-            for entry_id in changes:
-                for other in self._rows.neighbours(entry_id):
-                    if other not in changes and view.get(other) is not None:
-                        pending[other] = (seq, pending.get(other, (0, now))[1])
-                        self._terms.pop(other, None)
-        self._view = view.with_changes(changes)
-        self._pending = MappingProxyType(pending)
-        if self.embedder is not None and any(n is not None and n.live for n in changes.values()):
-            self._want_vectors()
 
     def _check_table(self) -> None:
         """Make good what LanceDB lost: a fragment that cannot be read (a data file missing or
@@ -478,12 +372,12 @@ class LongTermStore:
     def _repair_index(self) -> None:
         """Rebuild the Tantivy index from LanceDB when it is missing, damaged or out of step
         with the checkpoint (checked again under the checkpoint lock; skipped while one runs)."""
-        if self._index.in_step(self._loaded_live):
+        if self._index.in_step(self._mirror.loaded_live):
             return
         if self._index.in_ram:  # a read-only directory: index what was loaded, in memory
-            self._index.rebuild(self._doc(e) for e in self._view.values() if e.live)
-            self._indexed = self._wal.last_seq
-            self._pending = MappingProxyType({})
+            self._index.rebuild(self._mirror.doc(e) for e in self._mirror.view.values() if e.live)
+            self._mirror.indexed = self._wal.last_seq
+            self._mirror.pending = MappingProxyType({})
             return
         try:
             self._cplock.acquire(timeout=0)
@@ -498,8 +392,8 @@ class LongTermStore:
             logger.warning(
                 "the text index is out of step; rebuilding it from %d records", len(live)
             )
-            self._index.rebuild(self._doc(e) for e in live)
-            checkpoint = state.checkpoint if state.known else self._indexed
+            self._index.rebuild(self._mirror.doc(e) for e in live)
+            checkpoint = state.checkpoint if state.known else self._mirror.indexed
             with self._wal.locked():
                 self._state.write(self._state.read(), checkpoint, self._table.version, set())
         except OSError as exc:  # a read-only directory: search what there is
@@ -546,7 +440,7 @@ class LongTermStore:
         try:
             with self._wal.locked():
                 self._catch_up()
-                scratch = Scratch(self._view, self._dups)
+                scratch = Scratch(self._mirror.view, self._mirror.dups)
                 logged: list[list[Op]] = []
                 written: list[_Request] = []
                 for request in batch:
@@ -596,7 +490,7 @@ class LongTermStore:
         tag_list = check_tags(tags)
         now = now or utcnow()
         self._fresh()
-        known = self._dups.get(ops.dup_key(category, content))
+        known = self._mirror.dups.get(ops.dup_key(category, content))
         vector = self._embed_one(content) if known is None else None
 
         def plan(s: Scratch) -> tuple[list[Op], SaveResult]:
@@ -704,13 +598,13 @@ class LongTermStore:
         self.vectors_wanted.clear()
         self.load_vectors()
         self._fresh()
-        view = self._view
+        view = self._mirror.view
         missing: list[MemoryEntry] = []
-        for entry_id in list(self._unlogged):  # embedded by a search, not logged yet
+        for entry_id in list(self._mirror.unlogged):  # embedded by a search, not logged yet
             entry = view.get(entry_id)
             if entry is not None and entry.live and len(missing) < batch:
                 missing.append(entry)
-        for entry_id in self._rows.without_vector(batch - len(missing)):
+        for entry_id in self._mirror.rows.without_vector(batch - len(missing)):
             entry = view.get(entry_id)
             if entry is not None and entry.live:
                 missing.append(entry)
@@ -740,8 +634,8 @@ class LongTermStore:
         if self.embedder is not None and model == self.embedder.name:
             self.load_vectors()
             self._fresh()
-            with self._apply_lock:
-                rows = self._rows
+            with self._mirror.lock:
+                rows = self._mirror.rows
                 if rows.vec is None:
                     return {}
                 n = rows.n
@@ -757,13 +651,17 @@ class LongTermStore:
         if self.embedder is None:
             return 0
         self._fresh()
-        return self._view.live_count - self._rows.vector_count() + len(self._unlogged)
+        return (
+            self._mirror.view.live_count
+            - self._mirror.rows.vector_count()
+            + len(self._mirror.unlogged)
+        )
 
     # ---- checkpoints ----------------------------------------------------------------------------
     def checkpoint_due(self, max_age: float = CHECKPOINT_SECONDS) -> bool:
         """Enough changes are pending, or the oldest has waited `max_age` seconds."""
         self._fresh()
-        pending = self._pending
+        pending = self._mirror.pending
         if not pending:
             return False
         if len(pending) >= CHECKPOINT_RECORDS:
@@ -820,9 +718,9 @@ class LongTermStore:
         deletes for months would otherwise keep one for every memory it ever saw. Readers
         keep the rows they took; the rebuild takes about a second per 100,000 entries, off
         the tool calls' path (checkpoints run in the background)."""
-        with self._apply_lock:
-            if self._rows.n > 2 * self._view.size + ROWS_SLACK:
-                self._rows = self._rows.compacted(self._view.values())
+        with self._mirror.lock:
+            if self._mirror.rows.n > 2 * self._mirror.view.size + ROWS_SLACK:
+                self._mirror.rows = self._mirror.rows.compacted(self._mirror.view.values())
 
     def _fold(self, start: int, end: int) -> set[str]:
         """Write the records start < seq <= end to LanceDB and Tantivy (idempotent: a fold
@@ -844,7 +742,7 @@ class LongTermStore:
                 elif op["op"] == "vec":
                     vectors[str(op["id"])] = op
         for entry_id in vectors.keys() - final.keys():
-            current = self._view.get(entry_id)  # a vector for an entry checkpointed earlier
+            current = self._mirror.view.get(entry_id)  # a vector for an entry checkpointed earlier
             if current is not None:
                 final[entry_id] = current
         kept = {i: e for i, e in final.items() if e is not None}
@@ -868,15 +766,15 @@ class LongTermStore:
         # a changed memory also changes the contextual field of its neighbours (unless their
         # own change is still to be checkpointed: that checkpoint will index them)
         docs: dict[str, MemoryEntry | None] = {i: e for i, e in final.items()}
-        pending = self._pending
+        pending = self._mirror.pending
         for entry_id in final:
-            for other in self._rows.neighbours(entry_id):
+            for other in self._mirror.rows.neighbours(entry_id):
                 if other not in docs and pending.get(other, (0, 0.0))[0] <= end:
-                    docs[other] = self._view.get(other)
+                    docs[other] = self._mirror.view.get(other)
         with self._index.writing() as writer:
             for entry_id, doc_entry in docs.items():
                 if doc_entry is not None and doc_entry.live:
-                    writer.upsert(self._doc(doc_entry))
+                    writer.upsert(self._mirror.doc(doc_entry))
                 else:
                     writer.delete(entry_id)
         logger.debug(
@@ -885,16 +783,6 @@ class LongTermStore:
             1000 * (time.perf_counter() - written),
         )
         return set(final)
-
-    def _doc(self, entry: MemoryEntry) -> IndexDoc:
-        """The index document of `entry`: its text, and the text of the live memories saved
-        just before and after it by the same caller (the contextual field)."""
-        around = [
-            e.content
-            for i in self._rows.neighbours(entry.id)
-            if (e := self._view.get(i)) is not None and e.live
-        ]
-        return IndexDoc(entry.id, entry.content, entry.category, entry.tags, "\n".join(around))
 
     def maintain(self, keep_versions_for: timedelta = KEEP_VERSIONS) -> None:
         """Checkpoint, then compact LanceDB and drop old versions."""
@@ -907,7 +795,7 @@ class LongTermStore:
         self.checkpoint()
         with self._cplock:
             live = [e for e in self._table.entries() if e.live]
-            self._index.rebuild(self._doc(e) for e in live)
+            self._index.rebuild(self._mirror.doc(e) for e in live)
             with self._wal.locked():
                 state = self._state.read()
                 self._state.write(state, state.checkpoint, self._table.version, set())
@@ -931,24 +819,26 @@ class LongTermStore:
 
     def pending(self) -> int:
         """Changes logged but not yet folded into LanceDB and Tantivy."""
-        return len(self._pending)
+        return len(self._mirror.pending)
 
     # ---- reads ----------------------------------------------------------------------------------
     def get(self, entry_id: str) -> MemoryEntry | None:
         self._fresh()
-        return self._view.get(entry_id)
+        return self._mirror.view.get(entry_id)
 
     def entries(self, include_archived: bool = False) -> list[MemoryEntry]:
         self._fresh()
-        return [e for e in self._view.values() if include_archived or e.live]
+        return [e for e in self._mirror.view.values() if include_archived or e.live]
 
     def count(self) -> int:
         self._fresh()
-        return self._view.live_count
+        return self._mirror.view.live_count
 
     def categories(self) -> list[tuple[str, int]]:
         self._fresh()
-        return sorted(self._view.categories.items(), key=lambda kv: (kv[0].casefold(), kv[0]))
+        return sorted(
+            self._mirror.view.categories.items(), key=lambda kv: (kv[0].casefold(), kv[0])
+        )
 
     def search(
         self,
@@ -962,7 +852,7 @@ class LongTermStore:
         category = check_category(category)
         tag_list = check_tags(tags)
         self._fresh()
-        view, rows = self._view, self._rows
+        view, rows = self._mirror.view, self._mirror.rows
         if not text:
             mask = rows.mask(category, tag_list)
             found = (view.get(i) for i in rows.recent(limit * 2, mask))
@@ -1016,11 +906,11 @@ class LongTermStore:
         """Whether every live entry has a vector, embedding the few the background backfill
         has not reached yet (in memory only: a search writes nothing). A partial set of
         vectors would distort the blend, so with many missing the search is BM25 only."""
-        if self.embedder is None or not self._vectors_ready:
+        if self.embedder is None or not self._mirror.vectors_ready:
             return False
         if not self.wait_for_model and not getattr(self.embedder, "ready", True):
             return False  # the model is still loading: keywords now rather than a wait
-        rows = self._rows
+        rows = self._mirror.rows
         missing = rows.without_vector(SEARCH_EMBEDS + 1)
         if not missing:
             return bool(rows.n)
@@ -1032,19 +922,19 @@ class LongTermStore:
         except EmbedderError as exc:
             logger.warning("embedding at search time failed (%s); keyword search only", exc)
             return False
-        with self._apply_lock:
+        with self._mirror.lock:
             for entry, vector in zip(entries, vectors, strict=True):
-                current = self._view.get(entry.id)
+                current = self._mirror.view.get(entry.id)
                 if current is not None and current.content == entry.content:
-                    self._rows.set_vector(entry.id, self.embedder.name, vector)
-                    self._unlogged.add(entry.id)
+                    self._mirror.rows.set_vector(entry.id, self.embedder.name, vector)
+                    self._mirror.unlogged.add(entry.id)
         return True
 
     def _keyword(
         self, text: str, view: View, category: str | None, tags: Sequence[str]
     ) -> list[tuple[str, float]]:
         """BM25 over the index plus the changes not checkpointed yet (which override it)."""
-        pending = self._pending
+        pending = self._mirror.pending
         # the index's version of a pending entry is overridden: fetch more only when some
         # of the best were (most pending entries are new saves the index has never held;
         # fetching 100 + 512 hits cost half a millisecond of every search after a burst)
@@ -1058,10 +948,10 @@ class LongTermStore:
             entry = view.get(entry_id)
             if entry is None or not matches(entry, category, tags):
                 continue
-            terms = self._terms.get(entry_id)
+            terms = self._mirror.terms.get(entry_id)
             if terms is None:
-                terms = self._index.doc_terms(self._doc(entry))
-                self._terms[entry_id] = terms
+                terms = self._index.doc_terms(self._mirror.doc(entry))
+                self._mirror.terms[entry_id] = terms
             docs[entry_id] = terms
         merged = indexed + self._index.score_docs(text, docs)
         merged.sort(key=lambda h: (-h[1], h[0]))
@@ -1078,3 +968,12 @@ class LongTermStore:
         except EmbedderError as exc:
             logger.warning("query embedding failed (%s); keyword search only", exc)
             return None
+
+    # ---- for tests that reach inside ------------------------------------------------------------
+    @property
+    def _rows(self) -> Rows:
+        return self._mirror.rows
+
+    @property
+    def _terms(self) -> dict[str, DocTerms]:
+        return self._mirror.terms

@@ -1,0 +1,153 @@
+"""This process's copy of long-term memory, and applying changes to it.
+
+`Mirror` holds what reads are served from: the immutable `View` of the entries (swapped whole
+by each change), their `Rows` (filters and this embedder's vectors), the duplicate map, which
+ids are pending (logged but not yet checkpointed into LanceDB and Tantivy), the index terms
+cached for those, and vectors a search computed that are not logged yet. It applies log
+records and loaded entries to them under its lock, which is never held during I/O. Where the
+records come from (the log, LanceDB) is `stores/catchup.py`'s business.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
+
+from dreamwell.stores import ops
+from dreamwell.stores.log import Op, Record
+from dreamwell.stores.model import MemoryEntry, text_hash
+from dreamwell.stores.table import StoredVector
+from dreamwell.stores.text_index import DocTerms, IndexDoc
+from dreamwell.stores.view import Rows, View
+
+Pending = Mapping[str, tuple[int, float]]  # id -> (seq of its last change, monotonic time)
+
+
+class Mirror:
+    def __init__(self, model: str | None, on_vectors_wanted: Callable[[], None] | None) -> None:
+        """`model`: the embedder's name (None without one): only its vectors are kept."""
+        self.model = model
+        self.lock = threading.RLock()  # in-memory changes only, never held during I/O
+        self.view = View()
+        self.pending: Pending = MappingProxyType({})
+        self.terms: dict[str, DocTerms] = {}
+        self.rows = Rows()
+        self.unlogged: set[str] = set()  # vectors a search computed, not yet in the log
+        self.dups: dict[int, str] = {}
+        self.generation = -1  # the last checkpoint whose changes this process has applied
+        self.indexed = 0  # the checkpoint the Tantivy searcher reflects
+        self.vectors_ready = model is None
+        # set by a change or a load that leaves entries without a vector; the backfill clears
+        # it as it looks, so after a failed embed entries can still be missing while it is
+        # clear (`Vectors.missing()` counts them)
+        self.vectors_wanted = threading.Event()
+        self._on_vectors_wanted = on_vectors_wanted
+        self.loaded_live = 0
+
+    def reset(self, entries: Sequence[MemoryEntry]) -> None:
+        """Start again from `entries` (as read from LanceDB; caller holds the lock)."""
+        self.loaded_live = sum(1 for e in entries if e.live)
+        self.view = View.of(entries)
+        self.rows = Rows(max(1024, len(entries) + 1024))
+        self.dups = {}
+        self.pending = MappingProxyType({})
+        self.terms = {}
+        for e in entries:
+            self.rows.put(e)
+            if e.live:
+                self.dups[ops.dup_key(e.category, e.content)] = e.id
+
+    def want_vectors(self) -> None:
+        if not self.vectors_wanted.is_set():  # the hook only on a change: not on every save
+            self.vectors_wanted.set()
+            if self._on_vectors_wanted is not None:
+                self._on_vectors_wanted()
+
+    def checkpointed(self, through: int) -> None:
+        """The index now holds the changes up to `through`: they are no longer pending."""
+        self.indexed = through
+        self.pending = MappingProxyType({i: p for i, p in self.pending.items() if p[0] > through})
+        # the terms of checkpointed entries are in the index now: drop them, or this cache
+        # would hold every entry ever searched while pending
+        self.terms = {i: t for i, t in self.terms.items() if i in self.pending}
+
+    def apply(self, records: Sequence[Record]) -> None:
+        """Apply log records (caller holds the lock)."""
+        for record in records:
+            changes, vectors = ops.split_record(record)
+            if changes:
+                self.change(changes, record.seq)
+            for op in vectors:  # another embedder's vectors are not this process's business
+                self._take_vector(op)
+
+    def _take_vector(self, op: Op) -> None:
+        target = self.view.get(str(op["id"]))
+        if (
+            op["m"] == self.model
+            and target is not None
+            and target.live
+            and text_hash(target.content) == op["h"]
+        ):
+            self.rows.set_vector(target.id, str(op["m"]), ops.vector_of(op))
+            self.unlogged.discard(target.id)
+
+    def change(self, changes: Mapping[str, MemoryEntry | None], seq: int) -> None:
+        """Set entries (None: gone); `seq` > 0 marks them pending as of that log record."""
+        view = self.view
+        now = time.monotonic()
+        pending = dict(self.pending)
+        for entry_id, new in changes.items():
+            self._change_one(entry_id, view.get(entry_id), new)
+            if seq > 0:
+                pending[entry_id] = (seq, pending.get(entry_id, (0, now))[1])
+                self.terms.pop(entry_id, None)
+        if seq > 0 and self.rows.linked:  # their contextual field changed too
+            for entry_id in changes:
+                for other in self.rows.neighbours(entry_id):
+                    if other not in changes and view.get(other) is not None:
+                        pending[other] = (seq, pending.get(other, (0, now))[1])
+                        self.terms.pop(other, None)
+        self.view = view.with_changes(changes)
+        self.pending = MappingProxyType(pending)
+        if self.model is not None and any(n is not None and n.live for n in changes.values()):
+            self.want_vectors()
+
+    def _change_one(self, entry_id: str, old: MemoryEntry | None, new: MemoryEntry | None) -> None:
+        """The duplicate map, rows and vectors of one changed entry."""
+        if old is not None and old.live:
+            key = ops.dup_key(old.category, old.content)
+            if self.dups.get(key) == entry_id:
+                del self.dups[key]
+        if new is None or not new.live or (old is not None and old.content != new.content):
+            self.unlogged.discard(entry_id)
+        if new is None:
+            self.rows.remove(entry_id)
+            return
+        self.rows.put(new)
+        if new.live:
+            self.dups[ops.dup_key(new.category, new.content)] = entry_id
+        if not new.live or (old is not None and old.content != new.content):
+            self.rows.drop_vector(entry_id)
+
+    def adopt(self, stored: Mapping[str, StoredVector]) -> None:
+        """Take stored vectors (caller holds the lock), except for entries that already have
+        one or whose text changed since the vector was made."""
+        assert self.model is not None
+        for entry_id, vector in stored.items():
+            entry = self.view.get(entry_id)
+            if entry is None or self.rows.has_vector(entry_id):
+                continue
+            if text_hash(entry.content) == vector.text_hash:
+                self.rows.set_vector(entry_id, self.model, vector.values)
+
+    def doc(self, entry: MemoryEntry) -> IndexDoc:
+        """The index document of `entry`: its text, and the text of the live memories saved
+        just before and after it by the same caller (the contextual field)."""
+        around = [
+            e.content
+            for i in self.rows.neighbours(entry.id)
+            if (e := self.view.get(i)) is not None and e.live
+        ]
+        return IndexDoc(entry.id, entry.content, entry.category, entry.tags, "\n".join(around))
