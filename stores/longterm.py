@@ -32,10 +32,11 @@ import numpy as np
 from filelock import FileLock, Timeout
 
 from dreamwell.stores import ops
+from dreamwell.stores.catchup import Follower
 from dreamwell.stores.embedding import Embedder, EmbedderError, Reranker
-from dreamwell.stores.errors import NotFound, StoreBusy, StoreError
+from dreamwell.stores.errors import NotFound, StoreError
 from dreamwell.stores.layout import DataDir
-from dreamwell.stores.log import Log, LogGap, Op
+from dreamwell.stores.log import Log, Op
 from dreamwell.stores.mirror import Mirror
 from dreamwell.stores.model import (
     CONTEXT_SECONDS,
@@ -206,36 +207,12 @@ class LongTermStore:
         self._queue: list[_Request] = []
         self._leading = False
         self.vectors_wanted = self._mirror.vectors_wanted
-        self._load()
+        self._follower = Follower(self._mirror, self._wal, self._state, self._table, self._index)
+        self._follower.load()
         self._check_table()
         self._repair_index()
 
     # ---- loading and catching up --------------------------------------------------------------
-    def _load(self) -> None:
-        """Entries from LanceDB at a checkpoint, then the log after it."""
-        for _ in range(20):
-            state = self._state.read()
-            entries = self._table.entries()
-            if self._state.read().generation != state.generation:
-                continue  # a checkpoint finished meanwhile: read again
-            start = state.checkpoint if state.known else self._wal.first_seq() - 1
-            self._wal.start_at(start)
-            try:
-                records = self._wal.read_new()
-            except LogGap:
-                continue
-            break
-        else:
-            raise StoreBusy("the memory store kept changing while it was opened; try again.")
-        with self._mirror.lock:
-            self._mirror.reset(entries)
-            self._mirror.generation = state.generation if state.known else -1
-            self._mirror.indexed = start
-            self._index.reload()
-            self._mirror.apply(records)
-            if self.embedder is not None:
-                self._mirror.vectors_ready = False
-
     @property
     def vectors_loaded(self) -> bool:
         """Whether this embedder's stored vectors are in memory (always, without one)."""
@@ -252,44 +229,6 @@ class LongTermStore:
             self._mirror.vectors_ready = True
         if self.missing_vectors():
             self._mirror.want_vectors()
-
-    def _fresh(self) -> None:
-        """Pick up what any process wrote: a few stat() calls when nothing changed."""
-        if self._state.unchanged() and not self._wal.has_news():
-            return
-        self._catch_up()
-
-    def _catch_up(self) -> None:
-        with self._mirror.lock:
-            state = self._state.read()
-            if state.known and state.checkpoint > self._mirror.indexed and not self._index.in_ram:
-                self._index.reload()
-                self._mirror.checkpointed(state.checkpoint)
-            try:
-                records = self._wal.read_new()
-            except LogGap as gap:
-                logger.info("catching up from LanceDB: %s", gap)
-                self._recover(state)
-                return
-            self._mirror.apply(records)
-            if state.known and self._wal.last_seq >= state.checkpoint:
-                self._mirror.generation = state.generation
-
-    def _recover(self, state: Any) -> None:
-        """Some log records were checkpointed and deleted before this process read them:
-        reload the ids the journal says those checkpoints wrote (or everything)."""
-        ids = state.changed_since(self._mirror.generation) if state.known else None
-        if ids is None:
-            self._load()
-            return
-        found = {e.id: e for e in self._table.get(sorted(ids))}
-        changes: dict[str, MemoryEntry | None] = {i: found.get(i) for i in ids}
-        self._wal.start_at(state.checkpoint)
-        self._mirror.change(changes, seq=0)
-        if self.embedder is not None and found:
-            self._mirror.adopt(self._table.vectors(self.embedder.name, sorted(found)))
-        self._mirror.generation = state.generation
-        self._catch_up()
 
     def _check_table(self) -> None:
         """Make good what LanceDB lost: a fragment that cannot be read (a data file missing or
@@ -319,7 +258,7 @@ class LongTermStore:
             return
         finally:
             self._cplock.release()
-        self._load()
+        self._follower.load()
 
     def _restore(self, state: Any) -> None:
         found = self._table.version
@@ -400,7 +339,7 @@ class LongTermStore:
             logger.warning("cannot repair the text index: %s", exc)
         finally:
             self._cplock.release()
-        self._catch_up()
+        self._follower.catch_up()
 
     # ---- writing --------------------------------------------------------------------------------
     def _commit(self, plan: Callable[[Scratch], tuple[list[Op], T]]) -> T:
@@ -439,7 +378,7 @@ class LongTermStore:
     def _write_batch(self, batch: list[_Request]) -> None:
         try:
             with self._wal.locked():
-                self._catch_up()
+                self._follower.catch_up()
                 scratch = Scratch(self._mirror.view, self._mirror.dups)
                 logged: list[list[Op]] = []
                 written: list[_Request] = []
@@ -463,7 +402,7 @@ class LongTermStore:
                         )
                         for request in written:
                             request.error = error
-                self._catch_up()
+                self._follower.catch_up()
         except Exception as exc:  # StoreBusy, a read-only directory, ...: every caller hears it
             for request in batch:
                 if request.error is None:
@@ -489,7 +428,7 @@ class LongTermStore:
         category = check_category(category)
         tag_list = check_tags(tags)
         now = now or utcnow()
-        self._fresh()
+        self._follower.fresh()
         known = self._mirror.dups.get(ops.dup_key(category, content))
         vector = self._embed_one(content) if known is None else None
 
@@ -597,7 +536,7 @@ class LongTermStore:
         # it again, so its wake-up is not lost
         self.vectors_wanted.clear()
         self.load_vectors()
-        self._fresh()
+        self._follower.fresh()
         view = self._mirror.view
         missing: list[MemoryEntry] = []
         for entry_id in list(self._mirror.unlogged):  # embedded by a search, not logged yet
@@ -633,7 +572,7 @@ class LongTermStore:
         matrix, so the caller may keep them while the store goes on changing."""
         if self.embedder is not None and model == self.embedder.name:
             self.load_vectors()
-            self._fresh()
+            self._follower.fresh()
             with self._mirror.lock:
                 rows = self._mirror.rows
                 if rows.vec is None:
@@ -650,7 +589,7 @@ class LongTermStore:
     def missing_vectors(self) -> int:
         if self.embedder is None:
             return 0
-        self._fresh()
+        self._follower.fresh()
         return (
             self._mirror.view.live_count
             - self._mirror.rows.vector_count()
@@ -660,7 +599,7 @@ class LongTermStore:
     # ---- checkpoints ----------------------------------------------------------------------------
     def checkpoint_due(self, max_age: float = CHECKPOINT_SECONDS) -> bool:
         """Enough changes are pending, or the oldest has waited `max_age` seconds."""
-        self._fresh()
+        self._follower.fresh()
         pending = self._mirror.pending
         if not pending:
             return False
@@ -683,7 +622,7 @@ class LongTermStore:
             began = time.perf_counter()
             self._check_table()
             with self._wal.locked():  # seal: new writes go to a new segment
-                self._catch_up()
+                self._follower.catch_up()
                 state = self._state.read()
                 start = state.checkpoint if state.known else self._wal.first_seq() - 1
                 end = self._wal.last_seq
@@ -709,7 +648,7 @@ class LongTermStore:
             )
         finally:
             self._cplock.release()
-        self._catch_up()
+        self._follower.catch_up()
         return True
 
     def _compact_rows(self) -> None:
@@ -799,7 +738,7 @@ class LongTermStore:
             with self._wal.locked():
                 state = self._state.read()
                 self._state.write(state, state.checkpoint, self._table.version, set())
-        self._catch_up()
+        self._follower.catch_up()
 
     def version(self) -> int:
         """The LanceDB table version: changes with every checkpoint by any process."""
@@ -823,19 +762,19 @@ class LongTermStore:
 
     # ---- reads ----------------------------------------------------------------------------------
     def get(self, entry_id: str) -> MemoryEntry | None:
-        self._fresh()
+        self._follower.fresh()
         return self._mirror.view.get(entry_id)
 
     def entries(self, include_archived: bool = False) -> list[MemoryEntry]:
-        self._fresh()
+        self._follower.fresh()
         return [e for e in self._mirror.view.values() if include_archived or e.live]
 
     def count(self) -> int:
-        self._fresh()
+        self._follower.fresh()
         return self._mirror.view.live_count
 
     def categories(self) -> list[tuple[str, int]]:
-        self._fresh()
+        self._follower.fresh()
         return sorted(
             self._mirror.view.categories.items(), key=lambda kv: (kv[0].casefold(), kv[0])
         )
@@ -851,7 +790,7 @@ class LongTermStore:
         text = check_query(query)
         category = check_category(category)
         tag_list = check_tags(tags)
-        self._fresh()
+        self._follower.fresh()
         view, rows = self._mirror.view, self._mirror.rows
         if not text:
             mask = rows.mask(category, tag_list)
