@@ -238,7 +238,7 @@ def check_store(settings: Settings, name: str, data_dir: Path) -> list[Finding]:
 
 
 def damage_finding(report: Path) -> Finding:
-    """A repair the store made on opening (see `LongTermStore._check_table`)."""
+    """A repair the store made on opening (see `stores/repair.py`)."""
     try:
         found = json.loads(report.read_text(encoding="utf-8"))
         lost, restored = len(found["lost"]), len(found["restored_from_log"])

@@ -17,24 +17,23 @@ process read it is made good from LanceDB through the state file's journal.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, Final, TypeVar
 
 import numpy as np
-from filelock import FileLock, Timeout
+from filelock import FileLock
 
 from dreamwell.stores import ops
 from dreamwell.stores.catchup import Follower
+from dreamwell.stores.checkpoint import CHECKPOINT_SECONDS, KEEP_VERSIONS, Checkpointer
 from dreamwell.stores.embedding import Embedder, EmbedderError, Reranker
 from dreamwell.stores.errors import NotFound, StoreError
+from dreamwell.stores.fold import fold
 from dreamwell.stores.layout import DataDir
 from dreamwell.stores.log import Log, Op
 from dreamwell.stores.mirror import Mirror
@@ -50,26 +49,32 @@ from dreamwell.stores.model import (
     check_tags,
     entry_from_dict,
     new_id,
-    text_hash,
     utcnow,
 )
+from dreamwell.stores.parts import Parts
 from dreamwell.stores.ranking import CONTEXT_WEIGHT, KEYWORD_WEIGHT, rank_hits
-from dreamwell.stores.state import StateFile, write_atomic
-from dreamwell.stores.table import MemoryTable, StoredVector
+from dreamwell.stores.repair import Repair
+from dreamwell.stores.state import StateFile
+from dreamwell.stores.table import MemoryTable
 from dreamwell.stores.text_index import DocTerms, TextIndex
 from dreamwell.stores.view import Rows, View, from_bf16
 from dreamwell.stores.wal import Wal
+
+__all__ = [
+    "ANY",
+    "CHECKPOINT_SECONDS",
+    "Hit",
+    "LongTermStore",
+    "SaveResult",
+    "Write",
+    "matches",
+]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 _CANDIDATES = 100
 SEARCH_EMBEDS = 512  # a search embeds at most this many entries the backfill has not reached
-CHECKPOINT_RECORDS = 512  # fold the log into LanceDB/Tantivy when this many ids are pending
-CHECKPOINT_SECONDS = 5.0  # ... or when the oldest pending change is this old
-COMPACT_FRAGMENTS = 16  # compact LanceDB when it has this many fragments
-KEEP_VERSIONS = timedelta(seconds=30)  # old LanceDB versions kept for readers mid-scan
-ROWS_SLACK = 4096  # rows of deleted entries a process keeps beyond one per entry (see checkpoint)
 
 
 class _Any:
@@ -196,8 +201,6 @@ class LongTermStore:
         self.contextual = contextual
         self.wait_for_model = wait_for_model
         self._last_save: dict[str, tuple[str, datetime, str | None]] = {}  # caller -> id, at, cat
-        self._lock_timeout = lock_timeout
-        self._cplock = FileLock(str(self.dirs.checkpoint_lock), timeout=lock_timeout)
         self._state = StateFile(self.dirs.state)
         self._table = MemoryTable(self.dirs.lancedb)
         self._index = TextIndex(self.dirs.index)
@@ -208,9 +211,22 @@ class LongTermStore:
         self._leading = False
         self.vectors_wanted = self._mirror.vectors_wanted
         self._follower = Follower(self._mirror, self._wal, self._state, self._table, self._index)
+        self._parts = Parts(
+            self.dirs,
+            self._wal,
+            self._state,
+            self._table,
+            self._index,
+            self._mirror,
+            self._follower,
+            FileLock(str(self.dirs.checkpoint_lock), timeout=lock_timeout),
+            lock_timeout,
+        )
+        repair = Repair(self._parts)
+        self._checkpointer = Checkpointer(self._parts, repair)
         self._follower.load()
-        self._check_table()
-        self._repair_index()
+        repair.check_table()
+        repair.index()
 
     # ---- loading and catching up --------------------------------------------------------------
     @property
@@ -229,117 +245,6 @@ class LongTermStore:
             self._mirror.vectors_ready = True
         if self.missing_vectors():
             self._mirror.want_vectors()
-
-    def _check_table(self) -> None:
-        """Make good what LanceDB lost: a fragment that cannot be read (a data file missing or
-        damaged) or versions newer than its manifest says (the newest manifest deleted, so
-        LanceDB silently serves an older table). The log segments still on disk are folded in
-        again, unreadable fragments are removed from the table (their files kept under
-        `damaged/`), and what could not be restored is named in the log and in a report."""
-        state = self._state.read()
-        rolled_back = state.known and self._table.version < state.version
-        if not self._table.damaged and not rolled_back:
-            return
-        try:
-            self._cplock.acquire(timeout=self._lock_timeout)
-        except (Timeout, OSError) as exc:
-            logger.error("long-term memory is damaged and cannot be repaired now (%s)", exc)
-            return
-        try:
-            self._restore(self._state.read())
-        except (RuntimeError, OSError) as exc:
-            logger.error(
-                "long-term memory in %s is damaged and could not be repaired (%s); serving "
-                "what can be read. Restore the data directory from a backup or run "
-                "`dreamwell export` to save what is left.",
-                self.data_dir,
-                exc,
-            )
-            return
-        finally:
-            self._cplock.release()
-        self._follower.load()
-
-    def _restore(self, state: Any) -> None:
-        found = self._table.version
-        stale = state.written_after(found) if state.known and found < state.version else set()
-        rows_lost = sum(d.rows for d in self._table.damaged.values())
-        fragments = sorted(self._table.damaged)
-        kept = self._table.isolate(self.dirs.damaged) if fragments else []
-        missing = self._index.ids() - {e.id for e in self._table.entries()}
-        needed = missing | (stale or set())
-        through = state.checkpoint if state.known else self._wal.last_seq
-        retained = self._fold(0, through)  # idempotent: the log still holds these records
-        restored = sorted(needed & retained)
-        lost = sorted(needed - retained)
-        if lost:
-            with self._index.writing() as writer:
-                for entry_id in lost:
-                    writer.delete(entry_id)
-        self._state.write(state, through, self._table.version, retained | set(lost))
-        report = {
-            "at": utcnow().isoformat(),
-            "lancedb_version_found": found,
-            "lancedb_version_expected": state.version if state.known else None,
-            "unreadable_fragments": fragments,
-            "rows_in_them": rows_lost,
-            "files_kept": [str(p) for p in kept],
-            "restored_from_log": restored,
-            "lost": lost,
-            "journal_incomplete": stale is None,
-        }
-        self.dirs.damaged.mkdir(parents=True, exist_ok=True)
-        path = self.dirs.damaged / f"longterm-{utcnow():%Y%m%dT%H%M%S%fZ}.json"
-        write_atomic(path, json.dumps(report, indent=1))
-        what = (
-            f"{len(fragments)} unreadable LanceDB fragment(s) ({rows_lost} rows)"
-            if fragments
-            else f"LanceDB at version {found}, older than the {state.version} last written "
-            "(its newest manifest is missing)"
-        )
-        logger.error(
-            "long-term memory in %s was damaged: %s. %d memories were restored from the "
-            "write-ahead log; %d could not be and are lost%s. Details: %s",
-            self.data_dir,
-            what,
-            len(restored),
-            len(lost),
-            f" ({', '.join(lost[:10])}{', ...' if len(lost) > 10 else ''})" if lost else "",
-            path,
-        )
-
-    def _repair_index(self) -> None:
-        """Rebuild the Tantivy index from LanceDB when it is missing, damaged or out of step
-        with the checkpoint (checked again under the checkpoint lock; skipped while one runs)."""
-        if self._index.in_step(self._mirror.loaded_live):
-            return
-        if self._index.in_ram:  # a read-only directory: index what was loaded, in memory
-            self._index.rebuild(self._mirror.doc(e) for e in self._mirror.view.values() if e.live)
-            self._mirror.indexed = self._wal.last_seq
-            self._mirror.pending = MappingProxyType({})
-            return
-        try:
-            self._cplock.acquire(timeout=0)
-        except (Timeout, OSError):
-            return
-        try:
-            state = self._state.read()
-            entries = self._table.entries()
-            live = [e for e in entries if e.live]
-            if self._index.in_step(len(live)):
-                return
-            logger.warning(
-                "the text index is out of step; rebuilding it from %d records", len(live)
-            )
-            self._index.rebuild(self._mirror.doc(e) for e in live)
-            checkpoint = state.checkpoint if state.known else self._mirror.indexed
-            with self._wal.locked():
-                self._state.write(self._state.read(), checkpoint, self._table.version, set())
-        except OSError as exc:  # a read-only directory: search what there is
-            logger.warning("cannot repair the text index: %s", exc)
-        finally:
-            self._cplock.release()
-        self._follower.catch_up()
 
     # ---- writing --------------------------------------------------------------------------------
     def _commit(self, plan: Callable[[Scratch], tuple[list[Op], T]]) -> T:
@@ -599,146 +504,20 @@ class LongTermStore:
     # ---- checkpoints ----------------------------------------------------------------------------
     def checkpoint_due(self, max_age: float = CHECKPOINT_SECONDS) -> bool:
         """Enough changes are pending, or the oldest has waited `max_age` seconds."""
-        self._follower.fresh()
-        pending = self._mirror.pending
-        if not pending:
-            return False
-        if len(pending) >= CHECKPOINT_RECORDS:
-            return True
-        oldest = min(p[1] for p in pending.values())
-        return time.monotonic() - oldest >= max_age
+        return self._checkpointer.due(max_age)
 
     def checkpoint(self, wait: bool = True) -> bool:
         """Fold the log into LanceDB and Tantivy and drop the folded segments. Returns False
         when another process is doing it (with wait=False) or there was nothing to fold."""
-        self._compact_rows()
-        try:
-            self._cplock.acquire(timeout=None if wait else 0)
-        except Timeout:
-            return False
-        except OSError as exc:
-            raise StoreError(f"cannot checkpoint {self.data_dir}: {exc.strerror}") from exc
-        try:
-            began = time.perf_counter()
-            self._check_table()
-            with self._wal.locked():  # seal: new writes go to a new segment
-                self._follower.catch_up()
-                state = self._state.read()
-                start = state.checkpoint if state.known else self._wal.first_seq() - 1
-                end = self._wal.last_seq
-                if end <= start:
-                    return False
-                self._wal.rotate()
-            sealed = time.perf_counter()
-            touched = self._fold(start, end)
-            folded = time.perf_counter()
-            with self._wal.locked():
-                self._state.write(self._state.read(), end, self._table.version, touched)
-                self._wal.drop_sealed(end)
-            recorded = time.perf_counter()
-            if self._table.fragments() >= COMPACT_FRAGMENTS:
-                self._table.optimize(KEEP_VERSIONS)
-            logger.debug(
-                "checkpoint of %d changes: %.0f ms (seal %.0f, fold %.0f, compaction %.0f)",
-                len(touched),
-                1000 * (time.perf_counter() - began),
-                1000 * (sealed - began),
-                1000 * (folded - sealed),
-                1000 * (time.perf_counter() - recorded),
-            )
-        finally:
-            self._cplock.release()
-        self._follower.catch_up()
-        return True
-
-    def _compact_rows(self) -> None:
-        """Rebuild this process's rows without those of deleted entries once they outnumber
-        the entries by ROWS_SLACK: each row holds a vector, and a server that saves and
-        deletes for months would otherwise keep one for every memory it ever saw. Readers
-        keep the rows they took; the rebuild takes about a second per 100,000 entries, off
-        the tool calls' path (checkpoints run in the background)."""
-        with self._mirror.lock:
-            if self._mirror.rows.n > 2 * self._mirror.view.size + ROWS_SLACK:
-                self._mirror.rows = self._mirror.rows.compacted(self._mirror.view.values())
-
-    def _fold(self, start: int, end: int) -> set[str]:
-        """Write the records start < seq <= end to LanceDB and Tantivy (idempotent: a fold
-        that died half-way is simply done again)."""
-        final: dict[str, MemoryEntry | None] = {}
-        vectors: dict[str, Op] = {}
-        for record in self._wal.sealed_records(start, end):
-            for op in record.ops:
-                if op["op"] == "put":
-                    entry = entry_from_dict(op["e"])
-                    final[entry.id] = entry
-                    if (v := vectors.get(entry.id)) is not None and v["h"] != text_hash(
-                        entry.content
-                    ):
-                        del vectors[entry.id]
-                elif op["op"] == "del":
-                    final[str(op["id"])] = None
-                    vectors.pop(str(op["id"]), None)
-                elif op["op"] == "vec":
-                    vectors[str(op["id"])] = op
-        for entry_id in vectors.keys() - final.keys():
-            current = self._mirror.view.get(entry_id)  # a vector for an entry checkpointed earlier
-            if current is not None:
-                final[entry_id] = current
-        kept = {i: e for i, e in final.items() if e is not None}
-        stored = self._table.stored_vectors([i for i in kept if i not in vectors])
-        rows: dict[str, tuple[MemoryEntry, StoredVector | None]] = {}
-        for entry_id, entry in kept.items():
-            vector: StoredVector | None = None
-            logged = vectors.get(entry_id)
-            if logged is not None and logged["h"] == text_hash(entry.content):
-                vector = StoredVector(str(logged["m"]), ops.vector_of(logged), str(logged["h"]))
-            elif (old := stored.get(entry_id)) is not None and old.text_hash == text_hash(
-                entry.content
-            ):
-                vector = old
-            rows[entry_id] = (entry, vector)
-        deleted = [i for i, e in final.items() if e is None]
-        began = time.perf_counter()
-        self._table.delete(deleted)
-        self._table.upsert(list(rows.values()))
-        written = time.perf_counter()
-        # a changed memory also changes the contextual field of its neighbours (unless their
-        # own change is still to be checkpointed: that checkpoint will index them)
-        docs: dict[str, MemoryEntry | None] = {i: e for i, e in final.items()}
-        pending = self._mirror.pending
-        for entry_id in final:
-            for other in self._mirror.rows.neighbours(entry_id):
-                if other not in docs and pending.get(other, (0, 0.0))[0] <= end:
-                    docs[other] = self._mirror.view.get(other)
-        with self._index.writing() as writer:
-            for entry_id, doc_entry in docs.items():
-                if doc_entry is not None and doc_entry.live:
-                    writer.upsert(self._mirror.doc(doc_entry))
-                else:
-                    writer.delete(entry_id)
-        logger.debug(
-            "fold: LanceDB %.0f ms, Tantivy %.0f ms",
-            1000 * (written - began),
-            1000 * (time.perf_counter() - written),
-        )
-        return set(final)
+        return self._checkpointer.checkpoint(wait)
 
     def maintain(self, keep_versions_for: timedelta = KEEP_VERSIONS) -> None:
         """Checkpoint, then compact LanceDB and drop old versions."""
-        self.checkpoint()
-        with self._cplock:
-            self._table.optimize(keep_versions_for)
+        self._checkpointer.maintain(keep_versions_for)
 
     def reindex(self) -> None:
         """Rebuild the Tantivy index from LanceDB (after a checkpoint)."""
-        self.checkpoint()
-        with self._cplock:
-            live = [e for e in self._table.entries() if e.live]
-            self._index.rebuild(self._mirror.doc(e) for e in live)
-            with self._wal.locked():
-                state = self._state.read()
-                self._state.write(state, state.checkpoint, self._table.version, set())
-        self._follower.catch_up()
+        self._checkpointer.reindex()
 
     def version(self) -> int:
         """The LanceDB table version: changes with every checkpoint by any process."""
@@ -916,3 +695,6 @@ class LongTermStore:
     @property
     def _terms(self) -> dict[str, DocTerms]:
         return self._mirror.terms
+
+    def _fold(self, start: int, end: int) -> set[str]:
+        return fold(self._parts, start, end)

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import dreamwell.stores.longterm as longterm
+import dreamwell.stores.checkpoint as checkpoint
 from dreamwell.stores import LongTermStore
 from dreamwell.stores.model import FOLLOWS, MemoryEntry, utcnow
 from dreamwell.stores.view import Rows, View
@@ -84,7 +84,7 @@ def test_compacted_rows_are_the_rows_of_a_store_opened_afresh_and_the_old_ones_a
 def test_a_store_that_saves_and_deletes_keeps_rows_for_its_entries_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(longterm, "ROWS_SLACK", 40)
+    monkeypatch.setattr(checkpoint, "ROWS_SLACK", 40)
     store = LongTermStore(tmp_path, embedder=HashEmbedder())
     store.load_vectors()
     kept: list[str] = []

@@ -1,0 +1,34 @@
+"""What the parts of long-term memory share, gathered so each part takes one argument.
+
+`Parts` owns nothing itself: it names the data directory, the log, the state file (which
+checkpoint LanceDB and Tantivy hold, and the journal of what each wrote), LanceDB, Tantivy,
+this process's mirror and its follower, and `checkpoint.lock` (one checkpointer at a time).
+`stores/longterm.py` makes it once per store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from filelock import FileLock
+
+from dreamwell.stores.catchup import Follower
+from dreamwell.stores.layout import DataDir
+from dreamwell.stores.log import Log
+from dreamwell.stores.mirror import Mirror
+from dreamwell.stores.state import StateFile
+from dreamwell.stores.table import MemoryTable
+from dreamwell.stores.text_index import TextIndex
+
+
+@dataclass(frozen=True)
+class Parts:
+    dirs: DataDir
+    log: Log
+    state: StateFile
+    table: MemoryTable
+    index: TextIndex
+    mirror: Mirror
+    follower: Follower
+    cplock: FileLock
+    lock_timeout: float
