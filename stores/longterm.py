@@ -18,12 +18,11 @@ process read it is made good from LanceDB through the state file's journal.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import TypeVar
 
 import numpy as np
 from filelock import FileLock
@@ -31,25 +30,18 @@ from filelock import FileLock
 from dreamwell.stores import ops
 from dreamwell.stores.catchup import Follower
 from dreamwell.stores.checkpoint import CHECKPOINT_SECONDS, KEEP_VERSIONS, Checkpointer
+from dreamwell.stores.commit import GroupCommit, Scratch
 from dreamwell.stores.embedding import Embedder, EmbedderError, Reranker
-from dreamwell.stores.errors import NotFound, StoreError
 from dreamwell.stores.fold import fold
 from dreamwell.stores.layout import DataDir
 from dreamwell.stores.log import Log, Op
 from dreamwell.stores.mirror import Mirror
 from dreamwell.stores.model import (
-    CONTEXT_SECONDS,
-    FOLLOWS,
-    MAX_TAGS,
     MemoryEntry,
     Vector,
     check_category,
-    check_content,
     check_query,
     check_tags,
-    entry_from_dict,
-    new_id,
-    utcnow,
 )
 from dreamwell.stores.parts import Parts
 from dreamwell.stores.ranking import CONTEXT_WEIGHT, KEYWORD_WEIGHT, rank_hits
@@ -59,6 +51,7 @@ from dreamwell.stores.table import MemoryTable
 from dreamwell.stores.text_index import DocTerms, TextIndex
 from dreamwell.stores.view import Rows, View, from_bf16
 from dreamwell.stores.wal import Wal
+from dreamwell.stores.writer import ANY, SaveResult, Write, Writer
 
 __all__ = [
     "ANY",
@@ -77,34 +70,10 @@ _CANDIDATES = 100
 SEARCH_EMBEDS = 512  # a search embeds at most this many entries the backfill has not reached
 
 
-class _Any:
-    def __repr__(self) -> str:
-        return "ANY"
-
-
-ANY: Final = _Any()  # Write.expect: write whatever the entry is now
-
-
-@dataclass(frozen=True)
-class SaveResult:
-    entry: MemoryEntry
-    reinforced: bool
-
-
 @dataclass(frozen=True)
 class Hit:
     entry: MemoryEntry
     score: float
-
-
-@dataclass(frozen=True)
-class Write:
-    """Set entry `id` to `new` (None: delete it for good) if it still equals `expect`
-    (None: it must not exist; ANY: whatever it is)."""
-
-    id: str
-    expect: MemoryEntry | _Any | None
-    new: MemoryEntry | None
 
 
 def matches(e: MemoryEntry, category: str | None, tags: Sequence[str]) -> bool:
@@ -113,56 +82,6 @@ def matches(e: MemoryEntry, category: str | None, tags: Sequence[str]) -> bool:
         return False
     cat = e.category or ""
     return category is None or cat == category or cat.startswith(category + "/")
-
-
-class Scratch:
-    """The store as a commit's plans see it: the view plus the batch's earlier changes."""
-
-    def __init__(self, view: View, dups: Mapping[int, str]) -> None:
-        self._view = view
-        self._dups = dups
-        self._changed: dict[str, MemoryEntry | None] = {}
-        self._dup_changes: dict[int, str | None] = {}
-
-    def get(self, entry_id: str) -> MemoryEntry | None:
-        if entry_id in self._changed:
-            return self._changed[entry_id]
-        return self._view.get(entry_id)
-
-    def duplicate_of(self, category: str | None, content: str) -> MemoryEntry | None:
-        key = ops.dup_key(category, content)
-        found = self._dup_changes[key] if key in self._dup_changes else self._dups.get(key)
-        entry = self.get(found) if found else None
-        if entry is None or not entry.live or not ops.same_text(entry, category, content):
-            return None
-        return entry
-
-    def take(self, planned: Sequence[Op]) -> None:
-        for op in planned:
-            if op["op"] == "put":
-                entry = entry_from_dict(op["e"])
-                self._forget(entry.id)
-                self._changed[entry.id] = entry
-                if entry.live:
-                    self._dup_changes[ops.dup_key(entry.category, entry.content)] = entry.id
-            elif op["op"] == "del":
-                self._forget(op["id"])
-                self._changed[op["id"]] = None
-
-    def _forget(self, entry_id: str) -> None:
-        old = self.get(entry_id)
-        if old is not None and old.live:
-            self._dup_changes[ops.dup_key(old.category, old.content)] = None
-
-
-@dataclass
-class _Request:
-    plan: Callable[[Scratch], tuple[list[Op], Any]]
-    done: threading.Event = field(default_factory=threading.Event)
-    wake: threading.Event = field(default_factory=threading.Event)  # done, or now leads
-    lead: bool = False
-    result: Any = None
-    error: BaseException | None = None
 
 
 class LongTermStore:
@@ -200,15 +119,11 @@ class LongTermStore:
         self.rerank_depth = rerank_depth
         self.contextual = contextual
         self.wait_for_model = wait_for_model
-        self._last_save: dict[str, tuple[str, datetime, str | None]] = {}  # caller -> id, at, cat
         self._state = StateFile(self.dirs.state)
         self._table = MemoryTable(self.dirs.lancedb)
         self._index = TextIndex(self.dirs.index)
         self._wal: Log = Wal(self.dirs.wal, self.dirs.write_lock, lock_timeout)
         self._mirror = Mirror(embedder.name if embedder else None, on_vectors_wanted)
-        self._queue_lock = threading.Lock()
-        self._queue: list[_Request] = []
-        self._leading = False
         self.vectors_wanted = self._mirror.vectors_wanted
         self._follower = Follower(self._mirror, self._wal, self._state, self._table, self._index)
         self._parts = Parts(
@@ -224,6 +139,8 @@ class LongTermStore:
         )
         repair = Repair(self._parts)
         self._checkpointer = Checkpointer(self._parts, repair)
+        self._group = GroupCommit(self._parts)
+        self._writer = Writer(self._parts, self._group, embedder, embed_on_save, contextual)
         self._follower.load()
         repair.check_table()
         repair.index()
@@ -247,76 +164,6 @@ class LongTermStore:
             self._mirror.want_vectors()
 
     # ---- writing --------------------------------------------------------------------------------
-    def _commit(self, plan: Callable[[Scratch], tuple[list[Op], T]]) -> T:
-        """Run `plan` under the write lock and log its operations; plans that arrive while
-        another commit is being written share the next write and fsync (group commit)."""
-        request = _Request(plan)
-        with self._queue_lock:
-            self._queue.append(request)
-            request.lead = not self._leading
-            self._leading = True
-        while not request.done.is_set():
-            if request.lead:
-                self._lead()
-            else:
-                request.wake.wait()
-                request.wake.clear()
-        if request.error is not None:
-            raise request.error
-        return request.result  # type: ignore[no-any-return]
-
-    def _lead(self) -> None:
-        for _ in range(8):  # then hand over, so one caller does not serve everyone forever
-            with self._queue_lock:
-                batch, self._queue = self._queue, []
-                if not batch:
-                    self._leading = False
-                    return
-            self._write_batch(batch)
-        with self._queue_lock:
-            if self._queue:
-                self._queue[0].lead = True
-                self._queue[0].wake.set()
-            else:
-                self._leading = False
-
-    def _write_batch(self, batch: list[_Request]) -> None:
-        try:
-            with self._wal.locked():
-                self._follower.catch_up()
-                scratch = Scratch(self._mirror.view, self._mirror.dups)
-                logged: list[list[Op]] = []
-                written: list[_Request] = []
-                for request in batch:
-                    try:
-                        planned, request.result = request.plan(scratch)
-                    except Exception as exc:  # the plan's own error goes to its caller
-                        request.error = exc
-                        continue
-                    if planned:
-                        scratch.take(planned)
-                        logged.append(planned)
-                        written.append(request)
-                if logged:
-                    try:
-                        self._wal.append(logged)
-                    except OSError as exc:
-                        error = StoreError(
-                            f"could not write to {self.data_dir} ({exc.strerror or exc}); "
-                            "nothing was saved. Free disk space or fix permissions, then retry."
-                        )
-                        for request in written:
-                            request.error = error
-                self._follower.catch_up()
-        except Exception as exc:  # StoreBusy, a read-only directory, ...: every caller hears it
-            for request in batch:
-                if request.error is None:
-                    request.error = exc
-        finally:
-            for request in batch:
-                request.done.set()
-                request.wake.set()
-
     def save(
         self,
         content: str,
@@ -329,101 +176,17 @@ class LongTermStore:
         """Save a memory, or reinforce the live entry with the same folded text and category.
         `caller` (the saver's namespace) links it to that caller's previous memory when it
         came at most CONTEXT_SECONDS before, in the same category (contextual memories)."""
-        content = check_content(content)
-        category = check_category(category)
-        tag_list = check_tags(tags)
-        now = now or utcnow()
-        self._follower.fresh()
-        known = self._mirror.dups.get(ops.dup_key(category, content))
-        vector = self._embed_one(content) if known is None else None
-
-        def plan(s: Scratch) -> tuple[list[Op], SaveResult]:
-            old = s.duplicate_of(category, content)
-            if old is not None:
-                entry = replace(
-                    old,
-                    tags=tuple(dict.fromkeys(old.tags + tag_list))[:MAX_TAGS],
-                    last_seen_at=max(now, old.last_seen_at),
-                    updated_at=now,
-                    reinforcement_count=old.reinforcement_count + 1,
-                )
-                self._remember(caller, entry, now)
-                return [ops.put_op(entry)], SaveResult(entry, reinforced=True)
-            meta = dict(metadata or {})
-            follows = self._follows(s, caller, category, now)
-            if follows is not None:
-                meta[FOLLOWS] = follows
-            entry = MemoryEntry(new_id(), content, category, tag_list, now, now, now, metadata=meta)
-            self._remember(caller, entry, now)
-            planned = [ops.put_op(entry)]
-            if vector is not None and self.embedder is not None:
-                planned.append(ops.vec_op(entry, self.embedder.name, vector))
-            return planned, SaveResult(entry, reinforced=False)
-
-        return self._commit(plan)
-
-    def _follows(
-        self, s: Scratch, caller: str | None, category: str | None, now: datetime
-    ) -> str | None:
-        """The caller's previous memory, if this one continues it (the gate of contextual
-        memories: same caller, same category, within CONTEXT_SECONDS, still live)."""
-        if not self.contextual or caller is None or caller not in self._last_save:
-            return None
-        last_id, at, last_category = self._last_save[caller]
-        if last_category != category or not 0 <= (now - at).total_seconds() <= CONTEXT_SECONDS:
-            return None
-        last = s.get(last_id)
-        return last_id if last is not None and last.live else None
-
-    def _remember(self, caller: str | None, entry: MemoryEntry, now: datetime) -> None:
-        if caller is not None and self.contextual:
-            if len(self._last_save) >= 10_000:  # callers come and go: keep the map bounded
-                self._last_save.clear()
-            self._last_save[caller] = (entry.id, now, entry.category)
-
-    def _embed_one(self, text: str) -> list[float] | None:
-        if self.embedder is None or not self.embed_on_save:
-            return None
-        try:
-            return self.embedder.embed([text])[0]
-        except EmbedderError as exc:
-            logger.warning("embedding failed (%s); the vector will be backfilled", exc)
-            return None
+        return self._writer.save(content, category, tags, metadata, now, caller)
 
     def delete(self, entry_id: str) -> MemoryEntry:
-        def plan(s: Scratch) -> tuple[list[Op], MemoryEntry]:
-            entry = s.get(entry_id)
-            if entry is None:
-                raise NotFound(
-                    f"No memory entry found with id '{entry_id}'. "
-                    "Use search_memory to find the correct ID."
-                )
-            return [ops.del_op(entry_id)], entry
-
-        return self._commit(plan)
+        return self._writer.delete(entry_id)
 
     def write(self, groups: Sequence[Sequence[Write]]) -> list[bool]:
         """Compare-and-set: each group is written whole if every entry in it still equals its
         `expect`, else not at all. One log record per group, one fsync for all. Returns, per
         group, whether it was written. Background writers (the dream, undo, import) use this
         so they never overwrite, or bring back, what a user changed meanwhile."""
-
-        def plan(s: Scratch) -> tuple[list[Op], list[bool]]:
-            planned: list[Op] = []
-            done: list[bool] = []
-            for group in groups:
-                if all(w.expect is ANY or s.get(w.id) == w.expect for w in group):
-                    group_ops: list[Op] = [
-                        ops.put_op(w.new) if w.new is not None else ops.del_op(w.id) for w in group
-                    ]
-                    s.take(group_ops)
-                    planned += group_ops
-                    done.append(True)
-                else:
-                    done.append(False)
-            return planned, done
-
-        return self._commit(plan)
+        return self._writer.write(groups)
 
     def apply(self, upserts: Sequence[MemoryEntry] = (), deletes: Sequence[str] = ()) -> None:
         """Write whole entries and hard-delete ids unconditionally, in one commit."""
@@ -469,7 +232,7 @@ class LongTermStore:
             ]
             return planned, len(planned)
 
-        return self._commit(plan)
+        return self._group.commit(plan)
 
     def vectors(self, model: str) -> dict[str, Vector]:
         """Every entry's vector made by `model`: the current embedder's as held in memory
