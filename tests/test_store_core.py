@@ -469,9 +469,9 @@ def test_a_search_embeds_the_missing_vectors_only_up_to_its_limit(
 ) -> None:
     """Up to SEARCH_EMBEDS entries without a vector are embedded by the search itself; one
     more and it ranks by keywords alone rather than embed them all in a tool call."""
-    import dreamwell.stores.longterm as longterm
+    import dreamwell.stores.vectors as vectors
 
-    monkeypatch.setattr(longterm, "SEARCH_EMBEDS", 3)
+    monkeypatch.setattr(vectors, "SEARCH_EMBEDS", 3)
     embedder = _Recording()
     store = LongTermStore(tmp_path, embedder=embedder)
     store.load_vectors()  # as the server does after start-up

@@ -1,0 +1,164 @@
+"""Search: keyword and vector candidates, the hybrid ranking, and the cross-encoder's rerank.
+
+Keyword candidates are BM25 over the Tantivy index plus the entries changed since the last
+checkpoint (scored with the index's own statistics, overriding the index's copy); vector
+candidates are the top cosines of the query over this process's rows, and of their
+contextual neighbours. `rank_hits` blends them; a reranker, if given, re-orders the head.
+With no query, the most recently seen entries. Everything is read from the mirror: a search
+takes no lock and writes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from dreamwell.stores.embedding import Embedder, EmbedderError, Reranker
+from dreamwell.stores.model import MemoryEntry, check_category, check_query, check_tags
+from dreamwell.stores.parts import Parts
+from dreamwell.stores.ranking import CONTEXT_WEIGHT, rank_hits
+from dreamwell.stores.text_index import DocTerms
+from dreamwell.stores.vectors import Vectors
+from dreamwell.stores.view import Rows, View
+
+logger = logging.getLogger(__name__)
+
+CANDIDATES = 100
+Scored = list[tuple[str, float]]
+
+
+@dataclass(frozen=True)
+class Hit:
+    entry: MemoryEntry
+    score: float
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """How a search ranks (see `LongTermStore`)."""
+
+    min_similarity: float
+    keyword_weight: float
+    contextual: bool
+    reranker: Reranker | None
+    rerank_depth: int
+
+
+def matches(e: MemoryEntry, category: str | None, tags: Sequence[str]) -> bool:
+    """Live, under the category prefix (segment boundary) and carrying every tag."""
+    if not e.live or not all(t in e.tags for t in tags):
+        return False
+    cat = e.category or ""
+    return category is None or cat == category or cat.startswith(category + "/")
+
+
+class Searcher:
+    def __init__(
+        self, parts: Parts, vectors: Vectors, embedder: Embedder | None, tuning: Tuning
+    ) -> None:
+        self.parts = parts
+        self.vectors = vectors
+        self.embedder = embedder
+        self.tuning = tuning
+
+    def search(
+        self,
+        query: str | None = None,
+        category: str | None = None,
+        tags: str | Iterable[str] | None = None,
+        limit: int = 20,
+    ) -> list[Hit]:
+        text = check_query(query)
+        category = check_category(category)
+        tag_list = check_tags(tags)
+        self.parts.follower.fresh()
+        m = self.parts.mirror
+        view, rows = m.view, m.rows
+        if not text:
+            found = (view.get(i) for i in rows.recent(limit * 2, rows.mask(category, tag_list)))
+            hits = [Hit(e, 0.0) for e in found if e is not None and matches(e, category, tag_list)]
+            return hits[:limit]
+        t = self.tuning
+        bm25 = self._keyword(text, view, category, tag_list) if t.keyword_weight > 0 else []
+        cosine, context = self._cosine(text, view, rows, category, tag_list)
+        candidates = [*bm25, *cosine, *context]
+        entries = {i: e for i, _ in candidates if (e := view.get(i)) is not None}
+        ok = {i: e for i, e in entries.items() if matches(e, category, tag_list)}
+        ranked = rank_hits(
+            [h for h in bm25 if h[0] in ok],
+            [h for h in cosine if h[0] in ok],
+            {i: e.importance for i, e in ok.items()},
+            t.min_similarity,
+            t.keyword_weight,
+            contextual=[h for h in context if h[0] in ok],
+            context_weight=CONTEXT_WEIGHT,
+        )
+        if t.reranker is not None:
+            ranked = self._rerank(t.reranker, text, ranked, ok)
+        return [Hit(ok[i], s) for i, s in ranked[:limit]]
+
+    def _cosine(
+        self, text: str, view: View, rows: Rows, category: str | None, tags: Sequence[str]
+    ) -> tuple[Scored, Scored]:
+        """Vector candidates: by the entry's own vector, and by its contextual neighbours'."""
+        if self.tuning.keyword_weight < 1 and self.vectors.complete(view):
+            query_vector = self._query_vector(text)
+            if query_vector is not None:
+                return rows.vector_top(
+                    query_vector, CANDIDATES, rows.mask(category, tags), self.tuning.contextual
+                )
+        return [], []
+
+    def _rerank(
+        self, reranker: Reranker, text: str, ranked: Scored, entries: Mapping[str, MemoryEntry]
+    ) -> Scored:
+        """Deep search: the cross-encoder re-orders the top `rerank_depth` hits."""
+        depth = self.tuning.rerank_depth
+        head = ranked[:depth]
+        try:
+            scores = reranker.score(text, [entries[i].content for i, _ in head])
+        except EmbedderError as exc:
+            logger.warning("reranking failed (%s); hybrid order kept", exc)
+            return ranked
+        order = sorted(range(len(head)), key=lambda k: -scores[k])
+        return [head[k] for k in order] + ranked[depth:]
+
+    def _keyword(self, text: str, view: View, category: str | None, tags: Sequence[str]) -> Scored:
+        """BM25 over the index plus the changes not checkpointed yet (which override it)."""
+        m = self.parts.mirror
+        index = self.parts.index
+        pending = m.pending
+        # the index's version of a pending entry is overridden: fetch more only when some
+        # of the best were (most pending entries are new saves the index has never held;
+        # fetching 100 + 512 hits cost half a millisecond of every search after a burst)
+        hits = index.search(text, CANDIDATES, category, tags)
+        indexed = [h for h in hits if h[0] not in pending]
+        if len(indexed) < len(hits) == CANDIDATES:
+            hits = index.search(text, CANDIDATES + len(pending), category, tags)
+            indexed = [h for h in hits if h[0] not in pending]
+        docs: dict[str, DocTerms] = {}
+        for entry_id in pending:
+            entry = view.get(entry_id)
+            if entry is None or not matches(entry, category, tags):
+                continue
+            terms = m.terms.get(entry_id)
+            if terms is None:
+                terms = index.doc_terms(m.doc(entry))
+                m.terms[entry_id] = terms
+            docs[entry_id] = terms
+        merged = indexed + index.score_docs(text, docs)
+        merged.sort(key=lambda h: (-h[1], h[0]))
+        return merged[:CANDIDATES]
+
+    def _query_vector(self, text: str) -> list[float] | None:
+        if self.embedder is None:
+            return None
+        try:
+            embed_query = getattr(self.embedder, "embed_query", None)
+            if embed_query is not None:
+                return embed_query(text)  # type: ignore[no-any-return]
+            return self.embedder.embed([text])[0]
+        except EmbedderError as exc:
+            logger.warning("query embedding failed (%s); keyword search only", exc)
+            return None
