@@ -125,11 +125,9 @@ class LongTermStore:
         dirs = self.dirs
         mirror = Mirror(self.embedder.name if self.embedder else None, on_vectors_wanted)
         log: Log = Wal(dirs.wal, dirs.write_lock, lock_timeout)
-        state, table, index = (
-            StateFile(dirs.state),
-            MemoryTable(dirs.lancedb),
-            TextIndex(dirs.index),
-        )
+        state = StateFile(dirs.state)
+        table = MemoryTable(dirs.lancedb)
+        index = TextIndex(dirs.index)
         follower = Follower(mirror, log, state, table, index)
         cplock = FileLock(str(dirs.checkpoint_lock), timeout=lock_timeout)
         return Parts(dirs, log, state, table, index, mirror, follower, cplock, lock_timeout)
