@@ -75,6 +75,7 @@ class LongTermStore:
         contextual: bool = True,
         wait_for_model: bool = True,
         on_vectors_wanted: Callable[[], None] | None = None,
+        log: Log | None = None,
     ) -> None:
         """Opening only reads. `embedder` adds vector recall; with `embed_on_save` a save
         embeds its text before it replies, else `backfill()` embeds in the background. With
@@ -83,8 +84,9 @@ class LongTermStore:
         meaning. Without `wait_for_model`, a search while the embedder's model is still
         loading (a server warming it after start-up) ranks by keywords instead of waiting.
         `on_vectors_wanted` is called, from whichever thread, when `vectors_wanted` becomes
-        set: the background backfill can sleep until then instead of polling. The settings
-        are fixed when the store is opened (the attributes of the same names only say them)."""
+        set: the background backfill can sleep until then instead of polling. `log` is the
+        durable log (default: the write-ahead log in the data directory). The settings are
+        fixed when the store is opened (the attributes of the same names only say them)."""
         self.dirs = DataDir(Path(data_dir))
         self.dirs.ensure()
         self.data_dir = self.dirs.root
@@ -96,7 +98,7 @@ class LongTermStore:
         self.rerank_depth = rerank_depth
         self.contextual = contextual
         self.wait_for_model = wait_for_model
-        self._parts = self._open(lock_timeout, on_vectors_wanted)
+        self._parts = self._open(lock_timeout, on_vectors_wanted, log)
         self.vectors_wanted = self._parts.mirror.vectors_wanted
         self._start()
 
@@ -120,11 +122,14 @@ class LongTermStore:
         repair.check_table()
         repair.index()
 
-    def _open(self, lock_timeout: float, on_vectors_wanted: Callable[[], None] | None) -> Parts:
+    def _open(
+        self, lock_timeout: float, on_vectors_wanted: Callable[[], None] | None, log: Log | None
+    ) -> Parts:
         """The log, the state file, LanceDB, Tantivy and the mirror (nothing read yet)."""
         dirs = self.dirs
         mirror = Mirror(self.embedder.name if self.embedder else None, on_vectors_wanted)
-        log: Log = Wal(dirs.wal, dirs.write_lock, lock_timeout)
+        if log is None:
+            log = Wal(dirs.wal, dirs.write_lock, lock_timeout)
         state = StateFile(dirs.state)
         table = MemoryTable(dirs.lancedb)
         index = TextIndex(dirs.index)
