@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Iterable
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
@@ -23,6 +23,9 @@ from dreamwell.stores import (
     fold_text,
     utcnow,
 )
+
+if TYPE_CHECKING:
+    from dreamwell.server.skills_edge import SkillsEdge
 
 logger = logging.getLogger(__name__)
 
@@ -141,7 +144,26 @@ def record_turn(tenant: Tenant, namespace: str, message: str) -> None:
         logger.warning("could not record the conversation turn: %s", exc)
 
 
-def register_recall(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
+async def _with_skills(
+    skills: SkillsEdge, caller: tuple[str, str], message: str, block: str, budget: int
+) -> str:
+    """The block with the relevant skills added (SPEC §7a; server/skills_recall.py)."""
+    from dreamwell.server.skills_recall import skills_section
+
+    if block.startswith("Nothing recalled"):
+        block = ""
+    room = budget * 4 - len(block)
+    catalog = skills.catalog(caller[0])
+    section = await anyio.to_thread.run_sync(
+        skills_section, catalog, skills.injected, caller, message, room
+    )
+    joined = "\n\n".join(part for part in (block, section) if part)
+    return joined or "Nothing recalled: long-term and working memory have nothing for this yet."
+
+
+def register_recall(
+    mcp: MCPServer[Runtime], runtime: Runtime, skills: SkillsEdge | None = None
+) -> None:
     injected = Injected()
 
     @mcp.prompt(
@@ -174,6 +196,8 @@ def register_recall(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
             block = await anyio.to_thread.run_sync(
                 build_block, tenant, namespace, message, injected, (tenant_name, namespace), budget
             )
+            if skills is not None:
+                block = await _with_skills(skills, (tenant_name, namespace), message, block, budget)
             if runtime.settings.record_conversation:
                 await anyio.to_thread.run_sync(record_turn, tenant, namespace, message)
             return valid_unicode(block)

@@ -192,13 +192,12 @@ class SkillCatalog:
         lock_timeout: float = 15.0,
         min_similarity: float = 0.0,
     ) -> None:
-        from dreamwell.stores.skillsearch import VectorCache
-
         self.layout = data_dir if isinstance(data_dir, DataDir) else DataDir(data_dir)
         self._lock = FileLock(str(self.layout.skills_lock), timeout=lock_timeout)
         self._snapshot = _Snapshot(-1, {})
         self._index: tuple[int, SkillIndex] | None = None
-        self._vectors: VectorCache = VectorCache(embedder)
+        self._embedder = embedder
+        self._vectors: VectorCache | None = None  # made on first search (loads Tantivy, numpy)
         self._min_similarity = min_similarity
         self._reading = threading.Lock()
 
@@ -259,8 +258,10 @@ class SkillCatalog:
         self, query: str, limit: int = 5, status: str | Iterable[str] = "active"
     ) -> builtins.list[tuple[Skill, float]]:
         """Hybrid search over name, description and body: (skill, score) best first."""
-        from dreamwell.stores.skillsearch import SkillIndex
+        from dreamwell.stores.skillsearch import SkillIndex, VectorCache
 
+        if self._vectors is None:
+            self._vectors = VectorCache(self._embedder)
         snap = self._current()
         index = self._index
         if index is None or index[0] != snap.generation:
