@@ -29,7 +29,7 @@ from dreamwell.stores import DataDir, StoreError
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
     from mcp.server.mcpserver import MCPServer
-    from mcp.server.session import ServerSession
+    from mcp.server.connection import Connection
 
     from dreamwell.server.runtime import Runtime
     from dreamwell.stores import SkillCatalog
@@ -46,7 +46,9 @@ class SkillsWatch:
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
         self._catalogs: dict[str, SkillCatalog] = {}
-        self._sessions: weakref.WeakKeyDictionary[ServerSession, str] = weakref.WeakKeyDictionary()
+        # 2025-era connections and their tenant (ctx.session is a per-request proxy; the
+        # connection is what lasts and owns the channel for notifications outside requests)
+        self._sessions: weakref.WeakKeyDictionary[Connection, str] = weakref.WeakKeyDictionary()
         self._tenants: set[str] = set()
         self._stat: dict[str, tuple[int, int, int] | None] = {}
         self._announced: dict[str, int] = {}
@@ -92,8 +94,9 @@ class SkillsWatch:
             self._tenants.add(tenant)
             self._stat[tenant] = self._stat_of(tenant)
             self._announced.setdefault(tenant, self.catalog(tenant).generation())
-        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS and ctx.session is not None:
-            self._sessions.setdefault(ctx.session, tenant)
+        connection = getattr(ctx.session, "_connection", None)
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS and connection is not None:
+            self._sessions.setdefault(connection, tenant)
         return tenant
 
     def _stat_of(self, tenant: str) -> tuple[int, int, int] | None:
