@@ -27,9 +27,9 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from dreamwell.stores import DataDir, StoreError
 
 if TYPE_CHECKING:
+    from mcp.server.connection import Connection
     from mcp.server.context import ServerRequestContext
     from mcp.server.mcpserver import MCPServer
-    from mcp.server.connection import Connection
 
     from dreamwell.server.runtime import Runtime
     from dreamwell.stores import SkillCatalog

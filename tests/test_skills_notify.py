@@ -46,7 +46,7 @@ class Recorder:
         )
         if isinstance(method, str):
             self.methods.append(method)
-            if WANTED <= set(self.methods):
+            if set(self.methods) >= WANTED:
                 self.changed.set()
 
 
