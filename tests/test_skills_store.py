@@ -244,3 +244,44 @@ def test_usage_counts_uses_last_use_and_co_used_pairs(tmp_path: Path) -> None:
     assert stats.co_used[0] == ("a", "b", 2)
     with pytest.raises(InvalidInput, match="via must be"):
         usage.record_use("s", "a", "email")
+
+
+class ConceptEmbedder:
+    """Deterministic stand-in for a model: one dimension per concept, so a query finds a
+    skill by meaning with no word in common."""
+
+    name = "concepts"
+    dim = 3
+    ready = True
+    CONCEPTS = ({"refund", "invoice", "billing", "money"}, {"tea", "brew", "steep"}, set())
+
+    def _vector(self, text: str) -> list[float]:
+        words = set(text.lower().replace(".", " ").replace("?", " ").split())
+        v = [float(len(words & c)) for c in self.CONCEPTS]
+        v[2] = 0.1
+        norm = sum(x * x for x in v) ** 0.5
+        return [x / norm for x in v]
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        self.calls = getattr(self, "calls", 0) + len(texts)
+        return [self._vector(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._vector(text)
+
+
+def test_search_is_hybrid_and_embeds_a_large_catalog_over_several_searches(
+    tmp_path: Path,
+) -> None:
+    embedder = ConceptEmbedder()
+    catalog = SkillCatalog(tmp_path / "d", embedder, min_similarity=0.5)  # type: ignore[arg-type]
+    changes = [
+        SkillChange(f"filler-{i}", NEW, {"SKILL.md": simple_md(f"filler-{i}", "Steep").encode()})
+        for i in range(20)
+    ]
+    md = simple_md("send-invoice", "Send the monthly invoice")
+    catalog.apply([*changes, SkillChange("send-invoice", NEW, {"SKILL.md": md.encode()})])
+    first = catalog.search("refund money")  # 16 of the 21 embedded: not this one yet
+    assert "send-invoice" not in [k.name for k, _ in first]
+    assert catalog.search("refund money")[0][0].name == "send-invoice"  # by meaning alone
+    assert embedder.calls == 21
