@@ -4,6 +4,7 @@ the 2025-11-25 era (session notifications) and the 2026-07-28 era (subscriptions
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -17,6 +18,7 @@ import pytest
 from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged
 
 from dreamwell.server.app import build_server
@@ -107,8 +109,11 @@ async def test_stdio_clients_are_notified(tmp_path: Path, mode: str) -> None:
 
 
 @asynccontextmanager
-async def http_client(url: str, mode: str, recorder: Recorder) -> AsyncIterator[Client]:
-    async with httpx2.AsyncClient(timeout=30) as client:
+async def http_client(
+    url: str, mode: str, recorder: Recorder, token: str | None = None
+) -> AsyncIterator[Client]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with httpx2.AsyncClient(timeout=30, headers=headers) as client:
         transport = streamable_http_client(f"{url}/mcp", http_client=client)
         async with Client(transport, mode=mode, message_handler=recorder) as c:  # type: ignore[arg-type]
             yield c
@@ -146,3 +151,24 @@ async def test_two_clients_of_one_server_are_each_notified_once(tmp_path: Path) 
             await second.changed.wait()
         await a.list_prompts()  # a round trip: anything sent twice would have arrived by now
         assert sorted(first.methods) == sorted(WANTED)
+
+
+async def test_each_tenant_sees_and_hears_of_only_its_own_skills(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"token-for-alice": "alice", "token-for-bob": "bob"}))
+    settings = Settings(
+        data_dir=tmp_path, transport="http", port=0, embedder="none", tokens_file=tokens
+    )
+    alice_heard, bob_heard = Recorder(), Recorder()
+    async with (
+        http_server(settings) as url,
+        http_client(url, "legacy", alice_heard, "token-for-alice") as alice,
+        http_client(url, "legacy", bob_heard, "token-for-bob") as bob,
+    ):
+        await bob.list_prompts()
+        await legacy_sees_change(alice, alice_heard, tmp_path / "tenants" / "alice")
+        await bob.list_prompts()  # a round trip after alice's notifications were sent
+        assert bob_heard.methods == []
+        assert "tea" not in {p.name for p in (await bob.list_prompts()).prompts}
+        with pytest.raises(MCPError, match="Unknown resource"):
+            await bob.read_resource("skill://tea/SKILL.md")
