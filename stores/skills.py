@@ -1,17 +1,25 @@
 """The skills store (SPEC §7, DESIGN.md): one JSON record per skill, per tenant.
 
-    catalog = SkillCatalog(data_dir, embedder)
-    catalog.list("active") / get(name) / find(name) / search(query, limit)
-    catalog.put(folder, expect=NEW)            # create; expect=<revision read> to replace
-    catalog.archive(name) / restore / approve / pin(name, True)
-    catalog.apply([SkillChange(...), ...])     # several skills, per-skill compare-and-set
+Reading (never blocks, never locks; a snapshot reloaded when `skills/.generation` moved):
+    catalog = SkillCatalog(data_dir, embedder=None, min_similarity=0.0)
+    catalog.list("active" | ("active", "candidate") | None) -> [Skill] by name
+    catalog.get(name) -> Skill (NotFound) / catalog.find(name) -> Skill | None
+    catalog.search(query, limit=5, status="active") -> [(Skill, score)]  hybrid BM25 + cosine
+    catalog.generation() -> int                                           bumped by every write
+Writing (file lock, per-skill compare-and-set on `revision`, fsynced before returning):
+    catalog.put(folder, expect=NEW | revision, origin=, status=) -> Skill  (SkillConflict)
+    catalog.archive / restore / approve (candidate -> active) / pin(name, pinned, expect=)
+    catalog.apply([SkillChange(name, expect, files=, status=, pinned=, origin=, see_also=,
+                   created_at=, remove=)], refuse_pinned=False) -> ApplyResult(written, conflicts)
+Content comes in as files (path -> bytes) and is validated by skillio.make_folder (SKILL.md
+per SPEC §7, its name equal to the change's name): bad content raises InvalidSkill before
+anything is written. Usage is not here: stores/skillusage.py (SkillUsage.record_use / stats).
 
-Writes take `skills.lock` (a file lock: safe with several processes), check each skill's
-`revision` against the one the writer read (compare-and-set), write each record as temp file +
-fsync + rename (+ fsync of the folder: durable when the call returns), then bump
-`skills/.generation`. Readers never lock: they keep an immutable snapshot and reload it when
-the generation has moved. `apply` writes its records one after another under one lock hold: a
-crash part-way leaves some of them written (each whole), never a torn record.
+Writes take `skills.lock` (safe with several processes), check each skill's `revision`
+against the one the writer read, write each record as temp file + fsync + rename, then bump
+`skills/.generation` and fsync the folder. `apply` writes its records one after another under
+one lock hold: a crash part-way leaves some of them written (each whole), never a torn record;
+a moved revision leaves that skill out and reports it, the others are written.
 """
 
 from __future__ import annotations
@@ -96,7 +104,9 @@ class Skill:
 class SkillChange:
     """One skill's change in `apply`. `expect`: the revision the writer read (NEW: the skill
     must not exist yet; ANY_REVISION: no check). `files` replaces every file (validated, the
-    SKILL.md's name must be `name`); None fields stay as they are."""
+    SKILL.md's name must be `name`); None fields stay as they are. `created_at` (ISO time)
+    lets a merge keep the earliest creation. `remove` deletes the record: only for undoing
+    the creation of a skill (a skill is otherwise archived, never deleted)."""
 
     name: str
     expect: int | None
@@ -105,6 +115,8 @@ class SkillChange:
     pinned: bool | None = None
     origin: str | None = None
     see_also: tuple[str, ...] | None = None
+    created_at: str | None = None
+    remove: bool = False
 
 
 @dataclass(frozen=True)
@@ -117,7 +129,7 @@ class Conflict:
 
 @dataclass(frozen=True)
 class ApplyResult:
-    written: tuple[Skill, ...]
+    written: tuple[Skill, ...]  # as written (a removed skill: as it was before)
     conflicts: tuple[Conflict, ...]
 
 
@@ -304,8 +316,13 @@ class SkillCatalog:
                     if problem is not None:
                         conflicts.append(problem)
                         continue
+                    path = self.layout.skills / f"{change.name}.json"
+                    if change.remove:
+                        path.unlink(missing_ok=True)
+                        written += [current] if current is not None else []
+                        continue
                     skill = _changed(change, current, folders[change.name])
-                    write_atomic(self.layout.skills / f"{skill.name}.json", skill_to_json(skill))
+                    write_atomic(path, skill_to_json(skill))
                     written.append(skill)
                 if written:
                     self._bump()
@@ -412,4 +429,6 @@ def _changed(change: SkillChange, current: Skill | None, folder: SkillFolder | N
         out = replace(out, pinned=change.pinned)
     if change.see_also is not None:
         out = replace(out, see_also=tuple(change.see_also))
+    if change.created_at is not None:
+        out = replace(out, created_at=change.created_at)
     return out

@@ -285,3 +285,17 @@ def test_search_is_hybrid_and_embeds_a_large_catalog_over_several_searches(
     assert "send-invoice" not in [k.name for k, _ in first]
     assert catalog.search("refund money")[0][0].name == "send-invoice"  # by meaning alone
     assert embedder.calls == 21
+
+
+def test_undo_can_remove_a_created_skill_and_a_merge_keeps_the_earliest_creation(
+    tmp_path: Path,
+) -> None:
+    catalog = SkillCatalog(tmp_path / "d")
+    md = {"SKILL.md": simple_md("merged", "x").encode()}
+    made = catalog.apply([SkillChange("merged", NEW, md, created_at="2020-01-02T00:00:00+00:00")])
+    skill = made.written[0]
+    assert skill.created_at == "2020-01-02T00:00:00+00:00"
+    stale = catalog.apply([SkillChange("merged", skill.revision + 5, remove=True)])
+    assert stale.conflicts and catalog.find("merged") is not None
+    gone = catalog.apply([SkillChange("merged", skill.revision, remove=True)])
+    assert gone.written == (skill,) and catalog.find("merged") is None
