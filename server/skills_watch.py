@@ -8,8 +8,8 @@ it changed), and when the generation moved it sends `notifications/prompts/list_
   remembered (weakly) from the requests it made;
 - 2026-07-28 clients: through the SDK's subscription bus, to every `subscriptions/listen`
   stream (the bus has no notion of tenant: a listener of another tenant refetches for nothing).
-Several lifespans of one server (SSE enters one per connection) may run the loop; the
-generation each tenant was announced at is shared, so each change is announced once.
+One loop runs per server however many lifespans are entered (SSE enters one per connection),
+and the generation each tenant was announced at is shared, so each change is announced once.
 """
 
 from __future__ import annotations
@@ -54,6 +54,8 @@ class SkillsWatch:
         self._announced: dict[str, int] = {}
         self._mcp: MCPServer[Any] | None = None
         self.wakeups = 0  # loop iterations, for the idle-cost benchmark
+        self._running = False
+        self._handover: anyio.Event | None = None
 
     def attach(self, mcp: MCPServer[Any]) -> None:
         """Declare `listChanged` for prompts and resources in 2025-era handshakes (2026 ones
@@ -122,12 +124,23 @@ class SkillsWatch:
         return out
 
     async def run(self, period: float = PERIOD) -> None:
-        """The watch loop (owned by the server's lifespan)."""
-        while True:
-            await anyio.sleep(period)
-            self.wakeups += 1
-            for tenant in self.changed():
-                await self.announce(tenant)
+        """The watch loop, owned by the server's lifespan. SSE enters a lifespan per
+        connection: one of them watches, the others wait to take over when it ends."""
+        while self._running:
+            self._handover = self._handover or anyio.Event()
+            await self._handover.wait()
+        self._running = True
+        try:
+            while True:
+                await anyio.sleep(period)
+                self.wakeups += 1
+                for tenant in self.changed():
+                    await self.announce(tenant)
+        finally:
+            self._running = False
+            if self._handover is not None:
+                self._handover.set()
+                self._handover = None
 
     async def announce(self, tenant: str) -> None:
         logger.info("skills of %s changed; notifying clients", tenant or "the root store")

@@ -172,3 +172,29 @@ async def test_each_tenant_sees_and_hears_of_only_its_own_skills(tmp_path: Path)
         assert "tea" not in {p.name for p in (await bob.list_prompts()).prompts}
         with pytest.raises(MCPError, match="Unknown resource"):
             await bob.read_resource("skill://tea/SKILL.md")
+
+
+async def test_the_watch_outlives_the_first_sse_connection(tmp_path: Path) -> None:
+    """SSE enters a lifespan per connection and one of them watches: when its connection
+    closes, another takes over."""
+    recorder = Recorder()
+    settings = Settings(data_dir=tmp_path, transport="sse", port=0, embedder="none")
+    opened, close, closed = anyio.Event(), anyio.Event(), anyio.Event()
+
+    async def first_connection(url: str) -> None:
+        async with Client(sse_client(f"{url}/sse"), mode="legacy") as first:
+            await first.list_prompts()
+            opened.set()
+            await close.wait()
+        closed.set()
+
+    async with http_server(settings) as url, anyio.create_task_group() as tg:
+        tg.start_soon(first_connection, url)
+        with anyio.fail_after(30):
+            await opened.wait()
+        async with Client(sse_client(f"{url}/sse"), mode="legacy", message_handler=recorder) as c:
+            await c.list_prompts()
+            close.set()
+            with anyio.fail_after(30):
+                await closed.wait()
+            await legacy_sees_change(c, recorder, tmp_path)
