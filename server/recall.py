@@ -144,21 +144,19 @@ def record_turn(tenant: Tenant, namespace: str, message: str) -> None:
         logger.warning("could not record the conversation turn: %s", exc)
 
 
-async def _with_skills(
-    skills: SkillsEdge, caller: tuple[str, str], message: str, block: str, budget: int
+def with_skills(
+    skills: SkillsEdge | None, caller: tuple[str, str], message: str, block: str, budget: int
 ) -> str:
-    """The block with the relevant skills added (SPEC §7a; server/skills_recall.py)."""
+    """The block with the relevant skills added (SPEC §7a; server/skills_recall.py), in the
+    thread that built the block."""
+    if skills is None:
+        return block
     from dreamwell.server.skills_recall import skills_section
 
-    if block.startswith("Nothing recalled"):
-        block = ""
-    room = budget * 4 - len(block)
+    kept = "" if block.startswith("Nothing recalled") else block
     catalog = skills.catalog(caller[0])
-    section = await anyio.to_thread.run_sync(
-        skills_section, catalog, skills.injected, caller, message, room
-    )
-    joined = "\n\n".join(part for part in (block, section) if part)
-    return joined or "Nothing recalled: long-term and working memory have nothing for this yet."
+    section = skills_section(catalog, skills.injected, caller, message, budget * 4 - len(kept))
+    return "\n\n".join(part for part in (kept, section) if part) or block
 
 
 def register_recall(
@@ -193,11 +191,13 @@ def register_recall(
         try:
             tenant_name, namespace = runtime.caller(ctx.request_context.request)
             tenant = await runtime.tenant(tenant_name)
-            block = await anyio.to_thread.run_sync(
-                build_block, tenant, namespace, message, injected, (tenant_name, namespace), budget
-            )
-            if skills is not None:
-                block = await _with_skills(skills, (tenant_name, namespace), message, block, budget)
+            caller = (tenant_name, namespace)
+
+            def compose() -> str:
+                block = build_block(tenant, namespace, message, injected, caller, budget)
+                return with_skills(skills, caller, message, block, budget)
+
+            block = await anyio.to_thread.run_sync(compose)
             if runtime.settings.record_conversation:
                 await anyio.to_thread.run_sync(record_turn, tenant, namespace, message)
             return valid_unicode(block)
