@@ -20,6 +20,7 @@ from dreamwell.server.dream_edge import register_dream
 from dreamwell.server.heap import give_back_freed
 from dreamwell.server.recall import register_recall
 from dreamwell.server.runtime import CURRENT_REQUEST, Runtime, Tenant
+from dreamwell.server.skills_edge import SkillsEdge
 from dreamwell.server.tools import register_tools, text_result
 from dreamwell.stores import StoreError
 
@@ -96,12 +97,14 @@ def build_server(settings: Settings, runtime: Runtime | None = None) -> MCPServe
     opening the stores; process-wide background work belongs to `serve`."""
     runtime = runtime or Runtime(settings)
     answered = _Answered()
+    skills = SkillsEdge(runtime)
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[Runtime]) -> AsyncIterator[Runtime]:
         answered.event = anyio.Event()
         async with anyio.create_task_group() as tg:
             tg.start_soon(_warm, runtime, answered.event)
+            tg.start_soon(skills.watch.run)
             yield runtime
             tg.cancel_scope.cancel()
 
@@ -111,10 +114,12 @@ def build_server(settings: Settings, runtime: Runtime | None = None) -> MCPServe
         version="0.1.0",
         lifespan=lifespan,
         log_level=settings.log_level,
+        extensions=[skills.extension()],
     )
+    skills.attach(mcp)  # before _edge_checks, which refuses prompts it does not know
     mcp._lowlevel_server.middleware.append(_edge_checks(mcp, answered))
     register_tools(mcp, runtime)
-    register_recall(mcp, runtime)
+    register_recall(mcp, runtime, skills)
     register_dream(mcp, runtime)
     return mcp
 

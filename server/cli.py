@@ -34,6 +34,7 @@ HELP = {
     "doctor": "check the data directory and say how to fix what is wrong",
     "ui": "browse and curate memory in a web browser (127.0.0.1)",
     "reindex": "rebuild the text index from the stored records (root store and every tenant)",
+    "skills": "list, show, import, export, archive, restore, pin or approve skills",
 }
 
 
@@ -96,6 +97,10 @@ def _own_arguments(name: str, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--tenant", help="check one tenant instead of all")
     elif name == "reindex":
         parser.add_argument("--tenant", help="one tenant (default: the root and every tenant)")
+    elif name == "skills":
+        from dreamwell.server.skills_cli import add_arguments
+
+        add_arguments(parser)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -238,6 +243,12 @@ def cmd_reindex(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_skills(settings: Settings, args: argparse.Namespace) -> int:
+    from dreamwell.server.skills_cli import skills_command
+
+    return skills_command(settings, args)
+
+
 COMMANDS: dict[str, Command] = {
     "serve": cmd_serve,
     "dream": cmd_dream,
@@ -248,6 +259,7 @@ COMMANDS: dict[str, Command] = {
     "doctor": cmd_doctor,
     "ui": cmd_ui,
     "reindex": cmd_reindex,
+    "skills": cmd_skills,
 }
 
 

@@ -89,6 +89,7 @@ class Settings(BaseSettings):
     enrich: bool = _setting("enrich", True)
     # dreaming inside `serve` (off unless set), e.g. "12h", "30m"
     dream_every: str | None = _setting("dream_every")
+    skills_auto_approve: bool = _setting("skills_auto_approve", False)
 
     @field_validator("dream_every")
     @classmethod

@@ -7,7 +7,18 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-COMMANDS = ("serve", "dream", "log", "export", "import", "stats", "doctor", "ui", "reindex")
+COMMANDS = (
+    "serve",
+    "dream",
+    "log",
+    "export",
+    "import",
+    "stats",
+    "doctor",
+    "ui",
+    "reindex",
+    "skills",
+)
 
 
 class Meta(NamedTuple):
@@ -102,6 +113,12 @@ SETTINGS: dict[str, Meta] = {
         switch=True,
     ),
     "dream_every": Meta("dream inside `serve` on a timer, e.g. `12h`", ("serve",)),
+    "skills_auto_approve": Meta(
+        "skills the dream creates are served at once instead of waiting as candidates for "
+        "`dreamwell skills approve`",
+        ("serve", "dream"),
+        switch=True,
+    ),
 }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Iterable
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
@@ -23,6 +23,9 @@ from dreamwell.stores import (
     fold_text,
     utcnow,
 )
+
+if TYPE_CHECKING:
+    from dreamwell.server.skills_edge import SkillsEdge
 
 logger = logging.getLogger(__name__)
 
@@ -141,7 +144,24 @@ def record_turn(tenant: Tenant, namespace: str, message: str) -> None:
         logger.warning("could not record the conversation turn: %s", exc)
 
 
-def register_recall(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
+def with_skills(
+    skills: SkillsEdge | None, caller: tuple[str, str], message: str, block: str, budget: int
+) -> str:
+    """The block with the relevant skills added (SPEC §7a; server/skills_recall.py), in the
+    thread that built the block."""
+    if skills is None:
+        return block
+    from dreamwell.server.skills_recall import skills_section
+
+    kept = "" if block.startswith("Nothing recalled") else block
+    catalog = skills.catalog(caller[0])
+    section = skills_section(catalog, skills.injected, caller, message, budget * 4 - len(kept))
+    return "\n\n".join(part for part in (kept, section) if part) or block
+
+
+def register_recall(
+    mcp: MCPServer[Runtime], runtime: Runtime, skills: SkillsEdge | None = None
+) -> None:
     injected = Injected()
 
     @mcp.prompt(
@@ -171,9 +191,13 @@ def register_recall(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
         try:
             tenant_name, namespace = runtime.caller(ctx.request_context.request)
             tenant = await runtime.tenant(tenant_name)
-            block = await anyio.to_thread.run_sync(
-                build_block, tenant, namespace, message, injected, (tenant_name, namespace), budget
-            )
+            caller = (tenant_name, namespace)
+
+            def compose() -> str:
+                block = build_block(tenant, namespace, message, injected, caller, budget)
+                return with_skills(skills, caller, message, block, budget)
+
+            block = await anyio.to_thread.run_sync(compose)
             if runtime.settings.record_conversation:
                 await anyio.to_thread.run_sync(record_turn, tenant, namespace, message)
             return valid_unicode(block)

@@ -135,6 +135,8 @@ def embedder_text(settings: Settings) -> str:
 
 
 def render_stats(settings: Settings, all_stats: list[TenantStats]) -> str:
+    from dreamwell.server.skills_cli import stats_lines as skills_lines
+
     lines = [f"data directory: {settings.data_dir}", f"embedder: {embedder_text(settings)}"]
     for s in all_stats:
         step = "in step" if s.index_in_step else f"OUT OF STEP ({s.index_docs} documents)"
@@ -147,6 +149,7 @@ def render_stats(settings: Settings, all_stats: list[TenantStats]) -> str:
             f"  disk used: {_size(s.disk)}",
             f"  last dream: {s.last_dream}",
             "  logs: " + (", ".join(f"{k} {_size(v)}" for k, v in s.logs.items()) or "none"),
+            *skills_lines(s.data_dir),
             f"  categories ({len(s.categories)}):",
         ]
         lines += [f"    {c}: {n}" for c, n in s.categories[:20]]

@@ -63,6 +63,20 @@ if TYPE_CHECKING:
         Write,
     )
     from dreamwell.stores.ranking import rank_hits
+    from dreamwell.stores.skillfmt import InvalidSkill, SkillFolder
+    from dreamwell.stores.skillio import read_skills
+    from dreamwell.stores.skillport import export_skills, exported_files, import_skills
+    from dreamwell.stores.skills import (
+        ANY_REVISION,
+        NEW,
+        ApplyResult,
+        Conflict,
+        Skill,
+        SkillCatalog,
+        SkillChange,
+        SkillConflict,
+    )
+    from dreamwell.stores.skillusage import SkillUsage, UsageStats
     from dreamwell.stores.state import write_atomic
     from dreamwell.stores.working import (
         TOP_SEGMENTS,
@@ -100,6 +114,24 @@ _LAZY = {
         ["ANY", "CHECKPOINT_SECONDS", "Hit", "LongTermStore", "SaveResult", "Write"], "longterm"
     ),
     "rank_hits": "ranking",
+    "InvalidSkill": "skillfmt",
+    "SkillFolder": "skillfmt",
+    "read_skills": "skillio",
+    **dict.fromkeys(["export_skills", "exported_files", "import_skills"], "skillport"),
+    **dict.fromkeys(
+        [
+            "ANY_REVISION",
+            "NEW",
+            "ApplyResult",
+            "Conflict",
+            "Skill",
+            "SkillCatalog",
+            "SkillChange",
+            "SkillConflict",
+        ],
+        "skills",
+    ),
+    **dict.fromkeys(["SkillUsage", "UsageStats"], "skillusage"),
     "write_atomic": "state",
     **dict.fromkeys(
         ["TOP_SEGMENTS", "SaveOutcome", "WorkingMemory", "check_own_namespace"], "working"
@@ -112,6 +144,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 __all__ = [
     "ANY",
+    "ANY_REVISION",
     "CHECKPOINT_SECONDS",
     "CONVERSATION",
     "CONVERSATION_MAX_BYTES",
@@ -121,14 +154,18 @@ __all__ = [
     "MAX_CONTENT_CHARS",
     "MAX_QUERY_CHARS",
     "MAX_TTL_MINUTES",
+    "NEW",
     "RECALL",
     "TOP_SEGMENTS",
+    "ApplyResult",
+    "Conflict",
     "CrossEncoderReranker",
     "DataDir",
     "Embedder",
     "EmbedderError",
     "Hit",
     "InvalidInput",
+    "InvalidSkill",
     "JsonlLog",
     "LongTermStore",
     "MemoryEntry",
@@ -138,9 +175,16 @@ __all__ = [
     "OnnxMiniLM",
     "SaveOutcome",
     "SaveResult",
+    "Skill",
+    "SkillCatalog",
+    "SkillChange",
+    "SkillConflict",
+    "SkillFolder",
+    "SkillUsage",
     "StoreBusy",
     "StoreError",
     "StoreUnavailable",
+    "UsageStats",
     "Vector",
     "VectorLike",
     "WorkingEntry",
@@ -154,9 +198,13 @@ __all__ = [
     "check_tenant",
     "entry_from_dict",
     "entry_to_dict",
+    "export_skills",
+    "exported_files",
     "fold_text",
+    "import_skills",
     "new_id",
     "rank_hits",
+    "read_skills",
     "utcnow",
     "write_atomic",
 ]

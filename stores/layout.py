@@ -11,6 +11,8 @@
     working-memory/          one JSON file per top-level segment, and its lock
     conversation.jsonl …     input logs of the dream worker (and their locks)
     dreams/<run>.json        dream reports; dream.lock; .activity (tool traffic marker)
+    skills/<name>.json       skills (stores/skills.py); skills/.generation; skills.lock
+    skill-usage.jsonl        uses of skills (bounded)
     tenants/<name>/          a tenant: the same layout again
 """
 
@@ -101,6 +103,26 @@ class DataDir:
     @property
     def format_file(self) -> Path:
         return self.root / "format.json"
+
+    # ---- skills (DESIGN.md) ---------------------------------------------------------------
+    @property
+    def skills(self) -> Path:
+        """One `<name>.json` record per skill."""
+        return self.root / "skills"
+
+    @property
+    def skills_lock(self) -> Path:
+        return self.root / "skills.lock"
+
+    @property
+    def skills_generation(self) -> Path:
+        """An integer bumped by every skills write; servers watch it."""
+        return self.skills / ".generation"
+
+    @property
+    def skill_usage(self) -> str:
+        """The usage log's name (a JsonlLog in this directory)."""
+        return "skill-usage.jsonl"
 
     # ---- tenants ----------------------------------------------------------------------------
     def tenant(self, name: str) -> DataDir:

@@ -71,12 +71,15 @@ def test_every_flag_comes_from_a_setting_and_reaches_it(name: str, tmp_path: Pat
         "llm_api_key": "sk-not-a-real-key",
     }
     for command in flag_for(name):
-        args = [command, *{"dream": ["--once"], "log": ["feedback", "x"]}.get(command, [])]
+        args = [
+            command,
+            *{"dream": ["--once"], "log": ["feedback", "x"], "skills": ["list"]}.get(command, []),
+        ]
         args += ["import-file"] if command == "import" else []
         flag = "--" + name.replace("_", "-")
-        if name == "stateless_http":
+        if SETTINGS[name].switch:
             parsed = parser().parse_args([*args, flag])
-            assert parsed.stateless_http is True
+            assert getattr(parsed, name) is True
         else:
             parsed = parser().parse_args([*args, flag, values[name]])
             assert getattr(parsed, name) == values[name]
