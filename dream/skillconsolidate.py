@@ -20,7 +20,7 @@ from dreamwell.dream.llm import LLMCancelled, LLMError
 from dreamwell.dream.report import PassResult
 from dreamwell.dream.rules import placeholder
 from dreamwell.dream.skillcommit import Group, SkillContext, Step, commit
-from dreamwell.dream.skillrules import lost_facts, prefix_clusters, sparse
+from dreamwell.dream.skillrules import lost_facts, prefix_clusters, sparse, unrelated
 from dreamwell.stores import InvalidInput
 from dreamwell.stores.skillfmt import parts
 from dreamwell.stores.skillio import make_folder
@@ -138,6 +138,9 @@ class _Planner:
             return f"refused {name!r}: {', '.join(pinned or taken)} {which}"
         if not sources:
             return self._guide(item, name)
+        texts = [f"{n} {self.shown[n].description} {self.shown[n].body}" for n in sources]
+        if unrelated(texts):
+            return f"refused merge of {sources} into {name!r}: they have too little in common"
         lost = lost_facts("\n".join(self.shown[n].body for n in sources), item.body)
         if lost:
             return f"refused merge of {sources} into {name!r}: it drops {', '.join(lost[:8])}"

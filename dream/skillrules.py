@@ -165,3 +165,19 @@ def invented(body: str, source: str) -> list[str]:
     have, body = _squash(source), _LIST_MARK.sub("", body)
     found = {m.group(0).rstrip(".,;:") for p in (_URL, _PATH, _NUMBER) for m in p.finditer(body)}
     return sorted(f for f in found if f and _squash(f) not in have)
+
+
+def _overlap(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a | b else 1.0
+
+
+def unrelated(texts: Sequence[str], floor: float = 0.12) -> bool:
+    """True when some skill shares too few terms with every other one to be the same
+    procedure (each text: a skill's name, description and body)."""
+    if len(texts) < 2:
+        return False
+    sets = [terms(t.replace("-", " ")) | terms(t) for t in texts]
+    return any(
+        max(_overlap(a, b) for j, b in enumerate(sets) if j != i) < floor
+        for i, a in enumerate(sets)
+    )

@@ -151,6 +151,7 @@ def three_overlapping(data: Path) -> None:
     add_skill(data, "deploy-site", "Deploy with `make deploy-web`; it takes 5 minutes.", 20)
     add_skill(data, "deploy-frontend", "Use `make deploy-web` and purge the CDN.", 10)
     add_skill(data, "rotate-keys", "Run `vault rotate billing` every 90 days.", 30, pinned=True)
+    add_skill(data, "tidy-inbox", "Archive mail older than 30 days in `mutt`.", 30)
 
 
 def test_deletions_without_a_replacement_skip_the_whole_pass(tmp_path: Path) -> None:
@@ -197,6 +198,13 @@ def test_a_merge_keeps_every_command_the_earliest_creation_and_the_uses(tmp_path
             "toSave": [
                 merged | {"name": "deploy", "sourceNames": ["deploy-site", "deploy-frontend"]},
                 merged | {"name": "web-deploy", "sourceNames": ["deploy-web", "rotate-keys"]},
+                {  # keeps every fact, but of two unrelated procedures
+                    "name": "ops",
+                    "description": "ops",
+                    "body": "Run `make deploy-web` then check https://web.example.com.\n"
+                    "Archive mail older than 30 days in `mutt`.",
+                    "sourceNames": ["deploy-web", "tidy-inbox"],
+                },
                 merged | {"name": "deploy-all", "sourceNames": ["deploy-web"], "body": "Ship."},
             ],
         }
@@ -214,6 +222,7 @@ def test_a_merge_keeps_every_command_the_earliest_creation_and_the_uses(tmp_path
     assert catalog.get("rotate-keys").revision == 2  # pinned (1 write + the pin): untouched
     notes = " ".join(pass_of(report, "skill-consolidation").notes)
     assert "rotate-keys pinned" in notes and "it drops" in notes and oldest < merged.created_at
+    assert "refused merge of ['deploy-web', 'tidy-inbox'] into 'ops': they have too" in notes
     stats = SkillUsage(tmp_path).stats()
     assert stats.uses_30d["deploy"] == 2
     assert stats.last_used["deploy"] == stats.last_used["deploy-site"]
