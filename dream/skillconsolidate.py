@@ -18,9 +18,8 @@ from dreamwell.dream import directives
 from dreamwell.dream.answers import SHOWN_ID, Answer, ask_for
 from dreamwell.dream.llm import LLMCancelled, LLMError
 from dreamwell.dream.report import PassResult
-from dreamwell.dream.rules import placeholder
 from dreamwell.dream.skillcommit import Group, SkillContext, Step, commit
-from dreamwell.dream.skillrules import lost_facts, prefix_clusters, sparse, unrelated
+from dreamwell.dream.skillrules import copied, lost_facts, prefix_clusters, sparse, unrelated
 from dreamwell.stores import InvalidInput
 from dreamwell.stores.skillfmt import parts
 from dreamwell.stores.skillio import make_folder
@@ -126,7 +125,7 @@ class _Planner:
 
     def _item(self, item: SavedSkill) -> Group | str | None:
         name = item.name.strip()
-        if placeholder(name) or placeholder(item.body) or placeholder(item.description):
+        if copied(name) or copied(item.body) or copied(item.description):
             return f"ignored a placeholder skill {name[:60]!r}"
         sources = [n for n in dict.fromkeys(item.source_names) if n in self.shown]
         if name in self.shown and name not in sources:

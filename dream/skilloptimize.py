@@ -16,10 +16,9 @@ from dreamwell.dream import directives
 from dreamwell.dream.answers import SHOWN_ID, Answer, ask_for
 from dreamwell.dream.llm import LLMCancelled, LLMError
 from dreamwell.dream.report import PassResult
-from dreamwell.dream.rules import placeholder
 from dreamwell.dream.skillcommit import Group, SkillContext, Step, commit
 from dreamwell.dream.skillconsolidate import rewritten_md
-from dreamwell.dream.skillrules import lost_facts, sessions_of, sparse
+from dreamwell.dream.skillrules import copied, lost_facts, sessions_of, sparse
 from dreamwell.stores import InvalidInput
 from dreamwell.stores.skillio import make_folder
 from dreamwell.stores.skills import Skill, SkillChange
@@ -86,7 +85,7 @@ def _reviewed(ctx: SkillContext, failed: dict[str, list[str]]) -> list[tuple[Ski
 def _improved(skill: Skill, answer: ImprovedSkill, context: str) -> Group | str:
     if answer.name.strip() != skill.name:
         return f"refused improvement of {skill.name!r}: the answer renames it {answer.name!r}"
-    if placeholder(answer.body) or not answer.body.strip():
+    if copied(answer.body) or not answer.body.strip():
         return f"ignored a placeholder improvement of {skill.name!r}"
     if " ".join(answer.body.split()) == " ".join(skill.body.split()):
         return f"kept {skill.name!r}: the answer did not change it"

@@ -20,13 +20,13 @@ from dreamwell.dream import directives
 from dreamwell.dream.answers import SHOWN_ID, Answer, ask_for
 from dreamwell.dream.llm import LLM, LLMCancelled, LLMError
 from dreamwell.dream.report import PassResult, Report
-from dreamwell.dream.rules import placeholder
 from dreamwell.dream.skillcommit import Group, SkillContext, Step, commit
 from dreamwell.dream.skillconsolidate import consolidation_pass
 from dreamwell.dream.skilloptimize import optimisation_pass
 from dreamwell.dream.skillrules import (
     MIN_SESSIONS,
     Session,
+    copied,
     covers,
     invented,
     recurring_terms,
@@ -93,7 +93,7 @@ def _gap_prompt(chunk: Sequence[Session], recurring: Sequence[tuple[str, int]], 
 def _new_skill(item: NewSkill, chunk: dict[str, Session], ctx: SkillContext) -> Group | str:
     """A group creating the skill, or why it is refused."""
     name, cited = item.name.strip(), [s for s in dict.fromkeys(item.sessions) if s in chunk]
-    if placeholder(name) or placeholder(item.description) or placeholder(item.body):
+    if copied(name) or copied(item.description) or copied(item.body):
         return f"ignored a placeholder skill {name[:60]!r}"
     if len(cited) < MIN_SESSIONS:
         return (

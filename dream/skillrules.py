@@ -149,15 +149,13 @@ def lost_facts(old_body: str, new_text: str, named_wrong: str = "") -> list[str]
 
 
 def covers(sessions: Sequence[Session], text: str) -> bool:
-    """True when each session's requests share a content term with `text` (a skill's name
-    and description): the cited sessions did ask for that kind of thing."""
-    mine = terms(text.replace("-", " ")) | terms(text)
-    stems = {t[:5] for t in mine}
+    """True when the cited sessions share a content term (5-letter stems) with each other
+    and with `text` (a skill's name and description): they asked for that kind of thing."""
+    mine = {t[:5] for t in terms(text.replace("-", " ")) | terms(text)}
+    common = set(mine)
     for session in sessions:
-        said = terms(" ".join(session.turns))
-        if not (said & mine or {t[:5] for t in said} & stems):
-            return False
-    return True
+        common &= {t[:5] for t in terms(" ".join(session.turns))}
+    return bool(common)
 
 
 def invented(body: str, source: str) -> list[str]:
@@ -180,4 +178,18 @@ def unrelated(texts: Sequence[str], floor: float = 0.12) -> bool:
     return any(
         max(_overlap(a, b) for j, b in enumerate(sets) if j != i) < floor
         for i, a in enumerate(sets)
+    )
+
+
+_EXAMPLE = re.compile(r"^<[^<>]*>$|<(?:the|what|name of|id of|a shown|lowercase)\b", re.I)
+
+
+def copied(text: str) -> bool:
+    """A name, description or body copied from the answer's example rather than written (a
+    body may hold its own `<version>`-style slots, so only the examples' phrasing counts)."""
+    t = text.strip().strip("\"'`").strip()
+    return (
+        not re.search(r"\w", t)
+        or t.lower() in ("none", "null", "n/a", "todo", "...")
+        or bool(_EXAMPLE.search(t))
     )
