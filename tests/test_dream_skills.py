@@ -21,7 +21,7 @@ from dreamwell.stores.skillusage import SkillUsage
 from tests.fake_openai import fake_openai
 
 QUIET = DreamOptions(quiet_seconds=0)
-Handler = Callable[[dict[str, Any]], dict[str, Any]]
+Handler = Callable[[dict[str, Any]], Any]  # a dict (sent as JSON) or the raw text
 
 RELEASE = """\
 1. On a clean `main`, run `scripts/bump.sh 1.4.0`.
@@ -48,7 +48,8 @@ def model(**handlers: Handler) -> Callable[[dict[str, Any]], str]:
     def answer(request: dict[str, Any]) -> str:
         kind = kind_of(request)
         if kind in handlers:
-            return json.dumps(handlers[kind](request))
+            said = handlers[kind](request)
+            return said if isinstance(said, str) else json.dumps(said)
         return json.dumps({"toDelete": [], "toSave": [], "antiPatterns": [], "preferences": []})
 
     return answer
@@ -348,4 +349,53 @@ def test_without_an_llm_only_usage_is_reported_and_nothing_changes(tmp_path: Pat
     result = pass_of(report, "skill-gap")
     assert result.status == "skipped" and result.reason.startswith("no LLM")
     assert "usage: 1 skill(s) used in 30 days (deploy-web 1)" in result.notes[0]
+    assert records(tmp_path) == before
+
+
+def test_directive_files_replace_the_built_in_skill_prompts(tmp_path: Path) -> None:
+    for name in ("skill-gap.md", "skill-dream.md", "skill-optimize.md"):
+        (tmp_path / name).write_text(f"CUSTOM {name}")
+    three_overlapping(tmp_path)
+    say(tmp_path, "s1", "Cut a release of billing")
+    say(tmp_path, "s2", "Cut a release of billing again")
+    with fake_openai(model()) as (url, script):
+        dream(tmp_path, url)
+    systems = {kind_of(r): r["messages"][0]["content"] for r in script.requests}
+    assert systems["gap"] == "CUSTOM skill-gap.md"
+    assert systems["consolidate"] == "CUSTOM skill-dream.md"
+    assert systems["optimise"] == "CUSTOM skill-optimize.md"
+
+
+def test_a_bad_answer_for_one_skill_leaves_the_others_reviewed(tmp_path: Path) -> None:
+    add_skill(tmp_path, "tidy-inbox", "Archive mail older than 30 days.", 30)
+    add_skill(tmp_path, "water-plants", "Water the ficus every 7 days.", 30)
+
+    def optimise(request: dict[str, Any]) -> Any:
+        if "Skill tidy-inbox" in prompt_of(request):
+            return {"broken": True}
+        body = "1. Water the ficus every 7 days.\n2. Skip a week in winter."
+        answer = json.dumps(
+            {"water_plants": 0, "Name": "water-plants", "body": body, "reason": "r"}
+        )
+        return f"<think>the ficus</think>Here you go:\n```json\n{answer}\n```"  # lenient parsing
+
+    with fake_openai(model(optimise=optimise)) as (url, _):
+        _, report = dream(tmp_path, url)
+    result = pass_of(report, "skill-optimisation")
+    assert [c.kind for c in result.changes] == ["skill-improve"]
+    assert any(n.startswith("skipped 'tidy-inbox'") for n in result.notes)
+    body = SkillCatalog(tmp_path).get("water-plants").body
+    assert body.strip().startswith("1. Water") and "Skip a week in winter" in body
+
+
+def test_a_dry_run_plans_skill_changes_and_writes_nothing(tmp_path: Path) -> None:
+    at_risk(tmp_path)
+    before = records(tmp_path)
+    with fake_openai(model(optimise=improved("0. Run `make test`.\n" + RELEASE))) as (url, _):
+        store = LongTermStore(tmp_path)
+        llm = OpenAILLM(url, "fake-model", 10.0, backoff=0.0)
+        report = run_cycle(store, llm, dry_run=True, options=QUIET)
+    planned = pass_of(report, "skill-optimisation").changes
+    assert [c.kind for c in planned] == ["skill-improve"]
+    assert planned[0].skill_after is not None and planned[0].skill_after["planned"] is True
     assert records(tmp_path) == before
