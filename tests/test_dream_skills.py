@@ -207,6 +207,15 @@ def test_a_merge_keeps_every_command_the_earliest_creation_and_the_uses(tmp_path
                     "sourceNames": ["deploy-web", "tidy-inbox"],
                 },
                 merged | {"name": "deploy-all", "sourceNames": ["deploy-web"], "body": "Ship."},
+                merged | {"name": "deploy-guide", "sourceNames": [], "body": "Which deploy."},
+                merged | {"name": "misc-guide", "sourceNames": [], "body": "No such cluster."},
+                {
+                    "name": "tidy-inbox",
+                    "description": "d",
+                    "body": "Archive mail older than 30 days in `mutt`.",
+                    "sourceNames": ["tidy-inbox"],
+                    "seeAlso": ["deploy", "rotate-keys", "tidy-inbox", "no-such-skill"],
+                },
             ],
         }
 
@@ -224,6 +233,20 @@ def test_a_merge_keeps_every_command_the_earliest_creation_and_the_uses(tmp_path
     notes = " ".join(pass_of(report, "skill-consolidation").notes)
     assert "rotate-keys pinned" in notes and "it drops" in notes and oldest < merged.created_at
     assert "refused merge of ['deploy-web', 'tidy-inbox'] into 'ops': they have too" in notes
+    guide = catalog.get("deploy-guide")
+    assert (guide.status, guide.origin) == ("candidate", "dream")
+    assert guide.see_also == ("deploy-frontend", "deploy-site", "deploy-web")
+    assert catalog.find("misc-guide") is None and "'misc-guide': not a parent guide" in notes
+    tidy = catalog.get("tidy-inbox")  # see-also filled, body and description as they were
+    assert tidy.see_also == ("rotate-keys",) and tidy.revision == 2
+    kinds = sorted(c.kind for c in pass_of(report, "skill-consolidation").changes)
+    assert kinds == [
+        "skill-archive",
+        "skill-archive",
+        "skill-guide",
+        "skill-merge",
+        "skill-see-also",
+    ]
     stats = SkillUsage(tmp_path).stats()
     assert stats.uses_30d["deploy"] == 2
     assert stats.last_used["deploy"] == stats.last_used["deploy-site"]
