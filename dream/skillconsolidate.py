@@ -19,7 +19,14 @@ from dreamwell.dream.answers import SHOWN_ID, Answer, ask_for
 from dreamwell.dream.llm import LLMCancelled, LLMError
 from dreamwell.dream.report import PassResult
 from dreamwell.dream.skillcommit import Group, SkillContext, Step, commit
-from dreamwell.dream.skillrules import copied, lost_facts, prefix_clusters, sparse, unrelated
+from dreamwell.dream.skillrules import (
+    copied,
+    lost_facts,
+    prefix_clusters,
+    slug,
+    sparse,
+    unrelated,
+)
 from dreamwell.stores import InvalidInput
 from dreamwell.stores.skillfmt import parts
 from dreamwell.stores.skillio import make_folder
@@ -124,7 +131,7 @@ class _Planner:
         return tuple(n for n in dict.fromkeys(item.see_also) if n in live and n != name)
 
     def _item(self, item: SavedSkill) -> Group | str | None:
-        name = item.name.strip()
+        name = slug(item.name)
         if copied(name) or copied(item.body) or copied(item.description):
             return f"ignored a placeholder skill {name[:60]!r}"
         sources = [n for n in dict.fromkeys(item.source_names) if n in self.shown]

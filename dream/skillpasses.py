@@ -31,6 +31,8 @@ from dreamwell.dream.skillrules import (
     invented,
     recurring_terms,
     sessions_of,
+    slug,
+    terms,
 )
 from dreamwell.stores import InvalidInput
 from dreamwell.stores.skillio import make_folder
@@ -69,15 +71,15 @@ def _chunks(sessions: list[Session], recurring: list[tuple[str, int]]) -> list[l
     rank = {t: i for i, (t, _) in enumerate(recurring)}
 
     def key(s: Session) -> int:
-        from dreamwell.dream.skillrules import terms
-
         return min((rank[t] for t in terms(s.first) if t in rank), default=len(rank))
 
     shown = sorted(sessions[-MAX_SESSIONS:], key=key)
     return [shown[i : i + SESSIONS_PER_PROMPT] for i in range(0, len(shown), SESSIONS_PER_PROMPT)]
 
 
-def _gap_prompt(chunk: Sequence[Session], recurring: Sequence[tuple[str, int]], ctx: Any) -> str:
+def _gap_prompt(
+    chunk: Sequence[Session], recurring: Sequence[tuple[str, int]], ctx: SkillContext
+) -> str:
     lines = ["Recurring topics across sessions (term frequency >= 2 sessions):"]
     lines += [f'- "{t}": {n} session(s)' for t, n in recurring]
     lines += ["", "Sessions (the user's requests, first one first):"]
@@ -92,7 +94,7 @@ def _gap_prompt(chunk: Sequence[Session], recurring: Sequence[tuple[str, int]], 
 
 def _new_skill(item: NewSkill, chunk: dict[str, Session], ctx: SkillContext) -> Group | str:
     """A group creating the skill, or why it is refused."""
-    name, cited = item.name.strip(), [s for s in dict.fromkeys(item.sessions) if s in chunk]
+    name, cited = slug(item.name), [s for s in dict.fromkeys(item.sessions) if s in chunk]
     if copied(name) or copied(item.description) or copied(item.body):
         return f"ignored a placeholder skill {name[:60]!r}"
     if len(cited) < MIN_SESSIONS:
@@ -145,10 +147,10 @@ def gap_pass(
         by_id, groups, names = {s.id: s for s in chunk}, [], set()
         for item in answer.to_save:
             planned = _new_skill(item, by_id, ctx)
-            if isinstance(planned, str) or item.name in names:
+            if isinstance(planned, str) or slug(item.name) in names:
                 result.notes.append(planned if isinstance(planned, str) else "ignored a repeat")
                 continue
-            names.add(item.name)
+            names.add(slug(item.name))
             groups.append(planned)
         commit(ctx, result, groups)
     return result

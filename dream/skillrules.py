@@ -193,3 +193,9 @@ def copied(text: str) -> bool:
         or t.lower() in ("none", "null", "n/a", "todo", "...")
         or bool(_EXAMPLE.search(t))
     )
+
+
+def slug(name: str) -> str:
+    """A proposed skill name as a valid one: lowercase, hyphens between words ("Cut Release"
+    → "cut-release"); validation still refuses what this cannot mend."""
+    return re.sub(r"[^a-z0-9]+", "-", name.strip().lower()).strip("-")[:64].strip("-")
