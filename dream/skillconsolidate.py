@@ -32,7 +32,7 @@ from dreamwell.stores.skillfmt import parts
 from dreamwell.stores.skillio import make_folder
 from dreamwell.stores.skills import NEW, Skill, SkillChange
 
-SKILLS_PER_PROMPT = 16
+SKILLS_PER_PROMPT = 12  # bodies cut at 800 characters: a prompt fits an 8k context
 CO_USED = 10
 
 
@@ -76,7 +76,7 @@ def _prompt(shown: Sequence[Skill], ctx: SkillContext) -> str:
             f"## {s.name} ({s.status}, uses in 30 days: {stats.uses_30d.get(s.name, 0)}){marks}"
         )
         lines.append(f"description: {s.description[:300]}")
-        lines.append(s.body.strip()[:1500])
+        lines.append(s.body.strip()[:800])
     pairs = [(a, b, n) for a, b, n in stats.co_used if a in names and b in names][:CO_USED]
     lines += ["", "Co-used pairs (used in the same session):"]
     lines += [f"- {a} + {b}: {n} session(s)" for a, b, n in pairs] or ["- (none)"]

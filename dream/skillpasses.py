@@ -41,7 +41,7 @@ from dreamwell.stores.skillusage import SkillUsage
 
 logger = logging.getLogger(__name__)
 SKILL_PASSES = ("skill-gap", "skill-consolidation", "skill-optimisation")
-SESSIONS_PER_PROMPT = 20
+SESSIONS_PER_PROMPT = 12  # with 3 turns of 200 characters: ~3k tokens, for small models
 MAX_SESSIONS = 60
 
 
@@ -84,7 +84,7 @@ def _gap_prompt(
     lines += [f'- "{t}": {n} session(s)' for t, n in recurring]
     lines += ["", "Sessions (the user's requests, first one first):"]
     for s in chunk:
-        said = " / ".join(t[:300] for t in s.turns[:4])
+        said = " / ".join(t[:200] for t in s.turns[:3])
         lines.append(f"- session={s.id}: {said}")
     skills = ctx.catalog.list(("active", "candidate"))
     lines += ["", "Existing skills:"]
