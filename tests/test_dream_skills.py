@@ -422,3 +422,20 @@ def test_a_dry_run_plans_skill_changes_and_writes_nothing(tmp_path: Path) -> Non
     assert [c.kind for c in planned] == ["skill-improve"]
     assert planned[0].skill_after is not None and planned[0].skill_after["planned"] is True
     assert records(tmp_path) == before
+
+
+def test_the_body_guard_knows_commands_paths_urls_and_numbers() -> None:
+    from dreamwell.dream.skillrules import body_facts, lost_facts
+
+    body = (
+        RELEASE + "```sh\n$ make deploy ENV=prod\n# a comment\n```\nSettings: ~/.config/app.toml\n"
+    )
+    facts = body_facts(body)
+    wanted = {"main", "scripts/bump.sh 1.4.0", "git push origin v1.4.0", "15"}
+    wanted |= {"https://ci.example.com/billing", "make deploy ENV=prod", "~/.config/app.toml"}
+    assert wanted <= facts and "1" not in facts and "# a comment" not in facts  # "1." numbers
+    assert lost_facts(body, body.replace("15 minutes", "20 minutes")) == ["15"]
+    wrong = "the user said: never run git push origin v1.4.0 by hand"
+    without_push = body.replace("`git push origin v1.4.0`", "the release button")
+    assert lost_facts(body, without_push, wrong) == []  # the failure context names it wrong
+    assert lost_facts(body, without_push) == ["git push origin v1.4.0"]
