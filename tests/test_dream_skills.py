@@ -12,7 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from dreamwell.dream import DreamOptions, run_cycle, undo
+from dreamwell.dream import DreamOptions, render, run_cycle, undo
 from dreamwell.dream.llm import OpenAILLM
 from dreamwell.stores import CONVERSATION, FEEDBACK, JsonlLog, LongTermStore, utcnow
 from dreamwell.stores.skillio import make_folder
@@ -281,6 +281,7 @@ def test_an_optimisation_that_drops_a_command_is_refused(tmp_path: Path) -> None
         _, report = dream(tmp_path, url)
     assert SkillCatalog(tmp_path).get("cut-release").body.strip() == better.strip()
     assert [c.kind for c in pass_of(report, "skill-optimisation").changes] == ["skill-improve"]
+    assert "skill improve cut-release [active] (sparse: tests were skipped)" in render(report)
 
 
 def test_a_sparse_skill_gets_the_review_note(tmp_path: Path) -> None:
