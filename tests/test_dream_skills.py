@@ -440,3 +440,27 @@ def test_the_body_guard_knows_commands_paths_urls_and_numbers() -> None:
     without_push = body.replace("`git push origin v1.4.0`", "the release button")
     assert lost_facts(body, without_push, wrong) == []  # the failure context names it wrong
     assert lost_facts(body, without_push) == ["git push origin v1.4.0"]
+
+
+def test_the_catalog_writes_a_group_whole_and_reverts_exact_records(tmp_path: Path) -> None:
+    add_skill(tmp_path, "deploy-web", "Run `make deploy-web`.")
+    add_skill(tmp_path, "deploy-site", "Run `make deploy-web` too.")
+    catalog = SkillCatalog(tmp_path)
+    web, site = catalog.get("deploy-web"), catalog.get("deploy-site")
+    catalog.archive("deploy-site")  # moves on: the group below must not be half written
+    group = [
+        SkillChange("deploy-web", web.revision, see_also=("deploy-site",)),
+        SkillChange("deploy-site", site.revision, status="archived"),
+    ]
+    done = catalog.apply(group, whole=True)
+    assert done.written == () and [c.name for c in done.conflicts] == ["deploy-site"]
+    assert SkillCatalog(tmp_path).get("deploy-web") == web
+    now = SkillCatalog(tmp_path).get("deploy-site")
+    undone = catalog.revert([("deploy-site", now.revision, site), ("nope", None, None)])
+    assert undone.conflicts == () and skill_to_json(catalog.get("deploy-site")) == skill_to_json(
+        site
+    )
+    stale = catalog.revert([("deploy-web", web.revision + 5, None)])
+    assert stale.conflicts and catalog.find("deploy-web") == web
+    assert not catalog.revert([("deploy-web", web.revision, None)]).conflicts
+    assert catalog.find("deploy-web") is None  # a skill the cycle created is removed
