@@ -34,7 +34,7 @@ from dreamwell.dream.skillrules import (
     slug,
     terms,
 )
-from dreamwell.stores import InvalidInput
+from dreamwell.stores import InvalidInput, StoreError
 from dreamwell.stores.skillio import make_folder
 from dreamwell.stores.skills import NEW, SkillChange
 from dreamwell.stores.skillusage import SkillUsage
@@ -167,6 +167,23 @@ def usage_note(data_dir: Path, now: datetime) -> str:
     )
 
 
+def _without_llm(
+    data_dir: Path,
+    reason: str,
+    report: Report,
+    now: datetime,
+    progress: Callable[[str], None] | None,
+) -> None:
+    try:
+        notes = [usage_note(data_dir, now)]
+    except (OSError, StoreError) as exc:
+        notes = [f"the usage log could not be read: {exc}"]
+    for name in SKILL_PASSES:
+        if progress is not None:
+            progress(name)
+        report.passes.append(PassResult(name, "skipped", f"no LLM: {reason}", [], list(notes)))
+
+
 def run_skill_passes(
     data_dir: Path,
     llm: LLM | None,
@@ -182,12 +199,7 @@ def run_skill_passes(
     corrections). A failing pass is reported and the next still runs; a cancel propagates."""
     conversation, feedback, corrections = feeds
     if llm is None:
-        note = usage_note(data_dir, now)
-        for name in SKILL_PASSES:
-            progress and progress(name)
-            report.passes.append(
-                PassResult(name, "skipped", f"no LLM: {no_llm_reason}", [], [note])
-            )
+        _without_llm(data_dir, no_llm_reason, report, now, progress)
         return
     ctx = SkillContext.open(
         data_dir, llm, report.run, now, dry_run=report.dry_run, saved=saved, **options
