@@ -310,7 +310,9 @@ def endpoint(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
     if not args.fake:
         yield args.base_url, args.model
         return
-    from tests.bench.skill_quality import careless_skills_model
+    from tests.bench.skill_quality import careful_skills_model, careless_skills_model
+
+    skills_model = careful_skills_model if args.careful else careless_skills_model
     from tests.fake_openai import fake_openai
 
     def careless(request: dict[str, Any]) -> str:
@@ -318,7 +320,7 @@ def endpoint(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
         props = schema.get("properties", {})
         item = props.get("toSave", {}).get("items", {}).get("properties", {})
         skills = {"body", "reason"} <= set(props) or "sessions" in item or "sourceNames" in item
-        return careless_skills_model(request) if skills else careless_model(request)
+        return skills_model(request) if skills else careless_model(request)
 
     with fake_openai(careless) as (url, _):
         yield url, "fake-model"
@@ -333,6 +335,9 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=768)
     parser.add_argument("--json", action="store_true", help="print the notes and changes too")
     parser.add_argument("--scenario", choices=["memory", "skills", "both"], default="both")
+    parser.add_argument(
+        "--careful", action="store_true", help="with --fake: skill answers that keep the contract"
+    )
     args = parser.parse_args()
     if args.scenario == "skills":
         with endpoint(args) as (url, model):

@@ -215,6 +215,22 @@ def careless_skills_model(request: dict[str, Any]) -> str:
     return json.dumps({"toDelete": [], "toSave": []})
 
 
+def careful_skills_model(request: dict[str, Any]) -> str:
+    """The same answers minus the careless model's mistakes: what a model that follows the
+    contract would propose (the top of each score)."""
+    answer = json.loads(careless_skills_model(request))
+    if "reason" in answer and answer["body"].startswith("Clean up"):
+        prompt = request["messages"][-1]["content"]
+        body = prompt.split("Body:\n", 1)[1].split("\n\n###", 1)[0]
+        answer["body"] = body + "\nEdge cases: ask before archiving anything flagged or unread."
+    elif "toDelete" in answer:
+        answer["toSave"] = answer["toSave"][:1]
+    elif "toSave" in answer:
+        answer["toSave"] = answer["toSave"][:2]
+        answer["toSave"][1]["body"] = "Read the pager log and group the incidents by service."
+    return json.dumps(answer)
+
+
 @dataclass
 class SkillScore:
     right_creations: int = 0
