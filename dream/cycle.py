@@ -25,7 +25,7 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from dreamwell.dream import feeding, passes
+from dreamwell.dream import feeding, passes, skillcommit, skillpasses
 from dreamwell.dream.llm import LLM, LLMCancelled, LLMError
 from dreamwell.dream.report import Change, PassResult, Report, load_report, save_report
 from dreamwell.dream.rules import DecayPolicy
@@ -46,6 +46,7 @@ logger = logging.getLogger(__name__)
 
 
 PASSES = (  # in the order a cycle runs them (DreamOptions.progress reports each)
+    *skillpasses.SKILL_PASSES,  # skills first: before memory consolidation (SPEC §7)
     "decay",
     "exact-duplicates",
     "consolidation",
@@ -73,6 +74,7 @@ class DreamOptions:
     batch: int = 200
     cancel: threading.Event = field(default_factory=threading.Event, compare=False)
     progress: Callable[[str], None] | None = field(default=None, compare=False)  # pass names
+    skills_auto_approve: bool = False  # new skills from the dream are active, not candidates
 
 
 def _check(options: DreamOptions) -> None:
@@ -246,6 +248,21 @@ def _run_passes(
             logger.info("judge: %s", note)
         return verdicts
 
+    try:
+        skillpasses.run_skill_passes(
+            data,
+            llm,
+            no_llm_reason,
+            report,
+            (inputs.conversation, inputs.feedback, corrections),
+            now,
+            options.progress,
+            lambda: save_report(data, report),
+            auto_approve=options.skills_auto_approve,
+            cancel=cancel,
+        )
+    except LLMCancelled as exc:
+        raise DreamCancelled("the dream cycle was cancelled") from exc
     steps: list[tuple[str, bool, Callable[[], PassResult]]] = [
         ("decay", False, lambda: passes.decay_pass(snapshot, now, options.decay)),
         ("exact-duplicates", False, lambda: passes.exact_duplicates_pass(snapshot, now)),
@@ -277,7 +294,8 @@ def _run_passes(
         ),
         ("pruning", False, lambda: passes.pruning_pass(snapshot, now)),
     ]
-    assert [name for name, _, _ in steps] == list(PASSES[:-1])  # maintenance runs last
+    skipped = len(skillpasses.SKILL_PASSES)  # maintenance runs last
+    assert [name for name, _, _ in steps] == list(PASSES[skipped:-1])
     for name, needs_llm, step in steps:
         _check(options)
         if options.progress is not None:
@@ -349,7 +367,11 @@ def undo(store: LongTermStore, run: str) -> Report:
         raise ValueError(f"dream run {run} was already undone at {report.undone}")
     if report.dry_run:
         raise ValueError(f"dream run {run} was a dry run: it changed nothing")
-    groups = [list(reversed(g)) for p in report.passes for g in groups_of(p.changes)]
+    groups = [
+        list(reversed(g))
+        for p in report.passes
+        for g in groups_of([c for c in p.changes if not c.is_skill])
+    ]
     groups.reverse()
     written = store.write(
         [
@@ -364,6 +386,7 @@ def undo(store: LongTermStore, run: str) -> Report:
         ": changed after the cycle; kept as it is"
         for g in skipped
     ]
+    undo_notes += skillcommit.undo_skills(store.data_dir, report)
     if undo_notes:
         report.passes.append(PassResult("undo", "partial", "", [], undo_notes))
     save_report(store.data_dir, report)

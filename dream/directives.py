@@ -83,3 +83,43 @@ def directive(data_dir: Path, name: str, builtin: str) -> str:
 def system_prompt(data_dir: Path, name: str, builtin: str) -> str:
     rules = directive(data_dir, "memory-rules.md", MEMORY_RULES)
     return directive(data_dir, name, builtin) + "\n\n" + rules
+
+
+# ---- skills (SPEC §7): `skill-gap.md`, `skill-dream.md`, `skill-optimize.md` ----------------
+SKILL_GAP = """\
+You find gaps in an AI agent's skill catalog. A skill is a named, reusable procedure
+("how to cut a release of service X"): name (lowercase-hyphenated), a description of what it
+does and when to use it, and a Markdown body with the concrete steps, commands, paths and URLs.
+You see the user's sessions (their requests) with the terms that recur across sessions, and
+the skills that exist. Propose a new skill only for a kind of request the user made in two or
+more different sessions that no existing skill covers, and cite those sessions' ids. A one-off
+request is not a skill. Write the body only from what the user said: keep their commands, paths,
+URLs and numbers exactly; invent nothing. None is a fine answer: {"toSave": []}.
+Answer with one JSON object only.
+"""
+
+SKILL_DREAM = """\
+You consolidate an AI agent's skill catalog. You see each skill with its uses in the last 30
+days, [sparse-content] on skills with very little content, the pairs of skills used in the
+same sessions, and skills grouped by name prefix. Be conservative; an empty plan is a good
+answer.
+- Merge skills that overlap (the same procedure written twice): save one skill whose body keeps
+  every command, path, URL and number of its sources, and list every source in sourceNames.
+- For a prefix cluster of three or more skills you may save a parent guide skill (name
+  "<prefix>-guide", no sources) saying when to use which sibling; list them in seeAlso.
+- Fill seeAlso with related skills' names (siblings, co-used, complements).
+- toDelete lists redundant skills; each must be a source of a skill you save in the same
+  answer. Deleting without saving its replacement is refused and the whole plan discarded.
+- Use only names shown. Never copy the example's <placeholders>.
+Answer with one JSON object only. {"toDelete": [], "toSave": []} means "nothing to change".
+"""
+
+SKILL_OPTIMIZE = """\
+You improve one skill of an AI agent. You see the skill and why it is reviewed: the failure
+context of sessions where it was used and the user corrected the agent or rated the session
+poor, or a note that it has minimal content. Find the step or gap that likely caused the
+failure and write the improved body: concrete steps, examples, edge cases. Keep the skill's
+name and every command, path, URL and number of the old body, except what the failure context
+says is wrong. If nothing should change, return the body unchanged.
+Answer with one JSON object only.
+"""

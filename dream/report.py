@@ -15,20 +15,30 @@ REPORTS = "dreams"
 
 @dataclass(frozen=True)
 class Change:
-    kind: str  # decay, merge, archive, anti-pattern, preference, score, used, prune
+    kind: str  # decay, merge, archive, anti-pattern, preference, score, used, prune, skill-*
     before: MemoryEntry | None
     after: MemoryEntry | None
     sources: tuple[str, ...] = ()
     note: str = ""
+    # a skill change (kind skill-*): the skill's whole record before and after (None: absent)
+    skill_before: dict[str, Any] | None = None
+    skill_after: dict[str, Any] | None = None
+
+    @property
+    def is_skill(self) -> bool:
+        return self.kind.startswith("skill-")
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "kind": self.kind,
             "before": entry_to_dict(self.before) if self.before else None,
             "after": entry_to_dict(self.after) if self.after else None,
             "sources": list(self.sources),
             "note": self.note,
         }
+        if self.is_skill:
+            out |= {"skill_before": self.skill_before, "skill_after": self.skill_after}
+        return out
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> Change:
@@ -38,6 +48,8 @@ class Change:
             entry_from_dict(data["after"]) if data.get("after") else None,
             tuple(data.get("sources") or ()),
             str(data.get("note") or ""),
+            data.get("skill_before"),
+            data.get("skill_after"),
         )
 
 
@@ -127,7 +139,19 @@ def load_report(data_dir: Path, run: str) -> Report:
     return Report.from_json(json.loads(path.read_text(encoding="utf-8")))
 
 
+def _describe_skill(change: Change) -> str:
+    b, a = change.skill_before, change.skill_after
+    name = str((a or b or {}).get("name", "?"))
+    what = change.kind.removeprefix("skill-")
+    why = f" ({change.note})" if change.note else ""
+    src = f" from {', '.join(change.sources)}" if change.sources else ""
+    state = f" [{a.get('status')}]" if a else ""
+    return f"skill {what} {name}{state}{src}{why}"
+
+
 def _describe(change: Change) -> str:
+    if change.is_skill:
+        return _describe_skill(change)
     b, a = change.before, change.after
     if change.kind == "decay" and b and a:
         return f"decay [{b.id}] importance {b.importance:.2f} → {a.importance:.2f}"

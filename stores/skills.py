@@ -213,10 +213,13 @@ class SkillCatalog:
         finally:
             self._lock.release()
 
-    def apply(self, changes: Sequence[SkillChange], *, refuse_pinned: bool = False) -> ApplyResult:
+    def apply(
+        self, changes: Sequence[SkillChange], *, refuse_pinned: bool = False, whole: bool = False
+    ) -> ApplyResult:
         """Write several skills under one lock, each compare-and-set: a change whose skill
         moved (or, with `refuse_pinned`, is pinned) is left out and reported as a conflict; the
-        others are written. Bad content (InvalidInput) refuses the whole call, nothing written."""
+        others are written (with `whole`, none is: the changes stand or fall together). Bad
+        content (InvalidInput) refuses the whole call, nothing written."""
         folders = {c.name: self._validated(c) for c in changes}
         if len(folders) != len(changes):
             raise InvalidInput("each skill may appear once in a batch of changes")
@@ -225,9 +228,13 @@ class SkillCatalog:
         with self._locked():
             try:
                 self.layout.skills.mkdir(parents=True, exist_ok=True)
-                for change in changes:
-                    current = self._read(self.layout.skills / f"{change.name}.json")
-                    problem = _conflict(change, current, refuse_pinned)
+                found = [self._read(self.layout.skills / f"{c.name}.json") for c in changes]
+                problems = [
+                    _conflict(c, f, refuse_pinned) for c, f in zip(changes, found, strict=True)
+                ]
+                if whole and any(problems):
+                    return ApplyResult((), tuple(p for p in problems if p is not None))
+                for change, current, problem in zip(changes, found, problems, strict=True):
                     if problem is not None:
                         conflicts.append(problem)
                         continue
@@ -245,6 +252,35 @@ class SkillCatalog:
                 raise WriteFailed(
                     f"the skills could not be written ({exc.strerror or exc}); check the data "
                     "directory's free space and permissions"
+                ) from exc
+        return ApplyResult(tuple(written), tuple(conflicts))
+
+    def revert(self, records: Sequence[tuple[str, int | None, Skill | None]]) -> ApplyResult:
+        """Put skills back exactly as they were (the undo of a dream cycle): each (name, the
+        revision it must have now, None: it must not exist; the record to write back, None:
+        remove the record). A skill that moved since is left as it is and reported."""
+        written: builtins.list[Skill] = []
+        conflicts: builtins.list[Conflict] = []
+        with self._locked():
+            try:
+                self.layout.skills.mkdir(parents=True, exist_ok=True)
+                for name, expect, record in records:
+                    path = self.layout.skills / f"{name}.json"
+                    current = self._read(path)
+                    found = None if current is None else current.revision
+                    if found != expect:
+                        why = f"skill {name!r} changed since (revision {expect}, now {found})"
+                        conflicts.append(Conflict(name, expect, found, why))
+                    elif record is None:
+                        path.unlink(missing_ok=True)
+                    else:
+                        write_atomic(path, skill_to_json(record))
+                        written.append(record)
+                if len(conflicts) < len(records):
+                    self._bump()
+            except OSError as exc:
+                raise WriteFailed(
+                    f"the skills could not be written ({exc.strerror or exc})"
                 ) from exc
         return ApplyResult(tuple(written), tuple(conflicts))
 

@@ -51,6 +51,9 @@ def test_a_cycle_without_an_llm_decays_merges_exact_duplicates_and_reports(tmp_p
     report = run_cycle(store, None, options=QUIET)
     status = {p.name: p.status for p in report.passes}
     assert status == {
+        "skill-gap": "skipped",
+        "skill-consolidation": "skipped",
+        "skill-optimisation": "skipped",
         "decay": "ran",
         "exact-duplicates": "ran",
         "consolidation": "skipped",
@@ -199,6 +202,6 @@ def test_reports_are_json_files_in_the_data_directory(tmp_path: Path) -> None:
     store = LongTermStore(tmp_path)
     report = run_cycle(store, None, options=QUIET)
     data = json.loads((tmp_path / "dreams" / f"{report.run}.json").read_text())
-    assert data["run"] == report.run and data["passes"][0]["name"] == "decay"
+    assert data["run"] == report.run and data["passes"][0]["name"] == "skill-gap"
     with pytest.raises(KeyError):
         load_report(tmp_path, "../../etc/passwd")

@@ -109,6 +109,9 @@ def test_reindex_rebuilds_every_store_and_a_cycle_reports_its_progress(tmp_path:
         LongTermStore(tmp_path), None, options=DreamOptions(quiet_seconds=0, progress=seen.append)
     )
     assert seen == [
+        "skill-gap",
+        "skill-consolidation",
+        "skill-optimisation",
         "decay",
         "exact-duplicates",
         "consolidation",

@@ -148,15 +148,27 @@ function show(value) {
   return typeof value === "object" ? JSON.stringify(value) : String(value);
 }
 
+// a skill change (kind skill-*) holds the skill's whole records: its SKILL.md is diffed as text
+const SKILL_SHOWN = ["status", "pinned", "see_also", "created_at", "SKILL.md"];
+
+function skillField(record, key) {
+  if (!record) return undefined;
+  if (key !== "SKILL.md") return record[key];
+  return record.files ? (record.files["SKILL.md"] || {}).text : record["SKILL.md"];
+}
+
 function change(c) {
   const box = document.createElement("div"); box.className = "change";
   const h = document.createElement("h3");
-  const who = (c.after || c.before).id;
+  const skill = c.kind.startsWith("skill-");
+  const b = skill ? c.skill_before : c.before, a = skill ? c.skill_after : c.after;
+  const who = skill ? (a || b).name : (a || b).id;
   h.textContent = `${c.kind} [${who}]` + (c.sources.length ? ` from ${c.sources.join(", ")}` : "") + (c.note ? ` — ${c.note}` : "");
   const table = document.createElement("table"); table.className = "diff";
   const head = table.insertRow(); for (const t of ["field", "before → after"]) { const th = document.createElement("th"); th.textContent = t; head.append(th); }
-  for (const key of SHOWN) {
-    const before = show(c.before && c.before[key]), after = show(c.after && c.after[key]);
+  const field = skill ? skillField : (record, key) => record && record[key];
+  for (const key of skill ? SKILL_SHOWN : SHOWN) {
+    const before = show(field(b, key)), after = show(field(a, key));
     if (before === after) continue;
     const row = table.insertRow();
     row.insertCell().textContent = key;

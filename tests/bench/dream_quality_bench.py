@@ -1,9 +1,12 @@
 """Dream quality: run the LLM passes on a labelled memory against an OpenAI-compatible endpoint
 and score every change they propose.
 
-    python tests/bench/dream_quality_bench.py --fake
+    python tests/bench/dream_quality_bench.py --fake [--scenario memory|skills|both]
     python tests/bench/dream_quality_bench.py --base-url http://127.0.0.1:8081/v1 \
         --model smollm2-135m
+
+The skills scenario (tests/bench/skill_quality.py) runs the three skill passes on a labelled
+catalog and conversation log and scores creations, merges, improvements and facts lost.
 
 The labelled memory (30 entries) holds true duplicates and paraphrases spread over different
 categories, look-alike but distinct episodes, a superseded fact and unrelated single facts;
@@ -307,9 +310,19 @@ def endpoint(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
     if not args.fake:
         yield args.base_url, args.model
         return
+    from tests.bench.skill_quality import careful_skills_model, careless_skills_model
+
+    skills_model = careful_skills_model if args.careful else careless_skills_model
     from tests.fake_openai import fake_openai
 
-    with fake_openai(careless_model) as (url, _):
+    def careless(request: dict[str, Any]) -> str:
+        schema = request.get("response_format", {}).get("json_schema", {}).get("schema", {})
+        props = schema.get("properties", {})
+        item = props.get("toSave", {}).get("items", {}).get("properties", {})
+        skills = {"body", "reason"} <= set(props) or "sessions" in item or "sourceNames" in item
+        return skills_model(request) if skills else careless_model(request)
+
+    with fake_openai(careless) as (url, _):
         yield url, "fake-model"
 
 
@@ -321,7 +334,15 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--max-tokens", type=int, default=768)
     parser.add_argument("--json", action="store_true", help="print the notes and changes too")
+    parser.add_argument("--scenario", choices=["memory", "skills", "both"], default="both")
+    parser.add_argument(
+        "--careful", action="store_true", help="with --fake: skill answers that keep the contract"
+    )
     args = parser.parse_args()
+    if args.scenario == "skills":
+        with endpoint(args) as (url, model):
+            skills_table(OpenAILLM(url, model, args.timeout, max_tokens=args.max_tokens), args)
+        return
     snapshot, _ = labelled()
     ids = list(snapshot)
     vectors = dict(zip(ids, OnnxMiniLM().embed([snapshot[i].content for i in ids]), strict=True))
@@ -330,6 +351,8 @@ def main() -> None:
         llm.check()
         started = time.monotonic()
         result, seconds, results = run(llm, vectors)
+        if args.scenario == "both":
+            skills_table(llm, args)
     out = sys.stdout
     out.write(
         f"model: {model} at {url}  entries: {len(snapshot)}  "
@@ -354,6 +377,36 @@ def main() -> None:
                     },
                     ensure_ascii=False,
                     default=str,
+                )[:6000]
+                + "\n"
+            )
+
+
+def skills_table(llm: OpenAILLM, args: argparse.Namespace) -> None:
+    from tests.bench.skill_quality import run_skills
+
+    llm.check()
+    started = time.monotonic()
+    result, seconds, results = run_skills(llm)
+    out = sys.stdout
+    out.write(f"skills scenario: {llm.name}  total: {time.monotonic() - started:.0f} s\n")
+    out.write("| metric | value |\n|---|---|\n")
+    for key, value in vars(result).items():
+        out.write(f"| {key.replace('_', ' ')} | {value} |\n")
+    for r in results:
+        out.write(f"| seconds {r.name} ({r.status}) | {seconds.get(r.name, 0.0):.1f} |\n")
+    if args.json:
+        for r in results:
+            out.write(
+                json.dumps(
+                    {
+                        "pass": r.name,
+                        "status": r.status,
+                        "reason": r.reason,
+                        "notes": r.notes,
+                        "changes": [c.kind + " " + ",".join(c.sources) for c in r.changes],
+                    },
+                    ensure_ascii=False,
                 )[:6000]
                 + "\n"
             )
