@@ -177,12 +177,14 @@ async def enrich_forever(runtime: Runtime, period: float = 5.0) -> None:
 
     llm = llm_for(runtime.settings)
     while llm is not None:
+        busy = False  # a batch was tried: look again at once, more may be waiting
         for tenant in runtime.opened():
             cancel = threading.Event()
             try:
                 report = await anyio.to_thread.run_sync(
                     enrich_queued, tenant.longterm, llm, 4, cancel, abandon_on_cancel=True
                 )
+                busy = busy or report is not None
                 if report is not None and report.changes():
                     logger.info("%s", render(report))
             except (StoreError, OSError) as exc:
@@ -191,7 +193,8 @@ async def enrich_forever(runtime: Runtime, period: float = 5.0) -> None:
                 logger.exception("enrichment in %s failed", tenant.data_dir)
             finally:
                 cancel.set()
-        await anyio.sleep(period)
+        if not busy:  # nothing waiting, or another process is working the queue
+            await anyio.sleep(period)
 
 
 def run_dream_command(args: argparse.Namespace, settings: Settings) -> int:

@@ -11,6 +11,7 @@
     working-memory/          one JSON file per top-level segment, and its lock
     conversation.jsonl …     input logs of the dream worker (and their locks)
     dreams/<run>.json        dream reports; dream.lock; .activity (tool traffic marker)
+    enrich.lock, backfill.lock  held by the one process doing that background work
     tenants/<name>/          a tenant: the same layout again
 """
 
@@ -93,6 +94,16 @@ class DataDir:
     @property
     def dream_lock(self) -> Path:
         return self.root / "dream.lock"
+
+    @property
+    def enrich_lock(self) -> Path:
+        """Held by the one process enriching this store's queued memories."""
+        return self.root / "enrich.lock"
+
+    @property
+    def backfill_lock(self) -> Path:
+        """Held by the one process embedding this store's memories that have no vector."""
+        return self.root / "backfill.lock"
 
     @property
     def activity(self) -> Path:
