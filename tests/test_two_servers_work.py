@@ -22,8 +22,16 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from dreamwell.dream.enrichment import queue_for
-from dreamwell.stores import CONVERSATION, FEEDBACK, RECALL, JsonlLog, LongTermStore
+from dreamwell.stores import (
+    CONVERSATION,
+    FEEDBACK,
+    RECALL,
+    JsonlLog,
+    LongTermStore,
+    OllamaEmbedder,
+)
 from tests.conftest import ok
+from tests.fake_ollama import fake_ollama
 from tests.fake_openai import Script, Slow, fake_openai
 
 pytestmark = pytest.mark.anyio
@@ -159,3 +167,39 @@ def test_a_finished_dream_drops_what_it_read_and_keeps_what_came_meanwhile(
         {k: v for k, v in r.items() if k != "ts"} for r in JsonlLog(data, CONVERSATION).read()
     ] == [late]
     assert JsonlLog(data, RECALL).read() == []
+
+
+def embedding_server(data: Path, host: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "dreamwell.server", "serve", "--data-dir", str(data)],
+        env={**os.environ, "DREAMWELL_EMBEDDER": "ollama", "DREAMWELL_OLLAMA_HOST": host},
+    )
+
+
+async def test_two_servers_embed_each_saved_memory_once(tmp_path: Path) -> None:
+    """Each server sees the other's saves (a tool call catches it up) and would backfill
+    their vectors too; `backfill.lock` lets one embed while the other waits for its log."""
+    data, n = tmp_path / "data", 60
+    with fake_ollama() as (host, script):
+        async with (
+            Client(embedding_server(data, host)) as one,
+            Client(embedding_server(data, host)) as two,
+        ):
+            for i in range(n):
+                await ok((one, two)[i % 2], "save_memory", content=f"memo{i} about topic{i}")
+                await ok((one, two)[(i + 1) % 2], "list_memory_categories")
+            store = LongTermStore(data, embedder=OllamaEmbedder(host, "nomic-embed-text", 10))
+            store.load_vectors()
+            with anyio.fail_after(60):  # every vector is in the log
+                while store.missing_vectors():
+                    await ok(one, "list_memory_categories")
+                    await ok(two, "list_memory_categories")
+    embedded = Counter(
+        text
+        for r in script.requests
+        if r["path"] == "/api/embed"
+        for text in r.get("input") or []
+        if "about topic" in text
+    )
+    assert len(embedded) == n and sum(embedded.values()) == n, embedded.most_common(3)
