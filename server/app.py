@@ -227,20 +227,18 @@ def _backfill(tenant: Tenant) -> int | None:
     """How many memories this round embedded; None when another process (a second server on
     this data directory) holds `backfill.lock`: its vectors reach this one through the log,
     so the same memories are not embedded twice."""
-    loading = not tenant.longterm.vectors_loaded
+    if not tenant.longterm.vectors_loaded:  # this process's own copy, even on a read-only disk
+        tenant.longterm.load_vectors()
+        give_back_freed()  # reading every stored vector left its Arrow batches freed, mapped
     claim = FileLock(str(DataDir(tenant.data_dir).backfill_lock), timeout=0)
     try:
         claim.acquire()
     except Timeout:
-        tenant.longterm.load_vectors()  # this process's own copy, needed all the same
         return None
     try:
-        done = tenant.longterm.backfill(BACKFILL_BATCH)
+        return tenant.longterm.backfill(BACKFILL_BATCH)
     finally:
         claim.release()
-    if loading and tenant.longterm.vectors_loaded:
-        give_back_freed()  # reading every stored vector left its Arrow batches freed, mapped
-    return done
 
 
 def _checkpoint(tenant: Tenant) -> None:

@@ -7,9 +7,12 @@ enrichment runs, never at start-up: a server that is only answering tool calls d
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
+import os
 import sys
 import threading
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Annotated, Any
 
 import anyio
@@ -22,7 +25,14 @@ from pydantic import Field
 
 from dreamwell.server.config import Settings, parse_every
 from dreamwell.server.runtime import CURRENT_REQUEST, Runtime, Tenant
-from dreamwell.stores import DataDir, StoreError, check_tenant
+from dreamwell.stores import (
+    DataDir,
+    StoreError,
+    WriteFailed,
+    advice,
+    check_tenant,
+    read_only_mount,
+)
 
 if TYPE_CHECKING:
     from dreamwell.dream import LLM, DreamOptions
@@ -31,6 +41,7 @@ logger = logging.getLogger(__name__)
 
 
 NO_LLM = "no LLM configured (set llm_base_url, or ollama_host for Ollama)"
+_EROFS = OSError(errno.EROFS, os.strerror(errno.EROFS))
 
 
 def _llm_endpoint(settings: Settings) -> tuple[str, str] | None:
@@ -70,9 +81,23 @@ def dream_once(
 ) -> str:
     from dreamwell.dream import render, run_cycle
 
+    refuse_read_only(tenant.data_dir)
     llm = llm_for(settings)
-    report = run_cycle(tenant.longterm, llm, dry_run=dry_run, options=options, no_llm_reason=NO_LLM)
+    try:
+        report = run_cycle(
+            tenant.longterm, llm, dry_run=dry_run, options=options, no_llm_reason=NO_LLM
+        )
+    except OSError as exc:  # a lock, a log or the report could not be written
+        raise WriteFailed(
+            f"cannot dream in {tenant.data_dir}: {advice(tenant.data_dir, exc)}"
+        ) from exc
     return render(report)
+
+
+def refuse_read_only(data_dir: Path) -> None:
+    """One line, before anything opens: even a preview takes the dream lock and reports."""
+    if read_only_mount(data_dir):
+        raise WriteFailed(f"cannot dream in {data_dir}: {advice(data_dir, _EROFS)}")
 
 
 def register_dream(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
@@ -238,6 +263,7 @@ def _dream_all(runtime: Runtime, names: list[str], args: argparse.Namespace, out
         for name in names:
             label = f"tenant {name}" if name else "root store"
             try:
+                refuse_read_only(runtime.tenant_dir(name))
                 tenant = runtime.open_tenant(name)
                 with progress(len(PASSES), f"dreaming {label}", " passes") as bar:
 

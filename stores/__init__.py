@@ -35,6 +35,7 @@ from dreamwell.stores.model import (
     new_id,
     utcnow,
 )
+from dreamwell.stores.writable import advice, mount_point, read_only_mount
 
 if TYPE_CHECKING:
     from dreamwell.stores.embedding import (
@@ -147,6 +148,7 @@ __all__ = [
     "WorkingMemory",
     "Write",
     "WriteFailed",
+    "advice",
     "category_prefixes",
     "check_category",
     "check_own_namespace",
@@ -155,8 +157,10 @@ __all__ = [
     "entry_from_dict",
     "entry_to_dict",
     "fold_text",
+    "mount_point",
     "new_id",
     "rank_hits",
+    "read_only_mount",
     "utcnow",
     "write_atomic",
 ]

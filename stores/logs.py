@@ -29,6 +29,7 @@ from dreamwell.stores.damaged import aside_name, keep_aside
 from dreamwell.stores.errors import InvalidInput, StoreBusy, WriteFailed
 from dreamwell.stores.model import utcnow
 from dreamwell.stores.state import write_atomic
+from dreamwell.stores.writable import advice
 
 logger = logging.getLogger(__name__)
 
@@ -71,8 +72,7 @@ class JsonlLog:
             ) from exc
         except OSError as exc:
             raise WriteFailed(
-                f"the log {self.path} cannot be locked ({exc.strerror or exc}); check the data "
-                "directory's permissions."
+                f"the log {self.path} cannot be locked ({advice(self.path, exc)})."
             ) from exc
         try:
             yield
@@ -100,8 +100,7 @@ class JsonlLog:
                     self._trim()
             except OSError as exc:
                 raise WriteFailed(
-                    f"the log {self.path} could not be written ({exc.strerror or exc}); check "
-                    "the data directory's free space and permissions."
+                    f"the log {self.path} could not be written ({advice(self.path, exc)})."
                 ) from exc
 
     def drop(self, keep: Callable[[dict[str, Any]], bool]) -> None:
