@@ -17,7 +17,7 @@ from typing import IO, TYPE_CHECKING, Annotated, Any
 
 import anyio
 import anyio.to_thread
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
@@ -77,15 +77,22 @@ def llm_for(settings: Settings) -> LLM | None:
 
 
 def dream_once(
-    tenant: Tenant, settings: Settings, dry_run: bool, options: DreamOptions | None = None
+    tenant: Tenant,
+    settings: Settings,
+    dry_run: bool,
+    options: DreamOptions | None = None,
+    client_llm: LLM | None = None,
+    no_llm_reason: str = NO_LLM,
 ) -> str:
+    """One cycle with the configured LLM, else `client_llm` (the invoking client's model,
+    asked through MCP sampling), else the passes that need none."""
     from dreamwell.dream import render, run_cycle
 
     refuse_read_only(tenant.data_dir)
-    llm = llm_for(settings)
+    llm = llm_for(settings) or client_llm
     try:
         report = run_cycle(
-            tenant.longterm, llm, dry_run=dry_run, options=options, no_llm_reason=NO_LLM
+            tenant.longterm, llm, dry_run=dry_run, options=options, no_llm_reason=no_llm_reason
         )
     except OSError as exc:  # a lock, a log or the report could not be written
         raise WriteFailed(
@@ -106,6 +113,7 @@ def register_dream(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
         "apply=yes runs it and reports."
     )
     async def dream(
+        ctx: Context,
         apply: Annotated[str, Field(description="'yes' to change memory, else a preview")] = "no",
     ) -> str:
         if apply.strip().lower() not in ("yes", "no", "y", "n", "true", "false", ""):
@@ -115,9 +123,12 @@ def register_dream(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
         tenant = await _caller_tenant(runtime)
         dry = apply.strip().lower() not in ("yes", "y", "true")
         try:  # the caller asked for it: no waiting for quiet
-            return await dream_in_thread(tenant, runtime.settings, dry, quiet_seconds=0)
-        except (DreamBusy, DreamCancelled, StoreError) as exc:
+            client_llm, note = _client_model(ctx, runtime.settings)
+            reason = f"{NO_LLM}; this client does not offer sampling" if note else NO_LLM
+            text = await dream_in_thread(tenant, runtime.settings, dry, 0, client_llm, reason)
+        except (DreamBusy, DreamCancelled, StoreError, ValueError) as exc:
             raise MCPError(INVALID_PARAMS, str(exc)) from exc
+        return f"{text}\n\n{note}" if note else text
 
     @mcp.resource("dream://reports", description="Dream cycles run on this memory, newest first")
     async def reports() -> str:
@@ -140,6 +151,18 @@ def register_dream(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
             raise ResourceNotFoundError(str(exc.args[0])) from exc
 
 
+def _client_model(ctx: Context, settings: Settings) -> tuple[LLM | None, str]:
+    """(the invoking client's model when no LLM is configured and the client offers
+    sampling, a note for the caller when it does not)."""
+    if _llm_endpoint(settings) is not None:
+        return None, ""
+    from dreamwell.server.sampling import SamplingLLM, offers_sampling, without_sampling_note
+
+    if offers_sampling(ctx):
+        return SamplingLLM(ctx, settings.llm_max_tokens, settings.llm_timeout), ""
+    return None, without_sampling_note()
+
+
 async def _caller_tenant(runtime: Runtime) -> Tenant:
     """The stores of the caller's tenant (with bearer tokens, each token has its own)."""
     try:
@@ -150,7 +173,12 @@ async def _caller_tenant(runtime: Runtime) -> Tenant:
 
 
 async def dream_in_thread(
-    tenant: Tenant, settings: Settings, dry_run: bool, quiet_seconds: float = 30.0
+    tenant: Tenant,
+    settings: Settings,
+    dry_run: bool,
+    quiet_seconds: float = 30.0,
+    client_llm: LLM | None = None,
+    no_llm_reason: str = NO_LLM,
 ) -> str:
     """One cycle off the event loop. Cancelling this (the server stops) tells the cycle to
     stop between steps and interrupts its LLM call."""
@@ -159,7 +187,14 @@ async def dream_in_thread(
     options = DreamOptions(quiet_seconds=quiet_seconds)
     try:
         return await anyio.to_thread.run_sync(
-            dream_once, tenant, settings, dry_run, options, abandon_on_cancel=True
+            dream_once,
+            tenant,
+            settings,
+            dry_run,
+            options,
+            client_llm,
+            no_llm_reason,
+            abandon_on_cancel=True,
         )
     finally:
         options.cancel.set()
