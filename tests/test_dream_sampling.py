@@ -6,6 +6,7 @@ to configure one; a 2026-07-28 connection (no mid-request back-channel) is told 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -121,3 +122,31 @@ async def test_a_connection_without_a_back_channel_is_told_why(tmp_path: Path) -
         text = await dream(client)
     assert model.asked == [] and "cannot ask the client's model" in text
     assert LongTermStore(tmp_path).entries() == []
+
+
+async def test_an_edit_while_the_clients_model_thinks_wins_over_its_merge(tmp_path: Path) -> None:
+    """The same compare-and-set as with an HTTP model: the user changes a memory while the
+    client's model plans a merge of it; the merge is skipped as a conflict, the edit kept."""
+    store = LongTermStore(tmp_path)
+    one = store.save("Standup is at 9:30 with Priya", "work/meetings").entry
+    two = store.save("Daily standup happens at 9:30, Priya runs it", "work/meetings").entry
+    merged = "Standup 9:30 daily, Priya runs it"
+
+    async def model(_context: Any, params: CreateMessageRequestParams) -> CreateMessageResult:
+        prompt = params.messages[0].content.text  # type: ignore[union-attr]
+        answer: dict[str, Any] = {}
+        if prompt.startswith("Entries:"):  # the user edits meanwhile, from another process
+            LongTermStore(tmp_path).apply([replace(two, importance=0.9)])
+            answer = {
+                "toDelete": [],
+                "toSave": [{"content": merged, "sourceIds": [one.id, two.id]}],
+            }
+        text = TextContent(type="text", text=json.dumps(answer))
+        return CreateMessageResult(role="assistant", content=text, model="m")
+
+    settings = Settings(data_dir=tmp_path, embedder="none")
+    async with Client(build_server(settings), mode="legacy", sampling_callback=model) as client:
+        text = await dream(client)
+    assert "consolidation: ran" in text and "conflict: skipped merge" in text, text
+    after = {e.id: e for e in LongTermStore(tmp_path).entries()}
+    assert set(after) == {one.id, two.id} and after[two.id].importance == 0.9
