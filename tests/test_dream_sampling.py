@@ -6,12 +6,14 @@ to configure one; a 2026-07-28 connection (no mid-request back-channel) is told 
 from __future__ import annotations
 
 import json
+import os
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import Client
+from mcp import Client, StdioServerParameters
 from mcp.types import CreateMessageRequestParams, CreateMessageResult, TextContent
 
 from dreamwell.dream import directives
@@ -150,3 +152,19 @@ async def test_an_edit_while_the_clients_model_thinks_wins_over_its_merge(tmp_pa
     assert "consolidation: ran" in text and "conflict: skipped merge" in text, text
     after = {e.id: e for e in LongTermStore(tmp_path).entries()}
     assert set(after) == {one.id, two.id} and after[two.id].importance == 0.9
+
+
+async def test_the_clients_model_is_asked_over_stdio(tmp_path: Path) -> None:
+    """As Claude Desktop and IDEs run it: `dreamwell serve` over stdio, the client's model
+    answering the sampling requests the dream sends mid-prompt."""
+    model = ScriptedModel()
+    seeded(tmp_path)
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "dreamwell.server", "serve", "--data-dir", str(tmp_path)],
+        env={**os.environ, "DREAMWELL_EMBEDDER": "none"},
+    )
+    async with Client(params, mode="legacy", sampling_callback=model) as client:
+        text = await dream(client)
+    assert "anti-patterns: ran, 1 change(s)" in text and "preferences: ran, 1 change(s)" in text
+    assert len(model.asked) == 2
