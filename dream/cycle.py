@@ -41,6 +41,7 @@ from dreamwell.stores import (
     JsonlLog,
     LongTermStore,
     MemoryEntry,
+    StoreError,
     Write,
     new_id,
     utcnow,
@@ -182,8 +183,12 @@ def _consume_inputs(data: Path, inputs: Inputs, report: Report) -> None:
     kept = {id(f) for f in inputs.feedback if not mined and _is_correction(f)}
     used = [f for f in inputs.feedback if id(f) not in kept]
     for name, records in zip(INPUT_LOGS, (used, inputs.recalls, inputs.conversation), strict=True):
-        if records:
-            JsonlLog(data, name).consume(records)
+        try:
+            if records:
+                JsonlLog(data, name).consume(records)
+        except StoreError as exc:  # the passes' writes stand; the report says what is left
+            logger.warning("%s", exc)
+            report.passes[-1].notes.append(f"{name} was not emptied ({exc}); read again next cycle")
 
 
 def _is_correction(record: dict[str, Any]) -> bool:
