@@ -11,6 +11,9 @@ Safety rules (SPEC §5; never lose or resurrect data):
 - The report is saved after every batch that was written, so a cycle that fails or is killed
   half-way can still be undone exactly; undo itself is compare-and-set and skips (and names)
   entries that changed after the cycle.
+- The input logs (feedback, recall, conversation) are taken in two phases: read at the start,
+  and exactly what was read dropped once the last pass reading them has written. A cycle
+  killed before that leaves them as they were.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from filelock import FileLock, Timeout
@@ -37,6 +41,7 @@ from dreamwell.stores import (
     JsonlLog,
     LongTermStore,
     MemoryEntry,
+    StoreError,
     Write,
     new_id,
     utcnow,
@@ -167,8 +172,29 @@ class Inputs:
     conversation: list[dict[str, Any]]
 
 
-def _take(log: JsonlLog, dry_run: bool) -> list[dict[str, Any]]:
-    return log.read() if dry_run else log.take()
+INPUT_LOGS = (FEEDBACK, RECALL, CONVERSATION)
+LAST_READER = "scoring"  # the last pass that reads the input logs
+
+
+def _consume_inputs(data: Path, inputs: Inputs, report: Report) -> None:
+    """Drop from the input logs exactly the records this cycle read, once the last pass that
+    reads them has written: a cycle killed or cancelled before that leaves them as they were,
+    and what was appended meanwhile stays for the next cycle. Logged Corrections stay too
+    when the anti-pattern pass did not run (no LLM): a cycle with an LLM mines them later."""
+    mined = any(p.name == "anti-patterns" and p.status == "ran" for p in report.passes)
+    kept = {id(f) for f in inputs.feedback if not mined and _is_correction(f)}
+    used = [f for f in inputs.feedback if id(f) not in kept]
+    for name, records in zip(INPUT_LOGS, (used, inputs.recalls, inputs.conversation), strict=True):
+        try:
+            if records:
+                JsonlLog(data, name).consume(records)
+        except StoreError as exc:  # the passes' writes stand; the report says what is left
+            logger.warning("%s", exc)
+            report.passes[-1].notes.append(f"{name} was not emptied ({exc}); read again next cycle")
+
+
+def _is_correction(record: dict[str, Any]) -> bool:
+    return str(record.get("kind", "")).lower() == "correction"
 
 
 def run_cycle(
@@ -201,11 +227,8 @@ def run_cycle(
             except LLMError as exc:
                 llm, no_llm_reason = None, str(exc)
         data = store.data_dir
-        inputs = Inputs(
-            _take(JsonlLog(data, FEEDBACK), dry_run),
-            _take(JsonlLog(data, RECALL), dry_run),
-            _take(JsonlLog(data, CONVERSATION), dry_run),  # cleared whatever the passes do
-        )
+        # read, not emptied: `_consume_inputs` drops what was read once the passes wrote
+        inputs = Inputs(*(JsonlLog(data, name).read() for name in INPUT_LOGS))
         try:
             _run_passes(store, llm, no_llm_reason, inputs, report, options, now)
         finally:
@@ -228,7 +251,7 @@ def _run_passes(
     snapshot = {e.id: e for e in store.entries(include_archived=True)}
     data = store.data_dir
     said = feeding.mine_corrections(inputs.conversation) if llm is not None else []
-    logged = [f for f in inputs.feedback if str(f.get("kind", "")).lower() == "correction"]
+    logged = [f for f in inputs.feedback if _is_correction(f)]
     corrections = logged + said
     vectors = store.vectors(store.embedder.name) if store.embedder is not None else None
     cancel = options.cancel
@@ -321,11 +344,8 @@ def _run_passes(
             result.status = "partial" if result.changes else "failed"
             result.reason = f"{type(exc).__name__}: {exc}"
         _refresh(snapshot, store, result)
-    mined = any(p.name == "anti-patterns" and p.status == "ran" for p in report.passes)
-    if logged and not mined and not report.dry_run:  # keep them for a cycle with an LLM
-        feedback_log = JsonlLog(data, FEEDBACK)
-        for record in logged:
-            feedback_log.append(record)
+        if name == LAST_READER and not report.dry_run:
+            _consume_inputs(data, inputs, report)
     if options.progress is not None:
         options.progress("maintenance")
     report.passes.append(_maintenance(store, report.dry_run))

@@ -7,15 +7,20 @@ derived entries (metadata `derived_from`) in one compare-and-set group with the 
 it was seen: if the user edited or deleted it meanwhile, nothing is written. The original is
 archived only when the derived entries cover every fact it held. Each batch is reported like
 a dream cycle (`dreams/<run>.json`), so `dreamwell dream --undo RUN` reverts it. Ids leave the
-queue only once handled, so pending work survives a restart.
+queue only once handled, so pending work survives a restart; one process at a time works the
+queue (`enrich.lock`), so with two servers on one data directory each memory is enriched once.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
+from typing import Any
+
+from filelock import FileLock, Timeout
 
 from dreamwell.dream import directives, feeding
 from dreamwell.dream.llm import LLM, LLMCancelled, LLMError
@@ -23,6 +28,7 @@ from dreamwell.dream.report import Change, PassResult, Report, save_report
 from dreamwell.stores import (
     ENRICH_QUEUE,
     ENRICH_QUEUE_MAX_BYTES,
+    DataDir,
     JsonlLog,
     LongTermStore,
     MemoryEntry,
@@ -57,9 +63,30 @@ def enrich_queued(
     cancel: threading.Event | None = None,
     now: datetime | None = None,
 ) -> Report | None:
-    """Enrich up to `limit` queued memories; the report when anything was tried."""
+    """Enrich up to `limit` queued memories; the report when anything was tried. None when
+    nothing waits, or another process (a second server on this data directory) is enriching
+    this store: the queue is worked by one process at a time, so no memory goes to the LLM
+    twice."""
+    claim = FileLock(str(DataDir(store.data_dir).enrich_lock), timeout=0)
+    try:
+        claim.acquire()
+    except Timeout:
+        return None
+    try:
+        return _enrich_claimed(store, llm, limit, cancel, now)
+    finally:
+        claim.release()
+
+
+def _enrich_claimed(
+    store: LongTermStore,
+    llm: LLM,
+    limit: int,
+    cancel: threading.Event | None,
+    now: datetime | None,
+) -> Report | None:
     queue = queue_for(store)
-    waiting = [str(r.get("id", "")) for r in queue.read()[:limit]]
+    waiting = list(dict.fromkeys(str(r.get("id", "")) for r in queue.read()))[:limit]
     if not waiting:
         return None
     now = now or utcnow()
@@ -67,19 +94,23 @@ def enrich_queued(
     result = PassResult("enrichment")
     report.passes.append(result)
     rules = directives.directive(store.data_dir, "memory-rules.md", directives.MEMORY_RULES)
-    handled: set[str] = set()
     try:
         for entry_id in waiting:
             _enrich_one(store, llm, entry_id, rules, now, cancel, result)
-            handled.add(entry_id)
+            # off the queue as soon as its write landed: a process killed later in the batch
+            # does not leave it to be enriched again
+            queue.drop(_other_than(entry_id))
     except LLMCancelled:
         result.status, result.reason = "partial", "cancelled"
     finally:
-        queue.drop(lambda r: str(r.get("id", "")) not in handled)
         if result.changes or result.notes:
             report.finished = utcnow().isoformat()
             save_report(store.data_dir, report)
     return report
+
+
+def _other_than(entry_id: str) -> Callable[[dict[str, Any]], bool]:
+    return lambda record: str(record.get("id", "")) != entry_id
 
 
 def _enrich_one(

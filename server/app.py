@@ -9,6 +9,7 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
+from filelock import FileLock, Timeout
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
@@ -22,7 +23,7 @@ from dreamwell.server.recall import register_recall
 from dreamwell.server.runtime import CURRENT_REQUEST, Runtime, Tenant
 from dreamwell.server.skills_edge import SkillsEdge
 from dreamwell.server.tools import register_tools, text_result
-from dreamwell.stores import StoreError
+from dreamwell.stores import DataDir, StoreError
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +37,7 @@ SETTLE = 0.25
 WARM_AFTER = 2.0
 BACKFILL_BATCH = 64  # memories embedded (and logged) at a time
 BACKFILL_GATHER = 0.05  # seconds that saves have to arrive before their backfill round
+BACKFILL_BUSY = 0.5  # seconds between looks while another process embeds the store
 INSTRUCTIONS = (
     "dreamwell is your memory. search_memory before answering questions about the user or past "
     "work; save_memory for durable facts, preferences and lessons; working memory is short-lived "
@@ -155,11 +157,12 @@ async def backfill_forever(
     every one with its own log write and fsync, and an ingest of 100 saves a second kept
     both cores busy."""
     while True:
-        done, full, failed = 0, False, False
+        done, full, failed, busy = 0, False, False, False
         for tenant in runtime.opened():
             try:
                 found = await anyio.to_thread.run_sync(_backfill, tenant, abandon_on_cancel=True)
-                done, full = done + found, full or found >= BACKFILL_BATCH
+                busy = busy or found is None
+                done, full = done + (found or 0), full or (found or 0) >= BACKFILL_BATCH
             except (StoreError, OSError) as exc:  # e.g. the store is busy: later
                 failed = True
                 logger.warning("backfill in %s paused: %s", tenant.data_dir, exc)
@@ -168,6 +171,8 @@ async def backfill_forever(
                 logger.exception("backfill in %s failed; will retry", tenant.data_dir)
         if failed:
             await anyio.sleep(idle)  # not at once: that would spin on a lasting failure
+        elif busy and not done:  # another process is embedding: look again after it
+            await anyio.sleep(BACKFILL_BUSY)
         elif not done:
             await _wait_for_vectors_wanted(runtime, idle)
         if not full:
@@ -223,12 +228,22 @@ async def sweep_forever(runtime: Runtime, period: float = SWEEP_SECONDS) -> None
                 logger.warning("working-memory sweep of %s skipped: %s", key, exc)
 
 
-def _backfill(tenant: Tenant) -> int:
-    loading = not tenant.longterm.vectors_loaded
-    done = tenant.longterm.backfill(BACKFILL_BATCH)
-    if loading and tenant.longterm.vectors_loaded:
+def _backfill(tenant: Tenant) -> int | None:
+    """How many memories this round embedded; None when another process (a second server on
+    this data directory) holds `backfill.lock`: its vectors reach this one through the log,
+    so the same memories are not embedded twice."""
+    if not tenant.longterm.vectors_loaded:  # this process's own copy, even on a read-only disk
+        tenant.longterm.load_vectors()
         give_back_freed()  # reading every stored vector left its Arrow batches freed, mapped
-    return done
+    claim = FileLock(str(DataDir(tenant.data_dir).backfill_lock), timeout=0)
+    try:
+        claim.acquire()
+    except Timeout:
+        return None
+    try:
+        return tenant.longterm.backfill(BACKFILL_BATCH)
+    finally:
+        claim.release()
 
 
 def _checkpoint(tenant: Tenant) -> None:

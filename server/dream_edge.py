@@ -7,14 +7,17 @@ enrichment runs, never at start-up: a server that is only answering tool calls d
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
+import os
 import sys
 import threading
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Annotated, Any
 
 import anyio
 import anyio.to_thread
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
@@ -22,7 +25,14 @@ from pydantic import Field
 
 from dreamwell.server.config import Settings, parse_every
 from dreamwell.server.runtime import CURRENT_REQUEST, Runtime, Tenant
-from dreamwell.stores import DataDir, StoreError, check_tenant
+from dreamwell.stores import (
+    DataDir,
+    StoreError,
+    WriteFailed,
+    advice,
+    check_tenant,
+    read_only_mount,
+)
 
 if TYPE_CHECKING:
     from dreamwell.dream import LLM, DreamOptions
@@ -31,6 +41,7 @@ logger = logging.getLogger(__name__)
 
 
 NO_LLM = "no LLM configured (set llm_base_url, or ollama_host for Ollama)"
+_EROFS = OSError(errno.EROFS, os.strerror(errno.EROFS))
 
 
 def _llm_endpoint(settings: Settings) -> tuple[str, str] | None:
@@ -66,13 +77,34 @@ def llm_for(settings: Settings) -> LLM | None:
 
 
 def dream_once(
-    tenant: Tenant, settings: Settings, dry_run: bool, options: DreamOptions | None = None
+    tenant: Tenant,
+    settings: Settings,
+    dry_run: bool,
+    options: DreamOptions | None = None,
+    client_llm: LLM | None = None,
+    no_llm_reason: str = NO_LLM,
 ) -> str:
+    """One cycle with the configured LLM, else `client_llm` (the invoking client's model,
+    asked through MCP sampling), else the passes that need none."""
     from dreamwell.dream import render, run_cycle
 
-    llm = llm_for(settings)
-    report = run_cycle(tenant.longterm, llm, dry_run=dry_run, options=options, no_llm_reason=NO_LLM)
+    refuse_read_only(tenant.data_dir)
+    llm = llm_for(settings) or client_llm
+    try:
+        report = run_cycle(
+            tenant.longterm, llm, dry_run=dry_run, options=options, no_llm_reason=no_llm_reason
+        )
+    except OSError as exc:  # a lock, a log or the report could not be written
+        raise WriteFailed(
+            f"cannot dream in {tenant.data_dir}: {advice(tenant.data_dir, exc)}"
+        ) from exc
     return render(report)
+
+
+def refuse_read_only(data_dir: Path) -> None:
+    """One line, before anything opens: even a preview takes the dream lock and reports."""
+    if read_only_mount(data_dir):
+        raise WriteFailed(f"cannot dream in {data_dir}: {advice(data_dir, _EROFS)}")
 
 
 def register_dream(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
@@ -81,6 +113,7 @@ def register_dream(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
         "apply=yes runs it and reports."
     )
     async def dream(
+        ctx: Context,
         apply: Annotated[str, Field(description="'yes' to change memory, else a preview")] = "no",
     ) -> str:
         if apply.strip().lower() not in ("yes", "no", "y", "n", "true", "false", ""):
@@ -90,9 +123,12 @@ def register_dream(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
         tenant = await _caller_tenant(runtime)
         dry = apply.strip().lower() not in ("yes", "y", "true")
         try:  # the caller asked for it: no waiting for quiet
-            return await dream_in_thread(tenant, runtime.settings, dry, quiet_seconds=0)
-        except (DreamBusy, DreamCancelled, StoreError) as exc:
+            client_llm, note = _client_model(ctx, runtime.settings)
+            reason = f"{NO_LLM}; this client does not offer sampling" if note else NO_LLM
+            text = await dream_in_thread(tenant, runtime.settings, dry, 0, client_llm, reason)
+        except (DreamBusy, DreamCancelled, StoreError, ValueError) as exc:
             raise MCPError(INVALID_PARAMS, str(exc)) from exc
+        return f"{text}\n\n{note}" if note else text
 
     @mcp.resource("dream://reports", description="Dream cycles run on this memory, newest first")
     async def reports() -> str:
@@ -115,6 +151,18 @@ def register_dream(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
             raise ResourceNotFoundError(str(exc.args[0])) from exc
 
 
+def _client_model(ctx: Context, settings: Settings) -> tuple[LLM | None, str]:
+    """(the invoking client's model when no LLM is configured and the client offers
+    sampling, a note for the caller when it does not)."""
+    if _llm_endpoint(settings) is not None:
+        return None, ""
+    from dreamwell.server.sampling import SamplingLLM, offers_sampling, without_sampling_note
+
+    if offers_sampling(ctx):
+        return SamplingLLM(ctx, settings.llm_max_tokens, settings.llm_timeout), ""
+    return None, without_sampling_note()
+
+
 async def _caller_tenant(runtime: Runtime) -> Tenant:
     """The stores of the caller's tenant (with bearer tokens, each token has its own)."""
     try:
@@ -125,7 +173,12 @@ async def _caller_tenant(runtime: Runtime) -> Tenant:
 
 
 async def dream_in_thread(
-    tenant: Tenant, settings: Settings, dry_run: bool, quiet_seconds: float = 30.0
+    tenant: Tenant,
+    settings: Settings,
+    dry_run: bool,
+    quiet_seconds: float = 30.0,
+    client_llm: LLM | None = None,
+    no_llm_reason: str = NO_LLM,
 ) -> str:
     """One cycle off the event loop. Cancelling this (the server stops) tells the cycle to
     stop between steps and interrupts its LLM call."""
@@ -134,7 +187,14 @@ async def dream_in_thread(
     options = DreamOptions(quiet_seconds=quiet_seconds)
     try:
         return await anyio.to_thread.run_sync(
-            dream_once, tenant, settings, dry_run, options, abandon_on_cancel=True
+            dream_once,
+            tenant,
+            settings,
+            dry_run,
+            options,
+            client_llm,
+            no_llm_reason,
+            abandon_on_cancel=True,
         )
     finally:
         options.cancel.set()
@@ -177,12 +237,14 @@ async def enrich_forever(runtime: Runtime, period: float = 5.0) -> None:
 
     llm = llm_for(runtime.settings)
     while llm is not None:
+        busy = False  # a batch was tried: look again at once, more may be waiting
         for tenant in runtime.opened():
             cancel = threading.Event()
             try:
                 report = await anyio.to_thread.run_sync(
                     enrich_queued, tenant.longterm, llm, 4, cancel, abandon_on_cancel=True
                 )
+                busy = busy or report is not None
                 if report is not None and report.changes():
                     logger.info("%s", render(report))
             except (StoreError, OSError) as exc:
@@ -191,7 +253,8 @@ async def enrich_forever(runtime: Runtime, period: float = 5.0) -> None:
                 logger.exception("enrichment in %s failed", tenant.data_dir)
             finally:
                 cancel.set()
-        await anyio.sleep(period)
+        if not busy:  # nothing waiting, or another process is working the queue
+            await anyio.sleep(period)
 
 
 def run_dream_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -235,6 +298,7 @@ def _dream_all(runtime: Runtime, names: list[str], args: argparse.Namespace, out
         for name in names:
             label = f"tenant {name}" if name else "root store"
             try:
+                refuse_read_only(runtime.tenant_dir(name))
                 tenant = runtime.open_tenant(name)
                 with progress(len(PASSES), f"dreaming {label}", " passes") as bar:
 

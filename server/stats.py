@@ -3,6 +3,7 @@ that fixes it), per tenant, and the data directory's format version (`format.jso
 
 from __future__ import annotations
 
+import errno
 import json
 import sys
 from collections import Counter
@@ -183,12 +184,33 @@ def check_dir(data_dir: Path) -> list[Finding]:
         probe.write_text("ok", encoding="utf-8")
         probe.unlink()
     except OSError as exc:
-        return [Finding(False, f"{data_dir} is not writable ({exc})", f"chown -R $USER {data_dir}")]
+        return [not_writable(data_dir, exc)]
     found = read_format(data_dir)
     if found is not None and found > FORMAT_VERSION:
         return [Finding(False, format_problem(data_dir, found), "pipx upgrade dreamwell")]
     shown = "not written yet" if found is None else str(found)
     return [Finding(True, f"data directory {data_dir} is writable (format {shown})")]
+
+
+def not_writable(data_dir: Path, exc: OSError) -> Finding:
+    """A read-only mount (no `chown` helps: remount it) told from a permissions problem."""
+    from dreamwell.stores import mount_point, read_only_mount
+
+    if read_only_mount(data_dir):
+        where = mount_point(data_dir)
+        return Finding(
+            False,
+            f"{data_dir} is on a read-only mount ({where}): reads work, saves and dreams "
+            "are refused",
+            f"mount -o remount,rw {where}  (or give a writable --data-dir)",
+        )
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return Finding(
+            False,
+            f"{data_dir} is not writable by this user ({exc.strerror})",
+            f"chown -R $USER {data_dir}",
+        )
+    return Finding(False, f"{data_dir} is not writable ({exc})", f"df -h {data_dir}")
 
 
 def check_lock(data_dir: Path, wait: float = 2.0) -> Finding:

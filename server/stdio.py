@@ -4,14 +4,18 @@ The SDK's stdio transport turns a frame it cannot parse into an exception on the
 and its dispatcher drops those silently: a client that sent invalid JSON, a lone UTF-16
 surrogate, `[1,2,3]` or a NUL byte waited for its own time-out. Here each such frame gets a
 JSON-RPC error reply (-32700 parse error, -32600 invalid request), with the request's id when
-one can be read, and the server goes on serving.
+one can be read, and the server goes on serving. A frame holding bytes that are not UTF-8 is a
+parse error too (the SDK decoded them to U+FFFD, and the damaged text was stored silently).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+import re
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
 
@@ -29,6 +33,13 @@ SURROGATE = (
     "Parse error: the frame holds a lone UTF-16 surrogate escape (such as \\ud800), which is "
     "not valid Unicode; send valid UTF-8 text."
 )
+NOT_UTF8 = (
+    "Parse error: the frame is not valid UTF-8 (byte 0x{byte:02x} at offset {offset}); send "
+    "UTF-8 text."
+)
+# stdin is decoded with surrogateescape: a byte that is not UTF-8 arrives as one of these
+# (the SDK's own decoding replaced it with U+FFFD, and the damaged text was stored silently)
+RAW_BYTE = re.compile("[\udc80-\udcff]")
 NOT_A_MESSAGE = (
     "Invalid request: a frame must be one JSON-RPC 2.0 object with 'jsonrpc', 'method' and, "
     "for a request, 'id' (batches are not supported)."
@@ -52,6 +63,9 @@ def error_reply(exc: Exception) -> JSONRPCError | None:
             error=ErrorData(code=PARSE_ERROR, message=NOT_JSON.format(detail="unreadable frame")),
         )
     errors = exc.errors(include_url=False)
+    raw_input = errors[0].get("input") if errors else None
+    if isinstance(raw_input, str) and (bad := RAW_BYTE.search(raw_input)) is not None:
+        return _not_utf8(raw_input, bad.start())
     if errors and errors[0]["type"] == "json_invalid":
         first = errors[0]
         raw = first.get("input")
@@ -71,6 +85,38 @@ def error_reply(exc: Exception) -> JSONRPCError | None:
     return JSONRPCError(
         jsonrpc="2.0", id=rid, error=ErrorData(code=INVALID_REQUEST, message=NOT_A_MESSAGE)
     )
+
+
+def _not_utf8(raw: str, at: int) -> JSONRPCError:
+    offset = len(raw[:at].encode("utf-8", "surrogateescape"))
+    byte = raw[at].encode("utf-8", "surrogateescape")[0]
+    try:  # Python's parser takes the escaped bytes, so the request's id can still be read
+        rid = _request_id(json.loads(raw))
+    except ValueError:
+        rid = None
+    message = NOT_UTF8.format(byte=byte, offset=offset)
+    return JSONRPCError(jsonrpc="2.0", id=rid, error=ErrorData(code=PARSE_ERROR, message=message))
+
+
+@contextmanager
+def _stdin() -> Iterator[Any]:
+    """stdin claimed as the SDK claims it, but decoded with surrogateescape instead of
+    replace, so that a byte that is not UTF-8 can be answered instead of stored as U+FFFD;
+    None (the SDK's own stdin) with an SDK that lacks the helpers this relies on."""
+    from mcp.server import stdio as sdk
+
+    claim = getattr(sdk, "_claim_fd", None)
+    divert = getattr(sdk, "_open_stdin_diversion", None)
+    wrapper = getattr(sdk, "_UnownedTextWrapper", None)
+    if claim is None or divert is None or wrapper is None:
+        yield None
+        return
+    buffer, restore = claim(0, sys.stdin, "rb", divert)
+    try:
+        yield anyio.wrap_file(wrapper(buffer, encoding="utf-8", errors="surrogateescape"))
+    finally:
+        if restore is not None:
+            restore()
 
 
 class ReplyingReadStream:
@@ -129,9 +175,10 @@ async def run_stdio(mcp: MCPServer[Any], on_eof: Callable[[], None] | None = Non
     """What `MCPServer.run_stdio_async` does, with every unreadable frame answered; `on_eof`
     runs as soon as stdin closes (handlers still running may keep `run` from returning)."""
     lowlevel = mcp._lowlevel_server
-    async with stdio_server() as (read_stream, write_stream):
-        await lowlevel.run(
-            ReplyingReadStream(read_stream, write_stream, on_eof),
-            write_stream,
-            lowlevel.create_initialization_options(),
-        )
+    with _stdin() as stdin:
+        async with stdio_server(stdin=stdin) as (read_stream, write_stream):
+            await lowlevel.run(
+                ReplyingReadStream(read_stream, write_stream, on_eof),
+                write_stream,
+                lowlevel.create_initialization_options(),
+            )

@@ -35,6 +35,7 @@ from dreamwell.stores.model import (
     new_id,
     utcnow,
 )
+from dreamwell.stores.writable import advice, mount_point, read_only_mount
 
 if TYPE_CHECKING:
     from dreamwell.stores.embedding import (
@@ -191,6 +192,7 @@ __all__ = [
     "WorkingMemory",
     "Write",
     "WriteFailed",
+    "advice",
     "category_prefixes",
     "check_category",
     "check_own_namespace",
@@ -202,8 +204,10 @@ __all__ = [
     "exported_files",
     "fold_text",
     "import_skills",
+    "mount_point",
     "new_id",
     "rank_hits",
+    "read_only_mount",
     "read_skills",
     "utcnow",
     "write_atomic",

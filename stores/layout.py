@@ -13,6 +13,7 @@
     dreams/<run>.json        dream reports; dream.lock; .activity (tool traffic marker)
     skills/<name>.json       skills (stores/skills.py); skills/.generation; skills.lock
     skill-usage.jsonl        uses of skills (bounded)
+    enrich.lock, backfill.lock  held by the one process doing that background work
     tenants/<name>/          a tenant: the same layout again
 """
 
@@ -95,6 +96,16 @@ class DataDir:
     @property
     def dream_lock(self) -> Path:
         return self.root / "dream.lock"
+
+    @property
+    def enrich_lock(self) -> Path:
+        """Held by the one process enriching this store's queued memories."""
+        return self.root / "enrich.lock"
+
+    @property
+    def backfill_lock(self) -> Path:
+        """Held by the one process embedding this store's memories that have no vector."""
+        return self.root / "backfill.lock"
 
     @property
     def activity(self) -> Path:

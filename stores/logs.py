@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -24,10 +25,11 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from dreamwell.stores.damaged import keep_aside
+from dreamwell.stores.damaged import aside_name, keep_aside
 from dreamwell.stores.errors import InvalidInput, StoreBusy, WriteFailed
 from dreamwell.stores.model import utcnow
 from dreamwell.stores.state import write_atomic
+from dreamwell.stores.writable import advice
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +42,11 @@ MAX_LINE = 64 * 1024
 CONVERSATION_MAX_BYTES = 4 * 1024 * 1024  # the recorded conversation keeps its newest ~4 MiB
 ENRICH_QUEUE = "enrich-queue.jsonl"  # saved memories waiting to be enriched by the LLM
 ENRICH_QUEUE_MAX_BYTES = 256 * 1024  # ~4,000 waiting ids; past it the oldest half is dropped
+
+
+def _key(record: Mapping[str, Any]) -> str:
+    """A record's identity for `consume`: its canonical JSON."""
+    return json.dumps(record, sort_keys=True, ensure_ascii=False)
 
 
 class JsonlLog:
@@ -65,8 +72,7 @@ class JsonlLog:
             ) from exc
         except OSError as exc:
             raise WriteFailed(
-                f"the log {self.path} cannot be locked ({exc.strerror or exc}); check the data "
-                "directory's permissions."
+                f"the log {self.path} cannot be locked ({advice(self.path, exc)})."
             ) from exc
         try:
             yield
@@ -94,8 +100,7 @@ class JsonlLog:
                     self._trim()
             except OSError as exc:
                 raise WriteFailed(
-                    f"the log {self.path} could not be written ({exc.strerror or exc}); check "
-                    "the data directory's free space and permissions."
+                    f"the log {self.path} could not be written ({advice(self.path, exc)})."
                 ) from exc
 
     def drop(self, keep: Callable[[dict[str, Any]], bool]) -> None:
@@ -119,6 +124,44 @@ class JsonlLog:
                 write_atomic(self.path, b"".join(kept).decode("utf-8", "replace"))
             except OSError as exc:
                 raise WriteFailed(f"the log {self.path} could not be rewritten ({exc})") from exc
+
+    def consume(self, records: Sequence[Mapping[str, Any]]) -> None:
+        """Remove exactly `records`, as `read` returned them earlier, and nothing appended
+        since: the second half of a two-phase take, called once what the records fed has
+        been written (a process killed before that leaves the log as it was). Damaged lines
+        are moved to `<name>.corrupt-<time>` rather than deleted."""
+        pending = Counter(_key(r) for r in records)
+        with self._locked():
+            try:
+                lines = self.path.read_bytes().splitlines(keepends=True)
+            except FileNotFoundError:
+                return
+            kept: list[bytes] = []
+            damaged: list[bytes] = []
+            for line in lines:
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line.decode("utf-8"))
+                except ValueError:
+                    record = None
+                if not isinstance(record, dict):
+                    damaged.append(line)
+                elif pending[_key(record)] > 0:
+                    pending[_key(record)] -= 1
+                else:
+                    kept.append(line)
+            try:
+                if damaged:
+                    aside = aside_name(self.path)
+                    aside.write_bytes(b"".join(damaged))
+                    logger.error("%s: moved %d damaged lines to %s", self.path, len(damaged), aside)
+                write_atomic(self.path, b"".join(kept).decode("utf-8"))
+            except OSError as exc:
+                raise WriteFailed(
+                    f"the log {self.path} could not be rewritten ({exc.strerror or exc}); check "
+                    "the data directory's free space and permissions."
+                ) from exc
 
     def _trim(self) -> None:
         """Keep the newest half of the lines (caller holds the lock)."""

@@ -32,6 +32,7 @@ from dreamwell.stores.model import (
     utcnow,
 )
 from dreamwell.stores.state import write_atomic
+from dreamwell.stores.writable import advice
 
 logger = logging.getLogger(__name__)
 
@@ -195,8 +196,8 @@ class WorkingMemory:
             for tmp in path.parent.glob(f".{path.name}.{os.getpid()}.*.tmp"):
                 tmp.unlink(missing_ok=True)
             raise WriteFailed(
-                f"working memory could not be written to {path} ({exc.strerror or exc}); "
-                "check the data directory's free space and permissions. Nothing was saved."
+                f"working memory could not be written to {path} ({advice(path, exc)}). "
+                "Nothing was saved."
             ) from exc
         for key in [k for k in self._entries if k.split("/", 1)[0] == top]:
             del self._entries[key]
@@ -215,8 +216,7 @@ class WorkingMemory:
         except OSError as exc:
             raise WriteFailed(
                 f"working memory cannot be locked for writing in {self._dir} "
-                f"({exc.strerror or exc}); check the data directory's permissions. "
-                "Nothing was saved."
+                f"({advice(self._dir, exc)}). Nothing was saved."
             ) from exc
         try:
             yield

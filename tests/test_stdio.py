@@ -61,11 +61,18 @@ SURROGATE_CALL = (
     b'"arguments":{"key":"k","data":"\\ud800"}}}'
 )
 
+NOT_UTF8_CALL = (  # raw bytes 0xff 0xfe: not UTF-8 at all (not an escape)
+    b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"save_to_working_memory",'
+    b'"arguments":{"key":"k","data":"bad \xff\xfe bytes"}}}'
+)
+
 
 @pytest.mark.parametrize(
     ("frame", "code", "request_id"),
     [
         (SURROGATE_CALL, -32700, 7),
+        (NOT_UTF8_CALL, -32700, 7),
+        (b"\xc3(", -32700, None),
         (b"{oops", -32700, None),
         (b"[1,2,3]", -32600, None),
         (b"\x00", -32700, None),
@@ -103,6 +110,44 @@ async def test_every_malformed_stdio_frame_gets_an_error_reply_and_serving_goes_
             assert "Traceback" not in error["error"]["message"]
             await process.stdin.send(b'{"jsonrpc":"2.0","id":9,"method":"ping"}\n')
             assert await reply() == {"jsonrpc": "2.0", "id": 9, "result": {}}
+    finally:
+        process.kill()
+        await process.aclose()
+
+
+async def test_bytes_that_are_not_utf8_are_refused_in_words_and_nothing_is_stored(
+    tmp_path: Path,
+) -> None:
+    """They used to be decoded to U+FFFD and stored silently."""
+    params = from_mcp_json(tmp_path)
+    process = await anyio.open_process([params.command, *params.args], env=params.env)
+    assert process.stdin is not None and process.stdout is not None
+    replies = TextReceiveStream(process.stdout)
+    buffered = ""
+
+    async def reply() -> dict[str, Any]:
+        nonlocal buffered
+        while "\n" not in buffered:
+            buffered += await replies.receive()
+        line, buffered = buffered.split("\n", 1)
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    get = {"name": "get_from_working_memory", "arguments": {"key": "k"}}
+    try:
+        with anyio.fail_after(30):
+            await process.stdin.send(json.dumps(INIT).encode() + b"\n")
+            assert (await reply())["id"] == 0
+            await process.stdin.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+            await process.stdin.send(NOT_UTF8_CALL + b"\n")
+            error = (await reply())["error"]
+            assert error["message"].startswith(
+                "Parse error: the frame is not valid UTF-8 (byte 0xff"
+            )
+            call = {"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": get}
+            await process.stdin.send(json.dumps(call).encode() + b"\n")
+            answer = await reply()
+            assert answer["result"]["isError"] and "\ufffd" not in json.dumps(answer)
     finally:
         process.kill()
         await process.aclose()
