@@ -34,6 +34,8 @@ HELP = {
     "doctor": "check the data directory and say how to fix what is wrong",
     "ui": "browse and curate memory in a web browser (127.0.0.1)",
     "reindex": "rebuild the text index from the stored records (root store and every tenant)",
+    "hook": "run a client hook (Claude Code): reads its JSON on stdin, always exits 0",
+    "install": "connect a client: write dreamwell into its MCP config (and Claude Code's hooks)",
 }
 
 
@@ -96,6 +98,15 @@ def _own_arguments(name: str, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--tenant", help="check one tenant instead of all")
     elif name == "reindex":
         parser.add_argument("--tenant", help="one tenant (default: the root and every tenant)")
+    elif name == "hook":
+        from dreamwell.server.hooks import EVENTS
+
+        parser.add_argument("event", choices=EVENTS)
+        parser.add_argument("--tenant", help="a tenant's memory instead of the default")
+    elif name == "install":
+        from dreamwell.server.install import add_arguments
+
+        add_arguments(parser)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -238,6 +249,18 @@ def cmd_reindex(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_hook(settings: Settings, args: argparse.Namespace) -> int:
+    from dreamwell.server.hooks import hook_command
+
+    return hook_command(settings, args.event, args.tenant)
+
+
+def cmd_install(settings: Settings, args: argparse.Namespace) -> int:
+    from dreamwell.server.install import install_command
+
+    return install_command(settings, args)
+
+
 COMMANDS: dict[str, Command] = {
     "serve": cmd_serve,
     "dream": cmd_dream,
@@ -248,6 +271,8 @@ COMMANDS: dict[str, Command] = {
     "doctor": cmd_doctor,
     "ui": cmd_ui,
     "reindex": cmd_reindex,
+    "hook": cmd_hook,
+    "install": cmd_install,
 }
 
 
@@ -262,7 +287,12 @@ def _one_blas_thread() -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     few_malloc_arenas()
     _one_blas_thread()
-    args = parser().parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given[:1] == ["hook"]:  # a hook must exit 0 whatever it was given
+        from dreamwell.server.hooks import hook_main
+
+        raise SystemExit(hook_main(given))
+    args = parser().parse_args(given)
     command: str = args.command
     settings = settings_from(args, settings_of(command))
     logging.basicConfig(

@@ -11,11 +11,14 @@
     working-memory/          one JSON file per top-level segment, and its lock
     conversation.jsonl …     input logs of the dream worker (and their locks)
     dreams/<run>.json        dream reports; dream.lock; .activity (tool traffic marker)
+    hooks/<session>.json     client hooks' state per client session; hooks.log their log
+    hooks/entries.sqlite     the memories' text for hooks, which never open LanceDB
     tenants/<name>/          a tenant: the same layout again
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterator
@@ -26,6 +29,7 @@ from dreamwell.stores.errors import InvalidInput, StoreError
 
 FORMAT = 2  # 1: v0.1 (one LanceDB version per write); 2: write-ahead log + checkpoints
 TENANT_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_SAFE_SESSION = re.compile(r"[A-Za-z0-9_-]{1,80}")
 
 
 def newer_format(root: Path, found: int) -> str:
@@ -101,6 +105,31 @@ class DataDir:
     @property
     def format_file(self) -> Path:
         return self.root / "format.json"
+
+    # ---- client hooks (`dreamwell hook`) ------------------------------------------------
+    @property
+    def hooks(self) -> Path:
+        return self.root / "hooks"
+
+    def hook_session(self, session_id: str) -> Path:
+        """The state file of one client session: its id when that is a safe file name, else
+        a hash of it."""
+        if not _SAFE_SESSION.fullmatch(session_id):
+            session_id = hashlib.sha256(session_id.encode("utf-8", "replace")).hexdigest()[:32]
+        return self.hooks / f"{session_id}.json"
+
+    @property
+    def hooks_log(self) -> Path:
+        return self.root / "hooks.log"
+
+    @property
+    def hook_entries(self) -> Path:
+        """The memories' text as the hooks read it (a snapshot, refreshed in the background)."""
+        return self.hooks / "entries.sqlite"
+
+    @property
+    def hook_refresh_lock(self) -> Path:
+        return self.hooks / ".refresh.lock"
 
     # ---- tenants ----------------------------------------------------------------------------
     def tenant(self, name: str) -> DataDir:
