@@ -19,7 +19,7 @@ from dreamwell.stores.layout import DataDir
 def start_refresh(dirs: DataDir) -> None:
     """Start a detached refresher (it gives up at once if another one is running)."""
     dirs.hooks.mkdir(parents=True, exist_ok=True)
-    subprocess.Popen(
+    child = subprocess.Popen(
         [sys.executable, "-m", "dreamwell.server.hook_refresh", str(dirs.root)],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -28,6 +28,7 @@ def start_refresh(dirs: DataDir) -> None:
         close_fds=True,
         env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
     )
+    dirs.hook_refresh_pid.write_text(str(child.pid), encoding="utf-8")
 
 
 def refresh(dirs: DataDir) -> bool:

@@ -131,6 +131,11 @@ class DataDir:
     def hook_refresh_lock(self) -> Path:
         return self.hooks / ".refresh.lock"
 
+    @property
+    def hook_refresh_pid(self) -> Path:
+        """The process id of the last refresher a hook started."""
+        return self.hooks / ".refresh.pid"
+
     # ---- tenants ----------------------------------------------------------------------------
     def tenant(self, name: str) -> DataDir:
         """`""` is this directory itself; any other name is `tenants/<name>`."""

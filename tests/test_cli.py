@@ -71,7 +71,13 @@ def test_every_flag_comes_from_a_setting_and_reaches_it(name: str, tmp_path: Pat
         "llm_api_key": "sk-not-a-real-key",
     }
     for command in flag_for(name):
-        args = [command, *{"dream": ["--once"], "log": ["feedback", "x"]}.get(command, [])]
+        extra = {
+            "dream": ["--once"],
+            "log": ["feedback", "x"],
+            "hook": ["stop"],
+            "install": ["cursor"],
+        }
+        args = [command, *extra.get(command, [])]
         args += ["import-file"] if command == "import" else []
         flag = "--" + name.replace("_", "-")
         if name == "stateless_http":
