@@ -28,7 +28,10 @@ def start_refresh(dirs: DataDir) -> None:
         close_fds=True,
         env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
     )
-    dirs.hook_refresh_pid.write_text(str(child.pid), encoding="utf-8")
+    pids = dirs.hook_refresh_pid
+    mode = "a" if pids.exists() and pids.stat().st_size < 4096 else "w"
+    with open(pids, mode, encoding="utf-8") as fh:  # for whoever waits for them (tests)
+        fh.write(f"{child.pid}\n")
 
 
 def refresh(dirs: DataDir) -> bool:

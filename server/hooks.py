@@ -132,6 +132,8 @@ def _recall(dirs: DataDir) -> QuickRecall:
     from dreamwell.stores.quick_recall import QuickRecall
 
     reader = QuickRecall(dirs)
+    for problem in reader.problems:
+        hooks_log(dirs, problem)
     if reader.stale:
         from dreamwell.server.hook_refresh import start_refresh
 

@@ -133,7 +133,7 @@ class DataDir:
 
     @property
     def hook_refresh_pid(self) -> Path:
-        """The process id of the last refresher a hook started."""
+        """The process ids of the refreshers hooks started (one a line, newest last)."""
         return self.hooks / ".refresh.pid"
 
     # ---- tenants ----------------------------------------------------------------------------

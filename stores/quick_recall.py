@@ -71,6 +71,7 @@ class QuickRecall:
 
     def __init__(self, dirs: DataDir) -> None:
         self.dirs = dirs
+        self.problems: list[str] = []  # what could not be read (the rest is still searched)
         state = StateFile(dirs.state).read()
         self._db = self._open_snapshot()
         checkpoint = state.checkpoint if state.known else self._first_logged() - 1
@@ -78,10 +79,12 @@ class QuickRecall:
         start = min(checkpoint, snapshot_seq) if snapshot_seq is not None else checkpoint
         self._tail = _read_tail(Wal(dirs.wal), start, checkpoint)
         self.stale = self._db is None or self._tail.gap or len(self._tail.overlay) > _MAX_OVERLAY
-        try:
-            self._index: TextIndex | None = TextIndex(dirs.index, repair=False)
-        except ValueError:  # no index yet: only the log's records can be found
-            self._index = None
+        self._index: TextIndex | None = None
+        if dirs.index.is_dir() and any(dirs.index.iterdir()):
+            try:
+                self._index = TextIndex(dirs.index, repair=False)
+            except (ValueError, OSError) as exc:  # the server repairs it; the log is searched
+                self.problems.append(f"the text index is unreadable ({exc})")
 
     def _first_logged(self) -> int:
         segments = Wal(self.dirs.wal).segments()
@@ -94,7 +97,8 @@ class QuickRecall:
         try:
             con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
             con.execute("SELECT 1 FROM meta LIMIT 1")
-        except sqlite3.Error:
+        except sqlite3.Error as exc:
+            self.problems.append(f"the hooks' snapshot is unreadable ({exc}); rebuilding it")
             return None
         return con
 

@@ -114,15 +114,15 @@ def log_lines(data: Path) -> list[str]:
 
 
 def wait_for_refresher(data: Path, timeout: float = 60.0) -> None:
-    """Until the refresher a hook started (if any) has exited."""
+    """Until every refresher a hook started has exited."""
     pid_file = DataDir(data).hook_refresh_pid
     if not pid_file.exists():
         return
-    pid = int(pid_file.read_text())
     deadline = time.monotonic() + timeout
-    while Path(f"/proc/{pid}").exists() and _running(pid):
-        assert time.monotonic() < deadline, f"refresher {pid} still running"
-        time.sleep(0.02)
+    for pid in map(int, pid_file.read_text().split()):
+        while _running(pid):
+            assert time.monotonic() < deadline, f"refresher {pid} still running"
+            time.sleep(0.02)
 
 
 def _running(pid: int) -> bool:

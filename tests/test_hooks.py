@@ -16,7 +16,6 @@ from tests.hooks_helpers import (
     Transcript,
     event,
     hook,
-    log_lines,
     prompt,
     recalls,
     turns,
