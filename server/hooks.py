@@ -40,7 +40,6 @@ MAX_INPUT = 1024 * 1024  # bytes of hook JSON read from stdin
 LOG_WAIT = 2.0  # seconds a hook waits for a log's lock before giving up (and logging that)
 PREFERENCES = ("user-preferences", "preferences", "anti-patterns")
 PREFERENCES_HEADER = "The user's preferences and anti-patterns (from long-term memory):"
-RECENT_HEADER = "Recently used long-term memories:"
 SKILLS_HEADER = "Skills available (ask for one by name):"
 WORKING_HEADER = "Working memory (use get_from_working_memory with the full key to read):"
 
@@ -156,18 +155,16 @@ def session_start(call: Call, state: HookSession) -> str:
     reader = _recall(call.dirs)
     try:
         preferences = reader.recent(40, PREFERENCES)
-        recent = [e for e in reader.recent(FIRST_TURN_RECENT * 2) if e not in preferences]
     finally:
         reader.close()
     skills = skills_for_session_start(call.dirs, state)
     sections = [
         (PREFERENCES_HEADER, [_line(e) for e in preferences]),
         (SKILLS_HEADER, [f"- {name}: {about}" for name, about in skills]),
-        (RECENT_HEADER, [_line(e) for e in recent[:FIRST_TURN_RECENT]]),
         (WORKING_HEADER, _working_lines(call)),
     ]
     block = fill(sections, call.settings.hook_max_chars)
-    ids = [e.id for e in [*preferences, *recent] if f"[{e.id}]" in block]
+    ids = [e.id for e in preferences if f"[{e.id}]" in block]
     record_recall(call, state, "", ids, [n for n, _ in skills if f"- {n}:" in block])
     HookSessions(call.dirs).prune()
     return block
