@@ -116,9 +116,14 @@ def parser() -> argparse.ArgumentParser:
     assert tuple(HELP) == NAMES
     for name, text in HELP.items():
         command = sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
-        _own_arguments(name, command)
-        add_settings(command, name)
+        add_arguments(name, command)
     return top
+
+
+def add_arguments(name: str, command: argparse.ArgumentParser) -> None:
+    """Command `name`'s own arguments and its setting flags."""
+    _own_arguments(name, command)
+    add_settings(command, name)
 
 
 def settings_from(args: argparse.Namespace, keys: Sequence[str]) -> Settings:
@@ -250,9 +255,10 @@ def cmd_reindex(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_hook(settings: Settings, args: argparse.Namespace) -> int:
+    from dreamwell.server.hook_settings import from_settings
     from dreamwell.server.hooks import hook_command
 
-    return hook_command(settings, args.event, args.tenant)
+    return hook_command(from_settings(settings), args.event, args.tenant)
 
 
 def cmd_install(settings: Settings, args: argparse.Namespace) -> int:

@@ -31,7 +31,7 @@ from dreamwell.stores.layout import DataDir
 from dreamwell.stores.redact import redact
 
 if TYPE_CHECKING:
-    from dreamwell.server.config import Settings
+    from dreamwell.server.hook_settings import HookSettings
     from dreamwell.stores.quick_recall import QuickRecall
 
 EVENTS = ("session-start", "user-prompt", "stop", "pre-compact", "session-end")
@@ -54,7 +54,7 @@ class Call:
     dirs: DataDir
     payload: dict[str, Any]
     session: str
-    settings: Settings
+    settings: HookSettings
 
 
 # ---- skills: extension points for the skill catalog (not wired yet) ---------------------------
@@ -110,13 +110,16 @@ def record_turn(call: Call, state: HookSession, text: str, ts: str = "") -> bool
             when = None
     _append(call.dirs, "conversation.jsonl", record, when)
     state.turns += 1
+    state.note("turn")
     return True
 
 
 def record_recall(
     call: Call, state: HookSession, query: str, ids: list[str], skills: list[str]
 ) -> None:
-    """What a hook injected, so the dream's judge sees what the agent was shown."""
+    """What a hook injected, so the dream's judge sees what the agent was shown (and, for
+    `dreamwell stats`, that it ran, even when it had nothing to show)."""
+    state.note("recall", len(ids))
     if not ids and not skills:
         return
     record = {"session": call.session, "query": query[:2000], "ids": ids, "skills": skills}
@@ -235,7 +238,7 @@ def read_payload(raw: bytes) -> dict[str, Any]:
     return payload
 
 
-def run_hook(event: str, dirs: DataDir, settings: Settings, raw: bytes) -> str:
+def run_hook(event: str, dirs: DataDir, settings: HookSettings, raw: bytes) -> str:
     """What to print for one hook call; raises on any failure (the caller logs it)."""
     payload = read_payload(raw)
     session = str(payload["session_id"])[:200]
@@ -249,7 +252,7 @@ def run_hook(event: str, dirs: DataDir, settings: Settings, raw: bytes) -> str:
     return out
 
 
-def hook_command(settings: Settings, event: str, tenant: str | None) -> int:
+def hook_command(settings: HookSettings, event: str, tenant: str | None) -> int:
     """Run one hook: print its text on success; on any failure print nothing, log one line
     to hooks.log and still exit 0."""
     began = time.perf_counter()
@@ -279,16 +282,27 @@ def hook_main(argv: list[str]) -> int:
     """`dreamwell hook ...` from the command line: even bad arguments or settings exit 0
     (logged to the default data directory's hooks.log), never 2, which Claude Code would
     take as "block this prompt"."""
-    from dreamwell.server import cli
-    from dreamwell.server.flags import settings_of
+    import argparse
 
+    from dreamwell.server import cli, hook_settings
+
+    parser = argparse.ArgumentParser(prog="dreamwell hook")  # this command's flags only: fast
+    cli.add_arguments("hook", parser)
     try:
-        args = cli.parser().parse_args(argv)
-        settings = cli.settings_from(args, settings_of("hook"))
+        args = parser.parse_args(argv[1:])
     except SystemExit as exc:
         if exc.code not in (0, None):
-            from dreamwell.server.config import default_data_dir
-
-            fail_log(DataDir(default_data_dir()), f"hook {' '.join(argv[1:])!r}: bad arguments")
+            fail_log(DataDir(hook_settings.data_dir(None)), f"hook {argv[1:]!r}: bad arguments")
         return 0
+    try:
+        settings = hook_settings.read(args.data_dir)
+    except hook_settings.NotPlain:  # let Settings judge it, as for every other command
+        from dreamwell.server.flags import settings_of
+
+        try:
+            settings = hook_settings.from_settings(cli.settings_from(args, settings_of("hook")))
+        except SystemExit:
+            where = DataDir(hook_settings.data_dir(args.data_dir))
+            fail_log(where, f"hook {args.event} failed: bad settings (said on stderr)")
+            return 0
     return hook_command(settings, args.event, args.tenant)

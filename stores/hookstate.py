@@ -22,6 +22,8 @@ MAX_AGE_SECONDS = 7 * 86400
 HOOKS_LOG_MAX_BYTES = 256 * 1024
 _KEEP_RECORDED = 500  # hashes of recorded user turns kept per session
 _KEEP_INJECTED = 2000
+_KEEP_EVENTS = 5000
+DAY = 86400.0
 
 
 def turn_hash(text: str) -> str:
@@ -41,6 +43,23 @@ class HookSession:
     recorded: list[str] = field(default_factory=list)  # turn_hash of recorded user turns
     turns: int = 0
     recalls: int = 0
+    # the last day's activity, for `dreamwell stats`: [unix time, 0 = a turn recorded |
+    # 1 = a recall hook ran, memories it injected]
+    events: list[list[float]] = field(default_factory=list)
+
+    def note(self, kind: str, memories: int = 0, now: float | None = None) -> None:
+        now = time.time() if now is None else now
+        code = 0.0 if kind == "turn" else 1.0
+        self.events = [e for e in self.events if e[0] > now - DAY][-_KEEP_EVENTS:]
+        self.events.append([now, code, float(memories)])
+
+    def last_day(self, now: float | None = None) -> tuple[int, int, int]:
+        """(turns recorded, recall hooks run, memories they injected) in the last 24 hours."""
+        now = time.time() if now is None else now
+        recent = [e for e in self.events if e[0] > now - DAY]
+        turns = sum(1 for e in recent if e[1] == 0.0)
+        recalls = [e for e in recent if e[1] == 1.0]
+        return turns, len(recalls), int(sum(e[2] for e in recalls))
 
     def mark_recorded(self, text: str) -> bool:
         """Note a user turn; False when it was recorded already."""

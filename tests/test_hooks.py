@@ -9,6 +9,11 @@ from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
+from pydantic import ValidationError
+
+from dreamwell.server import hook_settings
+from dreamwell.server.config import Settings
 from dreamwell.server.hook_refresh import refresh
 from dreamwell.stores import LongTermStore, MemoryEntry, utcnow
 from dreamwell.stores.layout import DataDir
@@ -212,3 +217,33 @@ def test_session_files_older_than_a_week_are_pruned(tmp_path: Path) -> None:
     os.utime(path, (path.stat().st_atime - week, path.stat().st_mtime - week))
     hook("session-start", event("new", "SessionStart", tmp_path / "t.jsonl"), tmp_path)
     assert not path.exists() and DataDir(tmp_path).hook_session("new").exists()
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {},
+        {"RECORD_CONVERSATION": "False", "HOOK_MAX_CHARS": "900", "NAMESPACE": "patrol/x"},
+        {"RECORD_CONVERSATION": "off", "HOOK_MAX_CHARS": "200"},
+    ],
+)
+def test_the_hooks_fast_settings_agree_with_settings(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    for key, value in {**env, "DATA_DIR": str(tmp_path)}.items():
+        monkeypatch.setenv(f"DREAMWELL_{key}", value)
+    assert hook_settings.read(None) == hook_settings.from_settings(Settings())
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("HOOK_MAX_CHARS", "lots"), ("HOOK_MAX_CHARS", "50"), ("RECORD_CONVERSATION", "maybe")],
+)
+def test_what_the_fast_settings_cannot_judge_goes_to_settings(
+    key: str, value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(f"DREAMWELL_{key}", value)
+    with pytest.raises(hook_settings.NotPlain):
+        hook_settings.read(None)
+    with pytest.raises(ValidationError):
+        Settings()
