@@ -30,6 +30,7 @@ from dreamwell.stores import (
     StoreError,
     fold_text,
 )
+from dreamwell.stores.redact import redact
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +93,14 @@ def build_block(
     block = fill(sections, max_tokens * 4)
     shown = {e.id for e in recalled if f"[{e.id}]" in block}
     injected.mark(caller, shown)
+    if shown:  # what the caller was shown, for the dream's judge (as search_memory records)
+        try:
+            tenant.recall_log.append(
+                {"caller": namespace, "query": redact(message)[:500], "ids": sorted(shown)}
+                | {"skills": [], "via": "prompt"}
+            )
+        except StoreError as exc:
+            logger.warning("recall served, but not recorded in the recall log: %s", exc)
     if unavailable:
         return "\n\n".join(part for part in (unavailable, block) if part)
     return block or "Nothing recalled: long-term and working memory have nothing for this yet."
@@ -102,7 +111,6 @@ def record_turn(tenant: Tenant, namespace: str, message: str) -> None:
     dream's preference, correction and judging passes read (bounded in size). A failure to
     record never fails the prompt."""
     from dreamwell.stores import CONVERSATION, CONVERSATION_MAX_BYTES, JsonlLog
-    from dreamwell.stores.redact import redact
 
     message = redact(message)  # private spans and secrets never reach the log
     if not message.strip():

@@ -3,9 +3,16 @@ while look-alikes that are not secrets (hashes, UUIDs, ids, ordinary settings) s
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
+import pytest
+from mcp import Client
+
+from dreamwell.server.app import build_server
+from dreamwell.server.config import Settings
+from dreamwell.stores import CONVERSATION, RECALL, JsonlLog, LongTermStore
 from dreamwell.stores.redact import MARK, redact
+from tests.conftest import ok
 
 # real-shaped (made up, never valid) secrets: none of these may survive
 SECRETS = [
@@ -90,3 +97,19 @@ def test_private_spans_are_dropped_even_unclosed_and_across_lines() -> None:
 
 def test_empty_text_is_returned_as_is() -> None:
     assert redact("") == ""
+
+
+@pytest.mark.anyio
+async def test_the_recall_prompt_records_redacted_turns_and_what_it_showed(tmp_path: Path) -> None:
+    saved = LongTermStore(tmp_path).save("Deploy the api with make deploy", category="ops")
+    settings = Settings(data_dir=tmp_path, embedder="none", namespace="session/alice")
+    message = "deploy the api, key AKIAIOSFODNN7EXAMPLE <private>my salary</private>"
+    async with Client(build_server(settings)) as client:
+        await client.get_prompt("recall", {"message": message})
+        await ok(client, "search_memory", query="api sk-1234567890abcdefABCDEF1234567890abcdefAB")
+    [turn] = JsonlLog(tmp_path, CONVERSATION).read()
+    assert turn["content"] == f"deploy the api, key {MARK} "
+    prompt, search = JsonlLog(tmp_path, RECALL).read()
+    assert prompt["ids"] == [saved.entry.id] and prompt["via"] == "prompt"
+    assert prompt["query"] == turn["content"] and search["query"] == f"api {MARK}"
+    assert "AKIA" not in (tmp_path / RECALL).read_text() + (tmp_path / CONVERSATION).read_text()
