@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -247,3 +249,25 @@ def test_what_the_fast_settings_cannot_judge_goes_to_settings(
         hook_settings.read(None)
     with pytest.raises(ValidationError):
         Settings()
+
+
+HEAVY = ("mcp", "lancedb", "pyarrow", "numpy", "onnxruntime", "pydantic", "uvicorn", "anyio")
+
+
+@pytest.mark.parametrize("name", ["session-start", "user-prompt", "stop"])
+def test_a_hook_imports_no_heavy_library(name: str, tmp_path: Path) -> None:
+    seeded(tmp_path)
+    (tmp_path / "t.jsonl").write_text("")
+    given = json.dumps(prompt("s1", "deploy the api", transcript_path=str(tmp_path / "t.jsonl")))
+    probe = (
+        "import io, sys\n"
+        f"sys.stdin = io.TextIOWrapper(io.BytesIO({given.encode()!r}))\n"
+        "from dreamwell.server.hooks import hook_main\n"
+        f"code = hook_main(['hook', {name!r}, '--data-dir', {str(tmp_path)!r}])\n"
+        f"print('\\nloaded', sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.splitlines()[-1] == "loaded []"
+    assert "failed" not in (tmp_path / "hooks.log").read_text()
