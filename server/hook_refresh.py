@@ -38,17 +38,17 @@ def refresh(dirs: DataDir) -> bool:
     """Rebuild the snapshot now; False when another refresher holds the lock."""
     from filelock import FileLock, Timeout
 
-    from dreamwell.stores import LongTermStore
-    from dreamwell.stores.quick_recall import write_snapshot
-    from dreamwell.stores.state import StateFile
-
     dirs.hooks.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(dirs.hook_refresh_lock), timeout=0)
     try:
         lock.acquire()
-    except Timeout:
+    except Timeout:  # another refresher is at it: no need to import LanceDB here
         return False
     try:
+        from dreamwell.stores import LongTermStore
+        from dreamwell.stores.quick_recall import write_snapshot
+        from dreamwell.stores.state import StateFile
+
         state = StateFile(dirs.state).read()
         seq = state.checkpoint if state.known else 0  # a lower bound of what the store holds
         store = LongTermStore(dirs.root)

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 EVENTS = ("session-start", "user-prompt", "stop", "pre-compact", "session-end")
 CLIENT = "claude-code"
 MAX_INPUT = 1024 * 1024  # bytes of hook JSON read from stdin
+MAX_TURN_CHARS = 16_000  # of one recorded turn (a log line holds 64 KiB; the dream reads 800)
 LOG_WAIT = 2.0  # seconds a hook waits for a log's lock before giving up (and logging that)
 PREFERENCES = ("user-preferences", "preferences", "anti-patterns")
 PREFERENCES_HEADER = "The user's preferences and anti-patterns (from long-term memory):"
@@ -100,7 +101,7 @@ def record_turn(call: Call, state: HookSession, text: str, ts: str = "") -> bool
     text = redact(text).strip()
     if not call.settings.record_conversation or not text or not state.mark_recorded(text):
         return False
-    record = {"session": call.session, "role": "user", "content": text[:60_000]}
+    record = {"session": call.session, "role": "user", "content": text[:MAX_TURN_CHARS]}
     record |= {"cwd": str(call.payload.get("cwd") or ""), "via": "hook", "client": CLIENT}
     when = None
     if ts:

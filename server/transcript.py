@@ -60,8 +60,9 @@ def read_new(path: Path, offset: int) -> TranscriptNews:
 
 def _take(record: dict[str, Any], news: TranscriptNews) -> None:
     message = record.get("message")
-    if not isinstance(message, dict) or record.get("isMeta") or record.get("isSidechain"):
-        return
+    skipped = ("isMeta", "isSidechain", "isCompactSummary", "isVisibleInTranscriptOnly")
+    if not isinstance(message, dict) or any(record.get(k) for k in skipped):
+        return  # not the user's words: meta lines, subagents, compaction summaries
     content = message.get("content")
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
     if not isinstance(blocks, list):

@@ -87,8 +87,8 @@ class Transcript:
         with open(self.path, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(record) + "\n")
 
-    def user(self, text: str) -> None:
-        self._line("user", text)
+    def user(self, text: str, **more: Any) -> None:
+        self._line("user", text, **more)
 
     def tool(self, name: str, given: dict[str, Any]) -> None:
         self._line(

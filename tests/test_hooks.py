@@ -161,6 +161,8 @@ def test_stop_records_new_user_turns_tools_and_skills_from_the_transcript(tmp_pa
     t.user("<command-name>/cut-release</command-name>\n<command-args>v2</command-args>")
     t.user("<command-name>/clear</command-name>")
     t.user("and tag it v2 <private>my token is in ~/.tok</private>")
+    t.user("This session is being continued: summary …", isCompactSummary=True)
+    t.user("a subagent's prompt", isSidechain=True)
     t.tool("Bash", {"command": "git tag v2"})
     assert hook("stop", event("s1", "Stop", t.path), tmp_path).stdout == ""
     contents = [r["content"] for r in turns(tmp_path)]
