@@ -287,7 +287,8 @@ def hook_main(argv: list[str]) -> int:
 
     from dreamwell.server import cli, hook_settings
 
-    parser = argparse.ArgumentParser(prog="dreamwell hook")  # this command's flags only: fast
+    # this command's flags only: fast
+    parser = argparse.ArgumentParser(prog="dreamwell hook", description=cli.HELP["hook"])
     cli.add_arguments("hook", parser)
     try:
         args = parser.parse_args(argv[1:])
