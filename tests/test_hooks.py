@@ -273,3 +273,15 @@ def test_a_hook_imports_no_heavy_library(name: str, tmp_path: Path) -> None:
     )
     assert done.stdout.splitlines()[-1] == "loaded []"
     assert "failed" not in (tmp_path / "hooks.log").read_text()
+
+
+def test_a_transcript_line_still_being_written_is_read_by_the_next_event(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    line = json.dumps({"type": "user", "message": {"role": "user", "content": "ship it today"}})
+    path.write_text(line[:20])  # Claude Code has not finished the line
+    hook("stop", event("s1", "Stop", path), tmp_path)
+    assert turns(tmp_path) == []
+    with open(path, "a") as fh:
+        fh.write(line[20:] + "\n")
+    hook("stop", event("s1", "Stop", path), tmp_path)
+    assert [r["content"] for r in turns(tmp_path)] == ["ship it today"]
