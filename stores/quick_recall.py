@@ -74,10 +74,11 @@ class QuickRecall:
         self.problems: list[str] = []  # what could not be read (the rest is still searched)
         state = StateFile(dirs.state).read()
         self._db = self._open_snapshot()
-        checkpoint = state.checkpoint if state.known else self._first_logged() - 1
+        oldest = self._first_logged() - 1  # everything the log still holds
+        checkpoint = state.checkpoint if state.known else oldest
         snapshot_seq = self._meta_seq()
-        start = min(checkpoint, snapshot_seq) if snapshot_seq is not None else checkpoint
-        self._tail = _read_tail(Wal(dirs.wal), start, checkpoint)
+        start = min(checkpoint, snapshot_seq) if snapshot_seq is not None else oldest
+        self._tail = _read_tail(Wal(dirs.wal), (start, oldest, checkpoint), checkpoint)
         self.stale = self._db is None or self._tail.gap or len(self._tail.overlay) > _MAX_OVERLAY
         self._index: TextIndex | None = None
         if dirs.index.is_dir() and any(dirs.index.iterdir()):
@@ -180,10 +181,12 @@ class QuickRecall:
         return out
 
 
-def _read_tail(wal: Wal, start: int, checkpoint: int) -> Tail:
+def _read_tail(wal: Wal, starts: tuple[int, ...], checkpoint: int) -> Tail:
+    """The log's records after the first of `starts` it still holds in full (a later one
+    when some were dropped: `gap`)."""
     records: list[Record] = []
     gap = False
-    for begin in dict.fromkeys((start, checkpoint)):
+    for begin in dict.fromkeys(starts):
         wal.start_at(begin)
         try:
             records = wal.read_new()

@@ -141,7 +141,10 @@ def test_without_a_snapshot_a_hook_starts_one_refresher_and_later_hooks_use_it(
 ) -> None:
     store = LongTermStore(tmp_path)
     store.save("Deploy the api with make deploy", category="projects/api")
-    store.checkpoint()  # in the index, no longer in the log: its text needs the snapshot
+    store.checkpoint()
+    store.save("The api has a health check", category="projects/api")
+    store.checkpoint()  # the first is in the index, no longer in the log: its text needs
+    assert not list(DataDir(tmp_path).wal.glob("00000000000000000001.log"))  # the snapshot
     first = hook("user-prompt", prompt("s1", "deploy the api"), tmp_path)
     assert first.returncode == 0 and "make deploy" not in first.stdout
     wait_for_refresher(tmp_path)
