@@ -8,16 +8,27 @@ takes LanceDB's seconds, which the hook itself must never wait for. One refreshe
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from dreamwell.stores.layout import DataDir
 
+RETRY_AFTER = 60.0  # seconds after a failed refresh before a hook starts another
+
 
 def start_refresh(dirs: DataDir) -> None:
-    """Start a detached refresher (it gives up at once if another one is running)."""
+    """Start a detached refresher (it gives up at once if another one is running), unless
+    one failed within the last minute: a store that cannot be opened must not cost every
+    prompt a process that imports LanceDB to fail again."""
+    try:
+        if time.time() - dirs.hook_refresh_failed.stat().st_mtime < RETRY_AFTER:
+            return
+    except FileNotFoundError:
+        pass
     dirs.hooks.mkdir(parents=True, exist_ok=True)
     child = subprocess.Popen(
         [sys.executable, "-m", "dreamwell.server.hook_refresh", str(dirs.root)],
@@ -53,6 +64,7 @@ def refresh(dirs: DataDir) -> bool:
         seq = state.checkpoint if state.known else 0  # a lower bound of what the store holds
         store = LongTermStore(dirs.root)
         write_snapshot(dirs, store.entries(), seq)
+        dirs.hook_refresh_failed.unlink(missing_ok=True)
     finally:
         lock.release()
     return True
@@ -64,8 +76,10 @@ def main(argv: list[str]) -> int:
     dirs = DataDir(Path(argv[0]))
     try:
         refresh(dirs)
-    except Exception as exc:
+    except Exception as exc:  # a background helper: what went wrong goes to hooks.log
         hooks_log(dirs, f"refresh failed: {type(exc).__name__}: {exc}")
+        with contextlib.suppress(OSError):
+            dirs.hook_refresh_failed.touch()
         return 1
     return 0
 

@@ -132,6 +132,11 @@ class DataDir:
         return self.hooks / ".refresh.lock"
 
     @property
+    def hook_refresh_failed(self) -> Path:
+        """Present for a while after a refresher failed (hooks then do not start another)."""
+        return self.hooks / ".refresh.failed"
+
+    @property
     def hook_refresh_pid(self) -> Path:
         """The process ids of the refreshers hooks started (one a line, newest last)."""
         return self.hooks / ".refresh.pid"

@@ -23,6 +23,7 @@ from tests.hooks_helpers import (
     Transcript,
     event,
     hook,
+    log_lines,
     prompt,
     recalls,
     turns,
@@ -288,3 +289,15 @@ def test_a_transcript_line_still_being_written_is_read_by_the_next_event(tmp_pat
         fh.write(line[20:] + "\n")
     hook("stop", event("s1", "Stop", path), tmp_path)
     assert [r["content"] for r in turns(tmp_path)] == ["ship it today"]
+
+
+def test_a_failing_refresher_is_not_started_again_for_a_minute(tmp_path: Path) -> None:
+    (tmp_path / "lancedb").write_text("not a directory")  # the store cannot be opened
+    hook("user-prompt", prompt("s1", "anything"), tmp_path)
+    wait_for_refresher(tmp_path)
+    dirs = DataDir(tmp_path)
+    assert "refresh failed" in "\n".join(log_lines(tmp_path))
+    assert dirs.hook_refresh_failed.exists()
+    started = dirs.hook_refresh_pid.read_text().split()
+    hook("user-prompt", prompt("s1", "anything else"), tmp_path)
+    assert dirs.hook_refresh_pid.read_text().split() == started  # no second refresher
