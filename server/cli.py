@@ -35,6 +35,8 @@ HELP = {
     "ui": "browse and curate memory in a web browser (127.0.0.1)",
     "reindex": "rebuild the text index from the stored records (root store and every tenant)",
     "skills": "list, show, import, export, archive, restore, pin or approve skills",
+    "hook": "run a client hook (Claude Code): reads its JSON on stdin, always exits 0",
+    "install": "connect a client: write dreamwell into its MCP config (and Claude Code's hooks)",
 }
 
 
@@ -101,6 +103,15 @@ def _own_arguments(name: str, parser: argparse.ArgumentParser) -> None:
         from dreamwell.server.skills_cli import add_arguments
 
         add_arguments(parser)
+    elif name == "hook":
+        from dreamwell.server.hooks import EVENTS
+
+        parser.add_argument("event", choices=EVENTS)
+        parser.add_argument("--tenant", help="a tenant's memory instead of the default")
+    elif name == "install":
+        from dreamwell.server.install import add_arguments
+
+        add_arguments(parser)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -110,9 +121,14 @@ def parser() -> argparse.ArgumentParser:
     assert tuple(HELP) == NAMES
     for name, text in HELP.items():
         command = sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
-        _own_arguments(name, command)
-        add_settings(command, name)
+        add_arguments(name, command)
     return top
+
+
+def add_arguments(name: str, command: argparse.ArgumentParser) -> None:
+    """Command `name`'s own arguments and its setting flags."""
+    _own_arguments(name, command)
+    add_settings(command, name)
 
 
 def settings_from(args: argparse.Namespace, keys: Sequence[str]) -> Settings:
@@ -249,6 +265,19 @@ def cmd_skills(settings: Settings, args: argparse.Namespace) -> int:
     return skills_command(settings, args)
 
 
+def cmd_hook(settings: Settings, args: argparse.Namespace) -> int:
+    from dreamwell.server.hook_settings import from_settings
+    from dreamwell.server.hooks import hook_command
+
+    return hook_command(from_settings(settings), args.event, args.tenant)
+
+
+def cmd_install(settings: Settings, args: argparse.Namespace) -> int:
+    from dreamwell.server.install import install_command
+
+    return install_command(settings, args)
+
+
 COMMANDS: dict[str, Command] = {
     "serve": cmd_serve,
     "dream": cmd_dream,
@@ -260,6 +289,8 @@ COMMANDS: dict[str, Command] = {
     "ui": cmd_ui,
     "reindex": cmd_reindex,
     "skills": cmd_skills,
+    "hook": cmd_hook,
+    "install": cmd_install,
 }
 
 
@@ -274,7 +305,12 @@ def _one_blas_thread() -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     few_malloc_arenas()
     _one_blas_thread()
-    args = parser().parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given[:1] == ["hook"]:  # a hook must exit 0 whatever it was given
+        from dreamwell.server.hooks import hook_main
+
+        raise SystemExit(hook_main(given))
+    args = parser().parse_args(given)
     command: str = args.command
     settings = settings_from(args, settings_of(command))
     logging.basicConfig(

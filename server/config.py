@@ -37,6 +37,13 @@ def default_data_dir() -> Path:
     return Path(base) / "dreamwell"
 
 
+def client_locations() -> tuple[Path, Path | None, Path | None]:
+    """(home, %APPDATA%, $XDG_CONFIG_HOME): where `dreamwell install` finds client configs."""
+    appdata = os.environ.get("APPDATA")
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    return Path.home(), Path(appdata) if appdata else None, Path(xdg) if xdg else None
+
+
 def _setting(name: str, default: Any = None, **limits: Any) -> Any:
     """A settings field described by its row in `flags.SETTINGS`."""
     if callable(default):
@@ -86,6 +93,7 @@ class Settings(BaseSettings):
     llm_context: int = _setting("llm_context", 8192, ge=512, le=1_048_576)
     llm_max_tokens: int = _setting("llm_max_tokens", 2048, ge=16, le=131_072)
     record_conversation: bool = _setting("record_conversation", True)
+    hook_max_chars: int = _setting("hook_max_chars", 6000, ge=200, le=100_000)
     enrich: bool = _setting("enrich", True)
     # dreaming inside `serve` (off unless set), e.g. "12h", "30m"
     dream_every: str | None = _setting("dream_every")

@@ -18,6 +18,8 @@ COMMANDS = (
     "ui",
     "reindex",
     "skills",
+    "hook",
+    "install",
 )
 
 
@@ -104,8 +106,12 @@ SETTINGS: dict[str, Meta] = {
     "llm_max_tokens": Meta("output limit per LLM answer (`num_predict` / `max_tokens`)"),
     "record_conversation": Meta(
         "record the user messages the `recall` prompt receives (per caller, newest ~4 MiB) as "
-        "the conversation log the dream reads; `false` turns it off",
+        "the conversation log the dream reads, and the client hooks' user turns; `false` turns "
+        "both off",
         switch=True,
+    ),
+    "hook_max_chars": Meta(
+        "characters a client hook (`dreamwell hook`) adds to the context at most, per event"
     ),
     "enrich": Meta(
         "with an LLM configured, expand saved memories into atomic facts in the background "

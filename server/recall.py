@@ -13,32 +13,30 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 from pydantic import Field
 
-from dreamwell.server.render import duration
+from dreamwell.server.recall_text import (
+    FIRST_TURN_RECENT,
+    MAX_RECALLED,
+    OWN,
+    PATROL,
+    RECALLED,
+    fill,
+    memory_line,
+    wm_line,
+)
 from dreamwell.server.runtime import Runtime, Tenant
 from dreamwell.server.tools import valid_unicode
 from dreamwell.stores import (
     MemoryEntry,
     StoreError,
-    WorkingEntry,
     fold_text,
-    utcnow,
 )
+from dreamwell.stores.redact import redact
 
 if TYPE_CHECKING:
     from dreamwell.server.skills_edge import SkillsEdge
 
 logger = logging.getLogger(__name__)
 
-RECALLED = "Recalled from long-term memory (relevant to this message):"
-OWN = (
-    "Working memory (scratch space — use search_working_memory or get_from_working_memory "
-    "to retrieve):"
-)
-PATROL = (
-    "Patrol findings in working memory (use get_from_working_memory with the full key to read):"
-)
-MAX_RECALLED = 8
-FIRST_TURN_RECENT = 5
 DEFAULT_TOKENS = 1000
 MAX_MESSAGE_CHARS = 10_000
 _CALLERS_KEPT = 1024
@@ -63,32 +61,6 @@ class Injected:
         self._seen.move_to_end(caller)
         while len(self._seen) > _CALLERS_KEPT:
             self._seen.popitem(last=False)
-
-
-def _wm_line(entry: WorkingEntry) -> str:
-    parts = [f"expires in {duration(entry.expires_at - utcnow())}"]
-    if entry.category:
-        parts.append(f"category: {entry.category}")
-    if entry.tags:
-        parts.append("tags: " + ", ".join(entry.tags))
-    return f"- {entry.key}: " + ", ".join(parts)
-
-
-def _fill(sections: list[tuple[str, list[str]]], budget_chars: int) -> str:
-    """Whole lines in order of relevance while they fit; a header only with a line under it."""
-    out: list[str] = []
-    used = 0
-    for header, lines in sections:
-        taken: list[str] = []
-        for line in lines:
-            cost = len(line) + 1 + (0 if taken else len(header) + 2)
-            if used + cost > budget_chars:
-                continue
-            taken.append(line)
-            used += cost
-        if taken:
-            out.append("\n".join([header, *taken]))
-    return "\n\n".join(out)
 
 
 def build_block(
@@ -117,13 +89,21 @@ def build_block(
         if key not in folded and len(recalled) < MAX_RECALLED:
             folded.add(key)
             recalled.append(entry)
-    lines = [f"- [{e.id}] ({e.category or 'general'}): {e.content}" for e in recalled]
-    sections = [(RECALLED, lines), (OWN, [_wm_line(e) for e in tenant.working.listing(namespace)])]
+    lines = [memory_line(e) for e in recalled]
+    sections = [(RECALLED, lines), (OWN, [wm_line(e) for e in tenant.working.listing(namespace)])]
     if not namespace.startswith("patrol/"):
-        sections.append((PATROL, [_wm_line(e) for e in tenant.working.listing("patrol")]))
-    block = _fill(sections, max_tokens * 4)
+        sections.append((PATROL, [wm_line(e) for e in tenant.working.listing("patrol")]))
+    block = fill(sections, max_tokens * 4)
     shown = {e.id for e in recalled if f"[{e.id}]" in block}
     injected.mark(caller, shown)
+    if shown:  # what the caller was shown, for the dream's judge (as search_memory records)
+        try:
+            tenant.recall_log.append(
+                {"caller": namespace, "query": redact(message)[:500], "ids": sorted(shown)}
+                | {"skills": [], "via": "prompt"}
+            )
+        except StoreError as exc:
+            logger.warning("recall served, but not recorded in the recall log: %s", exc)
     if unavailable:
         return "\n\n".join(part for part in (unavailable, block) if part)
     return block or "Nothing recalled: long-term and working memory have nothing for this yet."
@@ -133,9 +113,11 @@ def record_turn(tenant: Tenant, namespace: str, message: str) -> None:
     """The user's message, per caller and timestamped, into the conversation log that the
     dream's preference, correction and judging passes read (bounded in size). A failure to
     record never fails the prompt."""
+    from dreamwell.stores import CONVERSATION, CONVERSATION_MAX_BYTES, JsonlLog
+
+    message = redact(message)  # private spans and secrets never reach the log
     if not message.strip():
         return
-    from dreamwell.stores import CONVERSATION, CONVERSATION_MAX_BYTES, JsonlLog
 
     log = JsonlLog(tenant.data_dir, CONVERSATION, max_bytes=CONVERSATION_MAX_BYTES)
     try:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dreamwell.server.config import Settings
+from dreamwell.server.hook_stats import hook_lines
 from dreamwell.stores.layout import FORMAT, DataDir, newer_format
 
 if TYPE_CHECKING:
@@ -156,6 +157,7 @@ def render_stats(settings: Settings, all_stats: list[TenantStats]) -> str:
         lines += [f"    {c}: {n}" for c, n in s.categories[:20]]
         if len(s.categories) > 20:
             lines.append(f"    … {len(s.categories) - 20} more")
+        lines += hook_lines(DataDir(s.data_dir))
     return "\n".join(lines) + "\n"
 
 

@@ -21,6 +21,7 @@ from dreamwell.stores import (
     StoreError,
     utcnow,
 )
+from dreamwell.stores.redact import redact
 
 logger = logging.getLogger(__name__)
 
@@ -126,8 +127,9 @@ def register_tools(mcp: MCPServer, runtime: Runtime) -> None:
             hits = t.longterm.search(query, category, tags, limit=20)
             if query and hits:  # which memories each caller was shown: the dream's scoring input
                 try:
+                    asked = redact(query)[:500]  # no secret reaches the log
                     t.recall_log.append(
-                        {"caller": ns, "query": query[:500], "ids": [h.entry.id for h in hits]}
+                        {"caller": ns, "query": asked, "ids": [h.entry.id for h in hits]}
                     )
                 except StoreError as exc:  # a full or read-only disk must not fail a search
                     logger.warning("search served, but not recorded in the recall log: %s", exc)

@@ -14,11 +14,14 @@
     skills/<name>.json       skills (stores/skills.py); skills/.generation; skills.lock
     skill-usage.jsonl        uses of skills (bounded)
     enrich.lock, backfill.lock  held by the one process doing that background work
+    hooks/<session>.json     client hooks' state per client session; hooks.log their log
+    hooks/entries.sqlite     the memories' text for hooks, which never open LanceDB
     tenants/<name>/          a tenant: the same layout again
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterator
@@ -29,6 +32,7 @@ from dreamwell.stores.errors import InvalidInput, StoreError
 
 FORMAT = 2  # 1: v0.1 (one LanceDB version per write); 2: write-ahead log + checkpoints
 TENANT_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_SAFE_SESSION = re.compile(r"[A-Za-z0-9_-]{1,80}")
 
 
 def newer_format(root: Path, found: int) -> str:
@@ -134,6 +138,41 @@ class DataDir:
     def skill_usage(self) -> str:
         """The usage log's name (a JsonlLog in this directory)."""
         return "skill-usage.jsonl"
+
+    # ---- client hooks (`dreamwell hook`) ------------------------------------------------
+    @property
+    def hooks(self) -> Path:
+        return self.root / "hooks"
+
+    def hook_session(self, session_id: str) -> Path:
+        """The state file of one client session: its id when that is a safe file name, else
+        a hash of it."""
+        if not _SAFE_SESSION.fullmatch(session_id):
+            session_id = hashlib.sha256(session_id.encode("utf-8", "replace")).hexdigest()[:32]
+        return self.hooks / f"{session_id}.json"
+
+    @property
+    def hooks_log(self) -> Path:
+        return self.root / "hooks.log"
+
+    @property
+    def hook_entries(self) -> Path:
+        """The memories' text as the hooks read it (a snapshot, refreshed in the background)."""
+        return self.hooks / "entries.sqlite"
+
+    @property
+    def hook_refresh_lock(self) -> Path:
+        return self.hooks / ".refresh.lock"
+
+    @property
+    def hook_refresh_failed(self) -> Path:
+        """Present for a while after a refresher failed (hooks then do not start another)."""
+        return self.hooks / ".refresh.failed"
+
+    @property
+    def hook_refresh_pid(self) -> Path:
+        """The process ids of the refreshers hooks started (one a line, newest last)."""
+        return self.hooks / ".refresh.pid"
 
     # ---- tenants ----------------------------------------------------------------------------
     def tenant(self, name: str) -> DataDir:

@@ -40,6 +40,8 @@ MAX_LINE = 64 * 1024
 
 
 CONVERSATION_MAX_BYTES = 4 * 1024 * 1024  # the recorded conversation keeps its newest ~4 MiB
+SKILL_USAGE = "skill-usage.jsonl"  # {"ts", "session", "skill" | "tool", "via"}
+SKILL_USAGE_MAX_BYTES = 1024 * 1024
 ENRICH_QUEUE = "enrich-queue.jsonl"  # saved memories waiting to be enriched by the LLM
 ENRICH_QUEUE_MAX_BYTES = 256 * 1024  # ~4,000 waiting ids; past it the oldest half is dropped
 

@@ -118,12 +118,21 @@ class IndexWriter:
 class TextIndex:
     """A Tantivy index on disk (`path`) or in RAM (`path=None`)."""
 
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, path: Path | None, repair: bool = True) -> None:
+        """Without `repair` (a reader beside the stores' owner, e.g. a client hook) an index
+        that is missing, older or unreadable raises ValueError instead of being replaced."""
         self._path = path
         self._analyzer = _analyzer()
         self._query_analyzer = _analyzer(ENGLISH_STOPWORDS)
         self.in_ram = path is None  # also True when the directory cannot be written
-        self._index = self._open()
+        self._index = self._open() if repair else self._open_as_is()
+
+    def _open_as_is(self) -> tantivy.Index:
+        if self._path is None or not tantivy.Index.exists(str(self._path)):
+            raise ValueError(f"no text index at {self._path}")
+        index = tantivy.Index(_schema(), path=str(self._path), reuse=True)
+        index.register_tokenizer(_ANALYZER, self._analyzer)
+        return index
 
     def _writable(self) -> bool:
         assert self._path is not None

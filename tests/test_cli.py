@@ -71,10 +71,14 @@ def test_every_flag_comes_from_a_setting_and_reaches_it(name: str, tmp_path: Pat
         "llm_api_key": "sk-not-a-real-key",
     }
     for command in flag_for(name):
-        args = [
-            command,
-            *{"dream": ["--once"], "log": ["feedback", "x"], "skills": ["list"]}.get(command, []),
-        ]
+        extra = {
+            "dream": ["--once"],
+            "log": ["feedback", "x"],
+            "skills": ["list"],
+            "hook": ["stop"],
+            "install": ["cursor"],
+        }
+        args = [command, *extra.get(command, [])]
         args += ["import-file"] if command == "import" else []
         flag = "--" + name.replace("_", "-")
         if SETTINGS[name].switch:

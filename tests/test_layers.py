@@ -16,6 +16,7 @@ HOMES = {
     "lancedb": {"stores/table.py"},
     "pyarrow": {"stores/table.py"},
     "onnxruntime": {"stores/embedding.py"},
+    "sqlite3": {"stores/quick_recall.py"},
 }
 
 

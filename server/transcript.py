@@ -1,0 +1,97 @@
+"""What is new in a Claude Code transcript (`transcript_path`, one JSON object a line) since
+the byte offset a hook read up to: the user's own turns, the tools the agent called and the
+skills it used (the `Skill` tool, or a `/name` command that is not one of Claude Code's own).
+
+Lines are `{"type": "user" | "assistant" | ..., "timestamp", "message": {"role", "content"}}`,
+`content` a string or a list of blocks (`text`, `tool_use` {name, input}, `tool_result`).
+Anything else is skipped; a line still being written (no newline yet) is left for next time."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MAX_READ = 8 * 1024 * 1024  # bytes read per call; the rest waits for the next event
+_COMMAND = re.compile(r"<command-name>/?([A-Za-z0-9_.:-]+)</command-name>")
+_SLASH = re.compile(r"^/([A-Za-z0-9_.:-]+)(?:\s|$)")
+# Claude Code's own slash commands: not skills
+_BUILTIN_NAMES = (
+    "add-dir agents bug clear compact config context cost doctor exit export help hooks ide "
+    "init install-github-app login logout mcp memory model output-style permissions plugin "
+    "pr-comments release-notes resume review rewind security-review skills status statusline "
+    "terminal-setup todos upgrade usage vim"
+)
+BUILTIN = frozenset(_BUILTIN_NAMES.split())
+_NOT_TURNS = ("<command-", "<local-command-", "Caveat: ", "[Request interrupted")
+
+
+@dataclass
+class TranscriptNews:
+    offset: int
+    user_turns: list[tuple[str, str]] = field(default_factory=list)  # (timestamp, text)
+    tools: Counter[str] = field(default_factory=Counter)
+    skills: list[str] = field(default_factory=list)
+
+
+def read_new(path: Path, offset: int) -> TranscriptNews:
+    """What was appended after `offset` (from the start if the file is shorter: a new or
+    rewritten transcript). Raises OSError when the file cannot be read."""
+    with open(path, "rb") as fh:
+        size = fh.seek(0, 2)
+        if offset > size:
+            offset = 0
+        fh.seek(offset)
+        data = fh.read(min(size - offset, MAX_READ))
+    end = data.rfind(b"\n") + 1
+    news = TranscriptNews(offset + end)
+    for line in data[:end].splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            _take(record, news)
+    return news
+
+
+def _take(record: dict[str, Any], news: TranscriptNews) -> None:
+    message = record.get("message")
+    skipped = ("isMeta", "isSidechain", "isCompactSummary", "isVisibleInTranscriptOnly")
+    if not isinstance(message, dict) or any(record.get(k) for k in skipped):
+        return  # not the user's words: meta lines, subagents, compaction summaries
+    content = message.get("content")
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+    if not isinstance(blocks, list):
+        return
+    kind = record.get("type") or message.get("role")
+    for block in blocks:
+        if not isinstance(block, dict):
+            continue
+        if kind == "assistant" and block.get("type") == "tool_use":
+            _tool_use(block, news)
+        elif kind == "user" and block.get("type") == "text":
+            _user_text(str(block.get("text") or ""), str(record.get("timestamp") or ""), news)
+
+
+def _tool_use(block: dict[str, Any], news: TranscriptNews) -> None:
+    name = str(block.get("name") or "")
+    if not name:
+        return
+    news.tools[name] += 1
+    given = block.get("input")
+    if name == "Skill" and isinstance(given, dict):
+        skill = given.get("skill") or given.get("command") or given.get("name")
+        if isinstance(skill, str) and skill.strip():
+            news.skills.append(skill.strip().lstrip("/"))
+
+
+def _user_text(text: str, ts: str, news: TranscriptNews) -> None:
+    command = _COMMAND.search(text) or _SLASH.match(text.strip())
+    if command and command.group(1) not in BUILTIN:
+        news.skills.append(command.group(1))
+    if text.strip() and not text.lstrip().startswith(_NOT_TURNS):
+        news.user_turns.append((ts, text))
