@@ -132,7 +132,7 @@ class _Planner:
 
     def _item(self, item: SavedSkill) -> Group | str | None:
         name = slug(item.name)
-        if copied(name) or copied(item.body) or copied(item.description):
+        if copied(item.name) or copied(item.body) or copied(item.description):
             return f"ignored a placeholder skill {name[:60]!r}"
         sources = [n for n in dict.fromkeys(item.source_names) if n in self.shown]
         if name in self.shown and name not in sources:

@@ -95,7 +95,7 @@ def _gap_prompt(
 def _new_skill(item: NewSkill, chunk: dict[str, Session], ctx: SkillContext) -> Group | str:
     """A group creating the skill, or why it is refused."""
     name, cited = slug(item.name), [s for s in dict.fromkeys(item.sessions) if s in chunk]
-    if copied(name) or copied(item.description) or copied(item.body):
+    if copied(item.name) or copied(item.description) or copied(item.body):
         return f"ignored a placeholder skill {name[:60]!r}"
     if len(cited) < MIN_SESSIONS:
         return (

@@ -107,6 +107,8 @@ def test_a_request_recurring_in_two_sessions_yields_one_candidate_skill(tmp_path
                 new_skill("cut-billing-release", ["s1", "s2"]),
                 new_skill("write-haiku", ["s3"]),  # one session only
                 new_skill("spring-haiku", ["s3", "s1"]),  # s1 asked for no haiku
+                new_skill("<lowercase-hyphenated-name>", ["s1", "s2"])  # the example's name
+                | {"description": "Cut the billing release"},
             ]
         }
 
@@ -120,6 +122,7 @@ def test_a_request_recurring_in_two_sessions_yields_one_candidate_skill(tmp_path
     notes = " ".join(pass_of(report, "skill-gap").notes)
     assert "'write-haiku': it cites 1 known session(s)" in notes
     assert "'spring-haiku': the sessions it cites do not ask for it" in notes
+    assert "ignored a placeholder skill 'lowercase-hyphenated-name'" in notes
     created = pass_of(report, "skill-gap").changes
     assert [c.kind for c in created] == ["skill-create"] and created[0].skill_before is None
 
