@@ -244,6 +244,7 @@ class SkillCatalog:
                         written += [current] if current is not None else []
                         continue
                     skill = _changed(change, current, folders[change.name])
+                    skill = replace(skill, revision=self._next_revision(current))
                     write_atomic(path, skill_to_json(skill))
                     written.append(skill)
                 if written:
@@ -256,9 +257,10 @@ class SkillCatalog:
         return ApplyResult(tuple(written), tuple(conflicts))
 
     def revert(self, records: Sequence[tuple[str, int | None, Skill | None]]) -> ApplyResult:
-        """Put skills back exactly as they were (the undo of a dream cycle): each (name, the
-        revision it must have now, None: it must not exist; the record to write back, None:
-        remove the record). A skill that moved since is left as it is and reported."""
+        """Put skills back as they were, under a new revision (the undo of a dream cycle):
+        each (name, the revision it must have now, None: it must not exist; the record to write
+        back, None: remove the record). A skill that moved since is left as it is and
+        reported."""
         written: builtins.list[Skill] = []
         conflicts: builtins.list[Conflict] = []
         with self._locked():
@@ -273,7 +275,8 @@ class SkillCatalog:
                         conflicts.append(Conflict(name, expect, found, why))
                     elif record is None:
                         path.unlink(missing_ok=True)
-                    else:
+                    else:  # the old content under a new revision: a revision never comes back
+                        record = replace(record, revision=self._next_revision(current))
                         write_atomic(path, skill_to_json(record))
                         written.append(record)
                 if len(conflicts) < len(records):
@@ -292,6 +295,14 @@ class SkillCatalog:
         if change.files is None:
             return None
         return make_folder(change.name, change.files, f"skill {change.name!r}")
+
+    def _next_revision(self, current: Skill | None) -> int:
+        """The revision a write gives a skill: one past its current one, and for a skill that
+        is (re)created, past every revision the catalog has handed out (its generation), so a
+        writer holding a revision of a removed or reverted skill never matches again."""
+        if current is not None:
+            return current.revision + 1
+        return self.generation() + 1
 
     def _bump(self) -> None:
         write_atomic(self.layout.skills_generation, str(self.generation() + 1))

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
+
+from dreamwell.stores.skillrecord import Skill, skill_to_json
 
 RELEASE_MD = """---
 name: cut-release
@@ -63,3 +66,9 @@ def long_skill(root: Path) -> Path:
         "production).\r\ncompatibility: needs make and curl\r\n---\r\n" + body
     )
     return write_skill(root, "deploy-guide", text)
+
+
+def content_of(skill: Skill) -> str:
+    """A skill's whole record but its revision: an undo puts the content back under a new
+    revision (a revision never comes back, so a writer holding an old one is refused)."""
+    return skill_to_json(replace(skill, revision=0))

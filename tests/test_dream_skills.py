@@ -12,13 +12,16 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from dreamwell.dream import DreamOptions, render, run_cycle, undo
 from dreamwell.dream.llm import OpenAILLM
 from dreamwell.stores import CONVERSATION, FEEDBACK, JsonlLog, LongTermStore, utcnow
 from dreamwell.stores.skillio import make_folder
-from dreamwell.stores.skills import NEW, SkillCatalog, SkillChange, skill_to_json
+from dreamwell.stores.skills import NEW, SkillCatalog, SkillChange, SkillConflict
 from dreamwell.stores.skillusage import SkillUsage
 from tests.fake_openai import fake_openai
+from tests.skill_samples import content_of
 
 QUIET = DreamOptions(quiet_seconds=0)
 Handler = Callable[[dict[str, Any]], Any]  # a dict (sent as JSON) or the raw text
@@ -74,8 +77,9 @@ def add_skill(data: Path, name: str, body: str, days_old: int = 0, **kw: Any) ->
 
 
 def records(data: Path) -> dict[str, str]:
-    """Every skill's whole record, as the store writes it."""
-    return {s.name: skill_to_json(s) for s in SkillCatalog(data).list()}
+    """Every skill's whole record as the store writes it, but its revision (undo writes the
+    old content under a new one)."""
+    return {s.name: content_of(s) for s in SkillCatalog(data).list()}
 
 
 def dream(data: Path, url: str, **options: Any) -> Any:
@@ -188,6 +192,8 @@ def test_a_merge_keeps_every_command_the_earliest_creation_and_the_uses(tmp_path
     usage.record_use("b", "deploy-site", "prompt", now=utcnow() - timedelta(days=1))
     usage.record_use("c", "deploy-site", "resource", now=utcnow() - timedelta(days=2))
     oldest = SkillCatalog(tmp_path).get("deploy-web").created_at
+    pinned_at = SkillCatalog(tmp_path).get("rotate-keys").revision
+    tidy_at = SkillCatalog(tmp_path).get("tidy-inbox").revision
     body = (
         "1. Run `make deploy-web` (it takes 5 minutes).\n2. Purge the CDN.\n"
         "3. Check https://web.example.com."
@@ -232,7 +238,7 @@ def test_a_merge_keeps_every_command_the_earliest_creation_and_the_uses(tmp_path
     assert merged.created_at == catalog.get("deploy-site").created_at  # the earlier source
     assert {catalog.get(n).status for n in ("deploy-site", "deploy-frontend")} == {"archived"}
     assert catalog.get("deploy-web").status == "active" and catalog.find("web-deploy") is None
-    assert catalog.get("rotate-keys").revision == 2  # pinned (1 write + the pin): untouched
+    assert catalog.get("rotate-keys").revision == pinned_at  # pinned: untouched
     notes = " ".join(pass_of(report, "skill-consolidation").notes)
     assert "rotate-keys pinned" in notes and "it drops" in notes and oldest < merged.created_at
     assert "refused merge of ['deploy-web', 'tidy-inbox'] into 'ops': they have too" in notes
@@ -241,7 +247,7 @@ def test_a_merge_keeps_every_command_the_earliest_creation_and_the_uses(tmp_path
     assert guide.see_also == ("deploy-frontend", "deploy-site", "deploy-web")
     assert catalog.find("misc-guide") is None and "'misc-guide': not a parent guide" in notes
     tidy = catalog.get("tidy-inbox")  # see-also filled, body and description as they were
-    assert tidy.see_also == ("rotate-keys",) and tidy.revision == 2
+    assert tidy.see_also == ("rotate-keys",) and tidy.revision == tidy_at + 1
     kinds = sorted(c.kind for c in pass_of(report, "skill-consolidation").changes)
     assert kinds == [
         "skill-archive",
@@ -460,9 +466,11 @@ def test_the_catalog_writes_a_group_whole_and_reverts_exact_records(tmp_path: Pa
     assert SkillCatalog(tmp_path).get("deploy-web") == web
     now = SkillCatalog(tmp_path).get("deploy-site")
     undone = catalog.revert([("deploy-site", now.revision, site), ("nope", None, None)])
-    assert undone.conflicts == () and skill_to_json(catalog.get("deploy-site")) == skill_to_json(
-        site
-    )
+    back = catalog.get("deploy-site")
+    assert undone.conflicts == () and content_of(back) == content_of(site)
+    assert back.revision > now.revision  # a revision never comes back
+    with pytest.raises(SkillConflict):  # a writer still holding the undone revision
+        catalog.archive("deploy-site", expect=now.revision)
     stale = catalog.revert([("deploy-web", web.revision + 5, None)])
     assert stale.conflicts and catalog.find("deploy-web") == web
     assert not catalog.revert([("deploy-web", web.revision, None)]).conflicts

@@ -9,8 +9,9 @@ from pathlib import Path
 from dreamwell.dream import DreamOptions, run_cycle
 from dreamwell.dream.llm import OpenAILLM
 from dreamwell.stores import LongTermStore
-from dreamwell.stores.skills import SkillCatalog, skill_to_json
+from dreamwell.stores.skills import SkillCatalog
 from tests.fake_openai import fake_openai
+from tests.skill_samples import content_of
 from tests.test_dream_skills import RELEASE, at_risk, improved, model
 from tests.test_ui import ARTIFACTS, seeded_page, ui_server
 
@@ -22,7 +23,7 @@ def test_a_skill_change_is_drawn_with_its_skill_md_diff_and_undone(
 ) -> None:
     url, data = ui_server
     at_risk(data)
-    before = skill_to_json(SkillCatalog(data).get("cut-release"))
+    before = content_of(SkillCatalog(data).get("cut-release"))
     better = "0. Run `make test` and stop if it fails.\n" + RELEASE
     ARTIFACTS.mkdir(exist_ok=True)
     with seeded_page(url) as page, fake_openai(model(optimise=improved(better))) as (llm_url, _):
@@ -41,4 +42,4 @@ def test_a_skill_change_is_drawn_with_its_skill_md_diff_and_undone(
         page.screenshot(path=str(ARTIFACTS / "ui-dream-skill-change.png"), full_page=True)
         page.click("#undo")
         page.wait_for_selector("#report h2:text('— undone')")
-    assert skill_to_json(SkillCatalog(data).get("cut-release")) == before
+    assert content_of(SkillCatalog(data).get("cut-release")) == before
