@@ -17,11 +17,16 @@ from typing import Any
 
 from dreamwell.dream.llm import LLM
 from dreamwell.dream.report import Change, PassResult, Report
-from dreamwell.stores import DataDir
-from dreamwell.stores.errors import StoreError
-from dreamwell.stores.skillrecord import skill_from_json, skill_to_json
-from dreamwell.stores.skills import Skill, SkillCatalog, SkillChange
-from dreamwell.stores.skillusage import SkillUsage
+from dreamwell.stores import (
+    DataDir,
+    Skill,
+    SkillCatalog,
+    SkillChange,
+    SkillUsage,
+    StoreError,
+    skill_from_json,
+    skill_to_json,
+)
 
 logger = logging.getLogger(__name__)
 RUN_KEY = "dream_run"  # usage records a merge copied to its target carry the cycle's run

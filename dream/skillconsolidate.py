@@ -27,10 +27,7 @@ from dreamwell.dream.skillrules import (
     sparse,
     unrelated,
 )
-from dreamwell.stores import InvalidInput
-from dreamwell.stores.skillfmt import parts
-from dreamwell.stores.skillio import make_folder
-from dreamwell.stores.skills import NEW, Skill, SkillChange
+from dreamwell.stores import NEW, InvalidInput, Skill, SkillChange, make_folder, skill_md_parts
 
 SKILLS_PER_PROMPT = 12  # bodies cut at 800 characters: a prompt fits an 8k context
 CO_USED = 10
@@ -89,7 +86,7 @@ def _prompt(shown: Sequence[Skill], ctx: SkillContext) -> str:
 def rewritten_md(base: Skill, description: str, body: str) -> bytes:
     """`base`'s SKILL.md with a new body, and a new description where it is a one-line
     `description:` key (other front matter kept as it was)."""
-    opening, lines, closing, _ = parts(base.skill_md, base.name)
+    opening, lines, closing, _ = skill_md_parts(base.skill_md, base.name)
     out = []
     for i, line in enumerate(lines):
         single = i + 1 == len(lines) or not lines[i + 1][:1].isspace()

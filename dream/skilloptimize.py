@@ -19,9 +19,7 @@ from dreamwell.dream.report import PassResult
 from dreamwell.dream.skillcommit import Group, SkillContext, Step, commit
 from dreamwell.dream.skillconsolidate import rewritten_md
 from dreamwell.dream.skillrules import copied, lost_facts, sessions_of, sparse
-from dreamwell.stores import InvalidInput
-from dreamwell.stores.skillio import make_folder
-from dreamwell.stores.skills import Skill, SkillChange
+from dreamwell.stores import InvalidInput, Skill, SkillChange, make_folder
 
 REVIEW_NOTE = (
     "### Review note: This skill has minimal content.\n"

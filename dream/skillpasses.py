@@ -34,10 +34,7 @@ from dreamwell.dream.skillrules import (
     slug,
     terms,
 )
-from dreamwell.stores import InvalidInput, StoreError
-from dreamwell.stores.skillio import make_folder
-from dreamwell.stores.skills import NEW, SkillChange
-from dreamwell.stores.skillusage import SkillUsage
+from dreamwell.stores import NEW, InvalidInput, SkillChange, SkillUsage, StoreError, make_folder
 
 logger = logging.getLogger(__name__)
 SKILL_PASSES = ("skill-gap", "skill-consolidation", "skill-optimisation")

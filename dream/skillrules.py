@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from dreamwell.stores.skills import Skill
-from dreamwell.stores.stopwords import ENGLISH_STOPWORDS
+from dreamwell.stores import ENGLISH_STOPWORDS, Skill
 
 SPARSE_CHARS = 200
 SPARSE_AGE = timedelta(days=7)

@@ -64,9 +64,10 @@ if TYPE_CHECKING:
         Write,
     )
     from dreamwell.stores.ranking import rank_hits
-    from dreamwell.stores.skillfmt import InvalidSkill, SkillFolder
-    from dreamwell.stores.skillio import read_skills
+    from dreamwell.stores.skillfmt import InvalidSkill, SkillFolder, skill_md_parts
+    from dreamwell.stores.skillio import make_folder, read_skills
     from dreamwell.stores.skillport import export_skills, exported_files, import_skills
+    from dreamwell.stores.skillrecord import skill_from_json, skill_to_json
     from dreamwell.stores.skills import (
         ANY_REVISION,
         NEW,
@@ -79,6 +80,7 @@ if TYPE_CHECKING:
     )
     from dreamwell.stores.skillusage import SkillUsage, UsageStats
     from dreamwell.stores.state import write_atomic
+    from dreamwell.stores.stopwords import ENGLISH_STOPWORDS
     from dreamwell.stores.working import (
         TOP_SEGMENTS,
         SaveOutcome,
@@ -117,7 +119,12 @@ _LAZY = {
     "rank_hits": "ranking",
     "InvalidSkill": "skillfmt",
     "SkillFolder": "skillfmt",
+    "skill_md_parts": "skillfmt",
+    "make_folder": "skillio",
     "read_skills": "skillio",
+    "skill_from_json": "skillrecord",
+    "skill_to_json": "skillrecord",
+    "ENGLISH_STOPWORDS": "stopwords",
     **dict.fromkeys(["export_skills", "exported_files", "import_skills"], "skillport"),
     **dict.fromkeys(
         [
@@ -149,6 +156,7 @@ __all__ = [
     "CHECKPOINT_SECONDS",
     "CONVERSATION",
     "CONVERSATION_MAX_BYTES",
+    "ENGLISH_STOPWORDS",
     "ENRICH_QUEUE",
     "ENRICH_QUEUE_MAX_BYTES",
     "FEEDBACK",
@@ -204,11 +212,15 @@ __all__ = [
     "exported_files",
     "fold_text",
     "import_skills",
+    "make_folder",
     "mount_point",
     "new_id",
     "rank_hits",
     "read_only_mount",
     "read_skills",
+    "skill_from_json",
+    "skill_md_parts",
+    "skill_to_json",
     "utcnow",
     "write_atomic",
 ]

@@ -64,7 +64,7 @@ class SkillFolder:
 
 
 # ---- SKILL.md ------------------------------------------------------------------------------
-def parts(text: str, where: str) -> tuple[str, list[str], str, str]:
+def skill_md_parts(text: str, where: str) -> tuple[str, list[str], str, str]:
     """(opening line, front-matter lines, closing line, body) of a SKILL.md, each line with
     its own ending, so that joining them gives the text back exactly."""
     lines = text.splitlines(keepends=True)
@@ -157,7 +157,7 @@ def check_front_matter(fm: Mapping[str, Any], where: str, folder: str | None) ->
 def parse_skill_md(text: str, where: str, folder: str | None) -> tuple[dict[str, Any], str]:
     """(front matter, body) of a SKILL.md, validated per SPEC §7 (`folder`: the folder's name
     the `name` must equal, None to skip that rule)."""
-    _, lines, _, body = parts(text, where)
+    _, lines, _, body = skill_md_parts(text, where)
     fm = _load_yaml("".join(lines), where)
     check_front_matter(fm, where, folder)
     return fm, body
@@ -183,7 +183,7 @@ def strip_bookkeeping(text: str) -> tuple[str, dict[str, str]]:
     """SKILL.md without its `dreamwell-*` metadata lines (and without a `metadata:` line left
     empty by that), plus those keys' values."""
     try:
-        opening, lines, closing, body = parts(text, "SKILL.md")
+        opening, lines, closing, body = skill_md_parts(text, "SKILL.md")
     except InvalidSkill:
         return text, {}
     block = _metadata_block(lines)
@@ -205,7 +205,7 @@ def add_bookkeeping(text: str, keys: Mapping[str, str]) -> str:
     """SKILL.md with `keys` (each starting `dreamwell-`) added to its block-style `metadata`
     (made at the end of the front matter when there is none). A flow-style `metadata: {…}`
     is left as it is (nothing added)."""
-    opening, lines, closing, body = parts(text, "SKILL.md")
+    opening, lines, closing, body = skill_md_parts(text, "SKILL.md")
     ending = "\r\n" if opening.endswith("\r\n") else "\n"
     block = _metadata_block(lines)
     if block is None and any(re.match(r"^metadata:", line) for line in lines):

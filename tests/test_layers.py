@@ -68,3 +68,15 @@ def test_only_the_server_speaks_mcp_and_reads_the_environment() -> None:
             if "os.environ[" in text or "os.getenv" in text or "environ.get" in text:
                 wrong.append(str(path))
     assert wrong == []
+
+
+def test_the_dream_reaches_storage_only_through_the_stores_public_names() -> None:
+    """`dreamwell.stores`'s `__all__` is the layer's interface (STYLE.md): the dream imports
+    no module inside it (the lazy-export helper aside, which is how dream/ builds its own)."""
+    wrong = [
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in (ROOT / "dream").rglob("*.py")
+        for name in imports(path)
+        if name.startswith("dreamwell.stores.") and name != "dreamwell.stores.lazy"
+    ]
+    assert wrong == []
