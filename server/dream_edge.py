@@ -184,7 +184,9 @@ async def dream_in_thread(
     stop between steps and interrupts its LLM call."""
     from dreamwell.dream import DreamOptions
 
-    options = DreamOptions(quiet_seconds=quiet_seconds)
+    options = DreamOptions(
+        quiet_seconds=quiet_seconds, skills_auto_approve=settings.skills_auto_approve
+    )
     try:
         return await anyio.to_thread.run_sync(
             dream_once,
@@ -306,7 +308,9 @@ def _dream_all(runtime: Runtime, names: list[str], args: argparse.Namespace, out
                         bar.set_description(f"dreaming {label}: {pass_name}")
                         bar.update(1)
 
-                    options = DreamOptions(progress=step)
+                    options = DreamOptions(
+                        progress=step, skills_auto_approve=runtime.settings.skills_auto_approve
+                    )
                     text = dream_once(tenant, runtime.settings, bool(args.dry_run), options)
                 out.write((f"[{label}] " if len(names) > 1 else "") + text + "\n")
             except (DreamBusy, StoreError, ValueError) as exc:

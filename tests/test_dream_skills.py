@@ -7,6 +7,9 @@ against a user's edit made while the model thinks, and undo back to the exact ca
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -475,3 +478,19 @@ def test_the_catalog_writes_a_group_whole_and_reverts_exact_records(tmp_path: Pa
     assert stale.conflicts and catalog.find("deploy-web") == web
     assert not catalog.revert([("deploy-web", web.revision, None)]).conflicts
     assert catalog.find("deploy-web") is None  # a skill the cycle created is removed
+
+
+def test_the_skills_auto_approve_setting_reaches_the_command_line_dream(tmp_path: Path) -> None:
+    say(tmp_path, "s1", "Cut a release of the billing service with make release")
+    say(tmp_path, "s2", "Cut the billing release again with make release")
+    answer = {"toSave": [new_skill("cut-billing-release", ["s1", "s2"])]}
+    env = {**os.environ, "DREAMWELL_SKILLS_AUTO_APPROVE": "true", "DREAMWELL_EMBEDDER": "none"}
+    with fake_openai(model(gap=lambda r: answer)) as (url, _):
+        done = subprocess.run(
+            [str(Path(sys.executable).with_name("dreamwell")), "dream", "--once", "--data-dir",
+             str(tmp_path), "--llm-provider", "openai", "--llm-base-url", url,
+             "--llm-model", "fake-model"],
+            env=env, capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert SkillCatalog(tmp_path).get("cut-billing-release").status == "active"
