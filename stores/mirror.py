@@ -85,13 +85,23 @@ class Mirror:
         self.terms = {i: t for i, t in self.terms.items() if i in self.pending}
 
     def apply(self, records: Sequence[Record]) -> None:
-        """Apply log records (caller holds the lock)."""
+        """Apply log records (caller holds the lock) as one change: the view, the pending map
+        and the overlay are copied once per catch-up, not once per record (a reader behind a
+        writer saving back to back copied them for each of its records). The last change of
+        an entry wins; a vector for text that changed again later is refused by its hash."""
+        changes: ops.Changes = {}
+        vectors: list[Op] = []
+        seq = 0
         for record in records:
-            changes, vectors = ops.split_record(record)
-            if changes:
-                self.change(changes, record.seq)
-            for op in vectors:  # another embedder's vectors are not this process's business
-                self._take_vector(op)
+            changed, logged = ops.split_record(record)
+            if changed:
+                changes.update(changed)
+                seq = record.seq
+            vectors.extend(logged)
+        if changes:
+            self.change(changes, seq)
+        for op in vectors:  # another embedder's vectors are not this process's business
+            self._take_vector(op)
 
     def _take_vector(self, op: Op) -> None:
         if op["m"] == self.model and self.foreign.pop(str(op["id"]), None) is not None:

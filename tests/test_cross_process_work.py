@@ -3,14 +3,14 @@ directory (as two `dreamwell serve` processes have them), each counting what it 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 import dreamwell.stores.mirror as mirror
-from dreamwell.stores import LongTermStore, utcnow
+from dreamwell.stores import LongTermStore, MemoryEntry, utcnow
 from tests.test_recall import HashEmbedder
 
 
@@ -93,3 +93,28 @@ def test_an_edit_by_another_process_is_left_to_it_and_an_archive_needs_no_vector
     assert reader.backfill() == 0 and reader_embedder.seen == []
     assert writer.backfill() == 1
     assert reader.missing_vectors() == 0 and reader.vectors_claimed_for() is None
+
+
+def test_catching_up_on_another_process_copies_the_view_once_not_once_per_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """1,000 saves by another process, one log record each: the reader applies them with one
+    new view whose overlay holds what changed (before: 1,000 views, each copying the growing
+    overlay, half a million entries copied for a thousand changed)."""
+    from dreamwell.stores.view import View
+
+    writer = opened(tmp_path, None)
+    reader = opened(tmp_path, None)
+    assert reader.count() == 0
+    for i in range(1_000):
+        writer.save(f"quay note number {i}")
+    copied: list[int] = []
+    real = View.with_changes
+
+    def counted(self: View, changes: Mapping[str, MemoryEntry | None]) -> View:
+        copied.append(len(self.over) + len(changes))
+        return real(self, changes)
+
+    monkeypatch.setattr(View, "with_changes", counted)
+    assert reader.count() == 1_000
+    assert len(copied) == 1 and sum(copied) == 1_000
