@@ -134,7 +134,9 @@ class Mirror:
                         self.terms.pop(other, None)
         self.view = view.with_changes(changes)
         self.pending = MappingProxyType(pending)
-        if self.model is not None and any(n is not None and n.live for n in changes.values()):
+        if self.model is not None and any(  # not for another process's saves: it embeds them
+            n is not None and n.live and i not in self.foreign for i, n in changes.items()
+        ):
             self.want_vectors()
 
     def _change_one(self, entry_id: str, old: MemoryEntry | None, new: MemoryEntry | None) -> None:

@@ -118,3 +118,15 @@ def test_catching_up_on_another_process_copies_the_view_once_not_once_per_record
     monkeypatch.setattr(View, "with_changes", counted)
     assert reader.count() == 1_000
     assert len(copied) == 1 and sum(copied) == 1_000
+
+
+def test_another_process_s_saves_do_not_wake_this_one_s_backfill(tmp_path: Path) -> None:
+    writer = opened(tmp_path, Counting())
+    reader = opened(tmp_path, Counting())
+    reader.backfill()
+    assert not reader.vectors_wanted.is_set()
+    writer.save("the tide turns at noon")
+    assert reader.missing_vectors() == 1  # seen, and left to the writer
+    assert not reader.vectors_wanted.is_set()
+    reader.apply([replace(reader.entries()[0], importance=0.9)])  # its own change wakes it
+    assert reader.vectors_wanted.is_set()
