@@ -174,7 +174,7 @@ async def backfill_forever(
         elif busy and not done:  # another process is embedding: look again after it
             await anyio.sleep(BACKFILL_BUSY)
         elif not done:
-            await _wait_for_vectors_wanted(runtime, idle)
+            await _wait_for_vectors_wanted(runtime, _until_unclaimed(runtime, idle))
         if not full:
             await anyio.sleep(gather)
 
@@ -184,6 +184,18 @@ async def _wait_for_vectors_wanted(runtime: Runtime, timeout: float) -> None:
     runtime.vectors_wanted.clear()  # then look: a nudge after the look is kept for the wait
     if not any(_vectors_wanted(t) for t in runtime.opened()):
         await runtime.vectors_wanted.wait(timeout)
+
+
+def _until_unclaimed(runtime: Runtime, idle: float) -> float:
+    """`idle`, or less when another process's memories become this one's to embed sooner
+    (that process never logged their vectors)."""
+    waits = [idle]
+    for tenant in runtime.opened():
+        store = tenant.opened_longterm
+        soon = store.vectors_claimed_for() if store is not None else None
+        if soon is not None:
+            waits.append(soon + 0.05)
+    return min(waits)
 
 
 def _vectors_wanted(tenant: Tenant) -> bool:

@@ -42,6 +42,7 @@ class Follower:
             m.indexed = start
             self.index.reload()
             m.apply(records)
+            m.foreign.clear()  # what was there when this process looked is fair game
             if m.model is not None:
                 m.vectors_ready = False
 

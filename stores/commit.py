@@ -154,6 +154,9 @@ class GroupCommit:
     def _append(self, logged: list[tuple[_Request, list[Op]]]) -> None:
         if not logged:
             return
+        m = self.parts.mirror
+        with m.lock:  # this process's saves: it embeds them (see mirror.FOREIGN_GRACE)
+            m.mine = {op["e"]["id"] for _, planned in logged for op in planned if op["op"] == "put"}
         try:
             self.parts.log.append([planned for _, planned in logged])
         except OSError as exc:

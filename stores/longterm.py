@@ -193,6 +193,11 @@ class LongTermStore:
     def missing_vectors(self) -> int:
         return self._vectors.missing()
 
+    def vectors_claimed_for(self) -> float | None:
+        """Seconds until memories another process saved (and is embedding) become this
+        process's to embed, if it never logs their vectors; None when there are none."""
+        return self._parts.mirror.unclaimed_in()
+
     # ---- checkpoints ----------------------------------------------------------------------------
     def checkpoint_due(self, max_age: float = CHECKPOINT_SECONDS) -> bool:
         """Enough changes are pending, or the oldest has waited `max_age` seconds."""

@@ -24,6 +24,13 @@ from dreamwell.stores.view import Rows, View
 
 Pending = Mapping[str, tuple[int, float]]  # id -> (seq of its last change, monotonic time)
 
+# Seconds a memory another process saved is left to that process to embed (its vector arrives
+# in the log) before this one embeds it instead, counted from when it arrived here or from the
+# last vector another process logged, whichever is later: a process that saves embeds what it
+# saved, so a memory is embedded once across the processes on a data directory; one that
+# cannot (it has no embedder, another model, it died) is covered after this grace.
+FOREIGN_GRACE = 5.0
+
 
 class Mirror:
     def __init__(self, model: str | None, on_vectors_wanted: Callable[[], None] | None) -> None:
@@ -45,6 +52,9 @@ class Mirror:
         self.vectors_wanted = threading.Event()
         self._on_vectors_wanted = on_vectors_wanted
         self.loaded_live = 0
+        self.mine: set[str] = set()  # ids this process is logging a put for right now
+        self.foreign: dict[str, float] = {}  # id -> when another process's save of it arrived
+        self.foreign_progress = 0.0  # when a vector another process logged last arrived
 
     def reset(self, entries: Sequence[MemoryEntry]) -> None:
         """Start again from `entries` (as read from LanceDB; caller holds the lock)."""
@@ -54,6 +64,7 @@ class Mirror:
         self.dups = {}
         self.pending = MappingProxyType({})
         self.terms = {}
+        self.foreign = {}  # what was there when this process looked is fair game
         for e in entries:
             self.rows.put(e)
             if e.live:
@@ -74,15 +85,27 @@ class Mirror:
         self.terms = {i: t for i, t in self.terms.items() if i in self.pending}
 
     def apply(self, records: Sequence[Record]) -> None:
-        """Apply log records (caller holds the lock)."""
+        """Apply log records (caller holds the lock) as one change: the view, the pending map
+        and the overlay are copied once per catch-up, not once per record (a reader behind a
+        writer saving back to back copied them for each of its records). The last change of
+        an entry wins; a vector for text that changed again later is refused by its hash."""
+        changes: ops.Changes = {}
+        vectors: list[Op] = []
+        seq = 0
         for record in records:
-            changes, vectors = ops.split_record(record)
-            if changes:
-                self.change(changes, record.seq)
-            for op in vectors:  # another embedder's vectors are not this process's business
-                self._take_vector(op)
+            changed, logged = ops.split_record(record)
+            if changed:
+                changes.update(changed)
+                seq = record.seq
+            vectors.extend(logged)
+        if changes:
+            self.change(changes, seq)
+        for op in vectors:  # another embedder's vectors are not this process's business
+            self._take_vector(op)
 
     def _take_vector(self, op: Op) -> None:
+        if op["m"] == self.model and self.foreign.pop(str(op["id"]), None) is not None:
+            self.foreign_progress = time.monotonic()
         target = self.view.get(str(op["id"]))
         if (
             op["m"] == self.model
@@ -111,7 +134,9 @@ class Mirror:
                         self.terms.pop(other, None)
         self.view = view.with_changes(changes)
         self.pending = MappingProxyType(pending)
-        if self.model is not None and any(n is not None and n.live for n in changes.values()):
+        if self.model is not None and any(  # not for another process's saves: it embeds them
+            n is not None and n.live and i not in self.foreign for i, n in changes.items()
+        ):
             self.want_vectors()
 
     def _change_one(self, entry_id: str, old: MemoryEntry | None, new: MemoryEntry | None) -> None:
@@ -122,6 +147,7 @@ class Mirror:
                 del self.dups[key]
         if new is None or not new.live or (old is not None and old.content != new.content):
             self.unlogged.discard(entry_id)
+        self._note_origin(entry_id, old, new)
         if new is None:
             self.rows.remove(entry_id)
             return
@@ -130,6 +156,36 @@ class Mirror:
             self.dups[ops.dup_key(new.category, new.content)] = entry_id
         if not new.live or (old is not None and old.content != new.content):
             self.rows.drop_vector(entry_id)
+
+    def _note_origin(self, entry_id: str, old: MemoryEntry | None, new: MemoryEntry | None) -> None:
+        """Remember a memory another process saved and will embed; forget one that needs no
+        vector now or that this process saved itself."""
+        if entry_id in self.mine:
+            self.mine.discard(entry_id)
+            self.foreign.pop(entry_id, None)
+        elif new is None or not new.live or self.model is None:
+            self.foreign.pop(entry_id, None)
+        elif old is None or not old.live or old.content != new.content:
+            self.foreign.setdefault(entry_id, time.monotonic())
+
+    def claimed(self) -> set[str]:
+        """Entries without a vector that another process saved and is still expected to
+        embed (see FOREIGN_GRACE)."""
+        now = time.monotonic()
+        with self.lock:
+            since = self.foreign_progress
+            return {i for i, t in self.foreign.items() if now - max(t, since) < FOREIGN_GRACE}
+
+    def unclaimed_in(self) -> float | None:
+        """Seconds until the first claimed entry becomes this process's to embed (None: no
+        entry is claimed)."""
+        with self.lock:
+            for entry_id in [i for i in self.foreign if self.rows.has_vector(i)]:
+                del self.foreign[entry_id]  # e.g. read from LanceDB after a checkpoint
+            if not self.foreign:
+                return None
+            first = max(min(self.foreign.values()), self.foreign_progress)
+        return max(0.0, first + FOREIGN_GRACE - time.monotonic())
 
     def adopt(self, stored: Mapping[str, StoredVector]) -> None:
         """Take stored vectors (caller holds the lock), except for entries that already have

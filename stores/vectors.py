@@ -4,6 +4,8 @@ Saves do not wait for an embedding (unless `embed_on_save`): `backfill` embeds l
 without a vector in batches and logs the vectors as their own records. Stored vectors are
 read from LanceDB after start-up (`load`; searches meanwhile rank by keywords). A search
 that finds a few entries without one embeds them itself, in memory only (`complete`).
+Neither embeds a memory another process saved while that process can still log its vector
+(`Mirror.claimed`): a memory is embedded once across the processes on a data directory.
 """
 
 from __future__ import annotations
@@ -87,11 +89,15 @@ class Vectors:
             entry = view.get(entry_id)
             if entry is not None and entry.live and len(missing) < batch:
                 missing.append(entry)
-        for entry_id in m.rows.without_vector(batch - len(missing)):
+        claimed = m.claimed()  # another process embeds these
+        for entry_id in m.rows.without_vector(batch - len(missing) + len(claimed)):
             entry = view.get(entry_id)
-            if entry is not None and entry.live:
+            if entry is not None and entry.live and entry_id not in claimed:
                 missing.append(entry)
-        return missing
+        with m.lock:
+            for entry in missing[:batch]:
+                m.foreign.pop(entry.id, None)
+        return missing[:batch]
 
     def of_model(self, model: str) -> dict[str, Vector]:
         """Every entry's vector made by `model`: the current embedder's as held in memory
@@ -129,9 +135,11 @@ class Vectors:
         if not self.wait_for_model and not getattr(self.embedder, "ready", True):
             return False  # the model is still loading: keywords now rather than a wait
         rows = m.rows
-        missing = rows.without_vector(SEARCH_EMBEDS + 1)
+        claimed = m.claimed()  # another process embeds these: ranked by keywords meanwhile
+        found = rows.without_vector(SEARCH_EMBEDS + 1 + len(claimed))
+        missing = [i for i in found if i not in claimed]
         if not missing:
-            return bool(rows.n)
+            return bool(rows.n) and (not claimed or rows.vector_count() > 0)
         if len(missing) > SEARCH_EMBEDS:
             return False
         entries = [e for i in missing if (e := view.get(i)) is not None and e.live]

@@ -1,0 +1,229 @@
+"""Search latency in one `dreamwell serve` while another saves on the same data directory as
+fast as it can (not collected by pytest).
+
+Two stdio servers on one data directory (the default embedder unless --embedder none), driven
+by the official `mcp` client: the reader searches, the writer saves back to back. Prints the
+reader's search p50/p90/p99/max on the quiet store and under the foreign writer, their ratio,
+the writer's save p50, each server's CPU seconds per phase, the vector records in the log per
+memory (2 would mean both processes embedded it), the load average, and the raw limits of
+this machine in the same run: one e5 query embedding in process and the same searches in a
+BM25-only server (DREAMWELL_EMBEDDER=none) on the quiet store.
+
+Run: python tests/bench/concurrent_read_bench.py [--seed 20] [--searches 300]
+     [--embedder e5|none]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import anyio
+from mcp import Client, StdioServerParameters
+from scale_bench import OBJECTS, SUBJECTS, VERBS, _cpu_seconds, pct
+
+from dreamwell.stores import OnnxE5
+from dreamwell.stores.layout import DataDir
+
+
+def sentence(rng: random.Random, i: int) -> str:
+    return (
+        f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} "
+        f"on day {i % 365} (note {i})"
+    )
+
+
+def params(data: Path, embedder: str) -> StdioServerParameters:
+    env = {**os.environ}
+    if embedder == "none":
+        env["DREAMWELL_EMBEDDER"] = "none"
+    else:
+        env.pop("DREAMWELL_EMBEDDER", None)
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "dreamwell.server", "serve", "--data-dir", str(data)],
+        env=env,
+    )
+
+
+def serve_pids(data: Path) -> set[int]:
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmd = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"serve" in cmd and str(data).encode() in cmd:
+                found.add(int(entry.name))
+    return found
+
+
+async def call(client: Client, tool: str, **args: object) -> tuple[float, str]:
+    started = time.perf_counter()
+    result = await client.call_tool(tool, args)
+    took = (time.perf_counter() - started) * 1000
+    text = " ".join(getattr(c, "text", "") for c in result.content)
+    assert not result.is_error, text
+    return took, text
+
+
+def query(rng: random.Random) -> str:
+    return f"what does {rng.choice(SUBJECTS)} think of {rng.choice(OBJECTS)}"
+
+
+async def searches(client: Client, n: int, seed: int) -> list[float]:
+    rng = random.Random(seed)
+    return [(await call(client, "search_memory", query=query(rng)))[0] for _ in range(n)]
+
+
+async def until_idle(pids: list[int]) -> None:
+    """Until every server used under 5% of a core for a whole second (backfills done)."""
+    with anyio.fail_after(300):
+        while True:
+            before = [_cpu_seconds(p) for p in pids]
+            await anyio.sleep(1.0)
+            if all(_cpu_seconds(p) - b < 0.05 for p, b in zip(pids, before, strict=True)):
+                return
+
+
+def stats(times: list[float]) -> dict[str, float]:
+    return {
+        "p50": statistics.median(times),
+        "p90": pct(times, 0.90),
+        "p99": pct(times, 0.99),
+        "max": max(times),
+    }
+
+
+def line(name: str, s: dict[str, float], n: int) -> str:
+    return (
+        f"{name:<24} p50 {s['p50']:7.1f}  p90 {s['p90']:7.1f}  p99 {s['p99']:7.1f}  "
+        f"max {s['max']:7.1f} ms  ({n} searches)\n"
+    )
+
+
+def vector_records(data: Path) -> Counter[str]:
+    """How many vector records each memory has in the log segments still on disk."""
+    per_id: Counter[str] = Counter()
+    for segment in sorted(DataDir(data).wal.glob("*.log")):
+        for raw in segment.read_bytes().splitlines():
+            try:
+                ops = json.loads(raw[9:])["ops"]
+            except (ValueError, KeyError):
+                continue
+            per_id.update(op["id"] for op in ops if op["op"] == "vec")
+    return per_id
+
+
+class Phase:
+    def __init__(self, pids: dict[str, int]) -> None:
+        self.pids = pids
+        self.cpu = {k: _cpu_seconds(p) for k, p in pids.items()}
+        self.started = time.perf_counter()
+
+    def report(self, name: str) -> str:
+        wall = time.perf_counter() - self.started
+        used = {k: _cpu_seconds(p) - self.cpu[k] for k, p in self.pids.items()}
+        parts = ", ".join(f"{k} {v:.1f} s" for k, v in used.items())
+        return f"  {name}: {wall:.1f} s wall; CPU {parts}; load {os.getloadavg()[0]:.2f}\n"
+
+
+async def run(data: Path, args: argparse.Namespace) -> None:
+    out = sys.stdout
+    rng = random.Random(5)
+    before = serve_pids(data)
+    async with Client(params(data, args.embedder)) as reader:
+        await call(reader, "list_memory_categories")
+        (reader_pid,) = serve_pids(data) - before
+        async with Client(params(data, args.embedder)) as writer:
+            await call(writer, "list_memory_categories")
+            (writer_pid,) = serve_pids(data) - before - {reader_pid}
+            pids = {"reader": reader_pid, "writer": writer_pid}
+            for i in range(args.seed):
+                await call(writer, "save_memory", content=sentence(rng, i), category="bench")
+            await searches(reader, 20, 1)  # the reader loads its model and vectors
+            await until_idle(list(pids.values()))
+            phase = Phase(pids)
+            quiet = await searches(reader, args.searches, 2)
+            out.write(phase.report("quiet"))
+            saves: list[float] = []
+            loud: list[float] = []
+            done = anyio.Event()
+
+            async def write() -> None:
+                i = args.seed
+                while not done.is_set():
+                    took, _ = await call(writer, "save_memory", content=sentence(rng, i))
+                    saves.append(took)
+                    i += 1
+
+            async def read() -> None:
+                loud.extend(await searches(reader, args.searches, 2))
+                done.set()
+
+            phase = Phase(pids)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(write)
+                tg.start_soon(read)
+            out.write(phase.report("foreign writer"))
+            wall = time.perf_counter() - phase.started
+            await until_idle(list(pids.values()))
+    bm25 = await bm25_only(data, args)
+    q, w = stats(quiet), stats(loud)
+    out.write(line("quiet", q, len(quiet)))
+    out.write(line("under foreign writer", w, len(loud)))
+    out.write(
+        f"ratio under writer / quiet: p50 {w['p50'] / q['p50']:.2f}x, p99 "
+        f"{w['p99'] / q['p99']:.2f}x, max {w['max'] / q['max']:.2f}x\n"
+        f"writer: {len(saves)} saves, p50 {statistics.median(saves):.1f} ms, p99 "
+        f"{pct(saves, 0.99):.1f} ms ({len(saves) / wall:.0f}/s)\n"
+    )
+    out.write(line("raw: BM25-only server", stats(bm25), len(bm25)))
+    if args.embedder != "none":
+        out.write(f"raw: e5 query embedding in process p50 {e5_query_ms():.2f} ms\n")
+    counts = Counter(vector_records(data).values())
+    out.write(f"vector records per memory in the log on disk: {dict(sorted(counts.items()))}\n")
+
+
+async def bm25_only(data: Path, args: argparse.Namespace) -> list[float]:
+    async with Client(params(data, "none")) as client:
+        await searches(client, 20, 1)
+        return await searches(client, args.searches, 2)
+
+
+def e5_query_ms() -> float:
+    e5 = OnnxE5()
+    e5.embed_query("warm up")
+    times = []
+    for i in range(50):
+        started = time.perf_counter()
+        e5.embed_query(f"what does Alice think of green tea {i}")
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seed", type=int, default=20, help="memories saved before timing")
+    parser.add_argument("--searches", type=int, default=300)
+    parser.add_argument("--embedder", default="e5", choices=["e5", "none"])
+    parser.add_argument("--data-dir", type=Path, help="keep the data here (must be empty)")
+    args = parser.parse_args()
+    sys.stdout.write(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n")
+    with tempfile.TemporaryDirectory() as tmp:
+        data = args.data_dir or Path(tmp) / "data"
+        anyio.run(run, data, args)
+    sys.stdout.write(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n")
+
+
+if __name__ == "__main__":
+    main()
