@@ -118,6 +118,7 @@ class LongTermStore:
             self.rerank_depth,
         )
         self._searcher = Searcher(p, self._vectors, embedder, tuning)
+        repair.check_files()
         p.follower.load()
         repair.check_table()
         repair.index()
