@@ -19,6 +19,8 @@ import os
 import zlib
 from pathlib import Path
 
+from filelock import FileLock, Timeout
+
 from dreamwell.stores.state import write_atomic
 
 logger = logging.getLogger(__name__)
@@ -26,15 +28,21 @@ logger = logging.getLogger(__name__)
 MAGIC = b"LANC"  # the last bytes of every complete Lance data file
 _CHUNK = 1 << 20
 
-Sums = dict[str, list[int]]  # file name -> [size, crc32]
+Sums = dict[str, list[int]]  # "data/<name>" or "_versions/<name>" -> [size, crc32]
+Kept = list[tuple[Path, str]]  # files set aside, and why
 
 
 def data_files(lancedb: Path) -> list[Path]:
-    folder = lancedb / "memories.lance" / "data"
+    """The data files and manifests (both end with Lance's magic, neither ever changes)."""
+    table = lancedb / "memories.lance"
     try:
-        return sorted(folder.glob("*.lance"))
+        return sorted(table.glob("data/*.lance")) + sorted(table.glob("_versions/*.manifest"))
     except OSError:
         return []
+
+
+def _key(path: Path) -> str:
+    return f"{path.parent.name}/{path.name}"
 
 
 def crc(path: Path) -> int:
@@ -76,28 +84,50 @@ def why_damaged(path: Path, recorded: list[int] | None) -> str | None:
     return None if crc(path) == recorded[1] else "its checksum does not match"
 
 
-def set_aside(lancedb: Path, sums_file: Path, keep: Path) -> list[tuple[Path, str]]:
+def set_aside(lancedb: Path, sums_file: Path, keep: Path) -> Kept:
     """Move the data files that cannot be trusted into `keep`; returns (kept file, why).
     Caller holds the checkpoint lock."""
     sums = read_sums(sums_file)
-    kept: list[tuple[Path, str]] = []
+    kept: Kept = []
     for file in data_files(lancedb):
-        why = why_damaged(file, sums.get(file.name))
+        why = why_damaged(file, sums.get(_key(file)))
         if why is None:
             continue
         keep.mkdir(parents=True, exist_ok=True)
         target = keep / file.name
-        os.replace(file, target)
+        if file.is_dir():  # a directory where a file was: nothing to keep but its name
+            file.rename(target)
+        else:
+            os.replace(file, target)
         logger.error("LanceDB data file %s is damaged (%s); kept it as %s", file, why, target)
         kept.append((target, why))
     return kept
+
+
+def check(lancedb: Path, sums_file: Path, keep: Path, lock: FileLock, timeout: float) -> Kept:
+    """`set_aside` under the checkpoint lock, before LanceDB opens the table, and record
+    what is new; returns what was set aside. Skipped when the lock cannot be had."""
+    try:
+        lock.acquire(timeout=timeout)
+    except (Timeout, OSError) as exc:
+        logger.warning("cannot check LanceDB's files now (%s)", exc)
+        return []
+    try:
+        kept = set_aside(lancedb, sums_file, keep)
+        record(lancedb, sums_file)
+        return kept
+    except OSError as exc:  # a read-only directory: reads still skip what fails
+        logger.error("cannot set damaged LanceDB files aside: %s", exc)
+        return []
+    finally:
+        lock.release()
 
 
 def record(lancedb: Path, sums_file: Path) -> None:
     """Record the sums of data files written since the last call and forget removed ones
     (caller holds the checkpoint lock). A read-only directory records nothing."""
     sums = read_sums(sums_file)
-    files = {f.name: f for f in data_files(lancedb) if f.is_file()}
+    files = {_key(f): f for f in data_files(lancedb) if f.is_file()}
     fresh = {name: sums[name] for name in files if name in sums}
     for name, file in files.items():
         if name not in fresh:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
+from dreamwell.stores import lancefiles
 from dreamwell.stores.catchup import Follower
 from dreamwell.stores.checkpoint import CHECKPOINT_SECONDS, KEEP_VERSIONS, Checkpointer
 from dreamwell.stores.commit import GroupCommit
@@ -118,7 +119,7 @@ class LongTermStore:
             self.rerank_depth,
         )
         self._searcher = Searcher(p, self._vectors, embedder, tuning)
-        repair.check_files()
+        repair.files_set_aside = self._set_aside
         p.follower.load()
         repair.check_table()
         repair.index()
@@ -132,10 +133,13 @@ class LongTermStore:
         if log is None:
             log = Wal(dirs.wal, dirs.write_lock, lock_timeout)
         state = StateFile(dirs.state)
+        cplock = FileLock(str(dirs.checkpoint_lock), timeout=lock_timeout)
+        self._set_aside = lancefiles.check(
+            dirs.lancedb, dirs.lance_sums, dirs.damaged, cplock, lock_timeout
+        )  # before LanceDB reads a damaged file
         table = MemoryTable(dirs.lancedb)
         index = TextIndex(dirs.index)
         follower = Follower(mirror, log, state, table, index)
-        cplock = FileLock(str(dirs.checkpoint_lock), timeout=lock_timeout)
         return Parts(dirs, log, state, table, index, mirror, follower, cplock, lock_timeout)
 
     # ---- writing --------------------------------------------------------------------------------

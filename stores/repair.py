@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -30,27 +29,7 @@ logger = logging.getLogger(__name__)
 class Repair:
     def __init__(self, parts: Parts) -> None:
         self.parts = parts
-        self.files_set_aside: list[tuple[Path, str]] = []  # by check_files, for the report
-
-    def check_files(self) -> None:
-        """Before LanceDB reads anything: move its data files that no longer match what was
-        written (or, not recorded, lack Lance's magic bytes) to `damaged/`, so that LanceDB
-        never reads a damaged file; `check_table` then restores their memories."""
-        p = self.parts
-        try:
-            p.cplock.acquire(timeout=p.lock_timeout)
-        except (Timeout, OSError) as exc:
-            logger.warning("cannot check LanceDB's data files now (%s)", exc)
-            return
-        try:
-            self.files_set_aside += lancefiles.set_aside(
-                p.dirs.lancedb, p.dirs.lance_sums, p.dirs.damaged
-            )
-            lancefiles.record(p.dirs.lancedb, p.dirs.lance_sums)
-        except OSError as exc:  # a read-only directory: reads still skip what fails
-            logger.error("cannot set damaged LanceDB files aside: %s", exc)
-        finally:
-            p.cplock.release()
+        self.files_set_aside: lancefiles.Kept = []  # before LanceDB opened, for the report
 
     def check_table(self) -> None:
         """Restore LanceDB from the log if it lost data, then load again."""
@@ -141,7 +120,7 @@ class Repair:
             f"{len(fragments)} unreadable LanceDB fragment(s) ({report['rows_in_them']} rows)"
             if fragments
             else f"LanceDB at version {report['lancedb_version_found']}, older than the "
-            f"{state.version} last written (its newest manifest is missing)"
+            f"{state.version} last written (its newest manifest is missing or damaged)"
         )
         logger.error(
             "long-term memory in %s was damaged: %s. %d memories were restored from the "
