@@ -107,7 +107,7 @@ class LongTermStore:
         """Make the parts that act, load, and make good what was lost on disk."""
         p, embedder = self._parts, self.embedder
         commit = GroupCommit(p)
-        repair = Repair(p)
+        repair = self._repair = Repair(p)
         self._checkpointer = Checkpointer(p, repair)
         self._writer = Writer(p, commit, embedder, self.embed_on_save, self.contextual)
         self._vectors = Vectors(p, commit, embedder, self.wait_for_model)
@@ -262,7 +262,11 @@ class LongTermStore:
         limit: int = 20,
     ) -> list[Hit]:
         """Hybrid-ranked live entries for `query`; with no query, the most recently seen."""
-        return self._searcher.search(query, category, tags, limit)
+        hits = self._searcher.search(query, category, tags, limit)
+        if self._parts.index.damaged:  # a search found a damaged index file: rebuild, again
+            self._repair.index()
+            hits = self._searcher.search(query, category, tags, limit)
+        return hits
 
     # ---- the parts, for tests that reach inside ------------------------------------------------
     @property

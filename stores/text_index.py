@@ -123,6 +123,7 @@ class TextIndex:
         self._analyzer = _analyzer()
         self._query_analyzer = _analyzer(ENGLISH_STOPWORDS)
         self.in_ram = path is None  # also True when the directory cannot be written
+        self.damaged = False  # a search found a file it cannot read: rebuild
         self._index = self._open()
 
     def _writable(self) -> bool:
@@ -189,6 +190,8 @@ class TextIndex:
 
     def in_step(self, live: int) -> bool:
         """True when the index holds `live` documents and can be searched."""
+        if self.damaged:
+            return False
         try:
             self._index.reload()
             return self.doc_count() == live
@@ -198,6 +201,7 @@ class TextIndex:
     def rebuild(self, docs: Iterable[IndexDoc]) -> None:
         """Replace every document with `docs` in one commit (recreating a damaged index)."""
         docs = list(docs)
+        self.damaged = False
         try:
             with self.writing() as writer:
                 writer.clear()
@@ -295,9 +299,14 @@ class TextIndex:
         ]
         clauses = [(tantivy.Occur.Must, tantivy.Query.boolean_query(should))]
         clauses += self._filters(schema, category, tags)
-        searcher = self._index.searcher()
-        hits = searcher.search(tantivy.Query.boolean_query(clauses), limit).hits
-        return [(str(searcher.doc(addr)["id"][0]), float(score)) for score, addr in hits]
+        try:
+            searcher = self._index.searcher()
+            hits = searcher.search(tantivy.Query.boolean_query(clauses), limit).hits
+            return [(str(searcher.doc(addr)["id"][0]), float(score)) for score, addr in hits]
+        except (ValueError, OSError, RuntimeError) as exc:  # a damaged segment file
+            logger.error("the text index at %s is damaged (%s); it is rebuilt", self._path, exc)
+            self.damaged = True
+            return []
 
     @staticmethod
     def _filters(
