@@ -97,21 +97,24 @@ class Checkpointer:
         return True
 
     def _snapshot(self, end: int) -> int:
-        """Write a new snapshot of the records at `end` if one is due; returns the seq the
-        snapshot covers (0: none), up to which the log may drop its records."""
+        """Write a new snapshot if one is due; returns the seq the snapshot covers (0: none),
+        up to which the log may drop its records. The records are this process's view (an
+        immutable copy, taken with the seq it reflects under the write lock), not a read
+        of LanceDB: encoding them is the only cost."""
         p = self.parts
         path = p.dirs.snapshot
-        if not snapshot.due(path, end, p.mirror.view.size):
-            return snapshot.header_seq(path) or 0
-        entries = p.table.entries()
-        if p.table.damaged:  # never replace a good snapshot with a damaged table's records
-            return snapshot.header_seq(path) or 0
+        covered = snapshot.header_seq(path) or 0
+        if p.table.damaged or not snapshot.due(path, end, p.mirror.view.size):
+            return covered  # never replace a good snapshot with a damaged table's records
+        with p.log.locked():
+            p.follower.catch_up()
+            view, seq = p.mirror.view, p.log.last_seq
         try:
-            snapshot.write(path, end, entries)
+            snapshot.write(path, seq, view.values())
         except OSError as exc:
             logger.error("cannot write the snapshot %s: %s", path, exc)
-            return snapshot.header_seq(path) or 0
-        return end
+            return covered
+        return seq
 
     def _seal(self) -> tuple[int, int] | None:
         """Seal the log: (the last checkpoint, the last record now), None if nothing is new."""
