@@ -132,6 +132,7 @@ async def run_case(
             ("search_memory", {"query": "toklog1"}),
             ("save_memory", {"content": "after the damage tokafter", "category": "t"}),
             ("list_working_memory", {}),
+            ("save_to_working_memory", {"key": "after", "data": "x", "ttl_minutes": 5}),
         ):
             error, text = await call(client, tool, **args)
             if error and ("Error executing tool" in text or "Traceback" in text):
@@ -167,7 +168,7 @@ async def test_damage(
         assert out.working
     allowed = PENDING if what in LOSES_UNFOLDED else 0
     assert out.expected - out.found <= allowed, out
-    if what.startswith("LanceDB data") or what.startswith("LanceDB manifest"):
+    if what.startswith(("LanceDB data", "LanceDB manifest", "working-memory")):
         assert out.kept_aside or kind == "deleted"
 
 

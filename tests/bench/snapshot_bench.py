@@ -27,9 +27,14 @@ from dreamwell.stores.table import MemoryTable, StoredVector
 def _rows(n: int) -> list[tuple[MemoryEntry, StoredVector | None]]:
     rng = np.random.default_rng(1)
     now = utcnow()
+    # text that compresses like prose: 12-30 words from a vocabulary of 5,000 made-up ones
+    vocab = [
+        "".join(rng.choice(list("abcdefghijklmnopqrstuvwxyz"), int(k)))
+        for k in rng.integers(3, 10, 5000)
+    ]
     out: list[tuple[MemoryEntry, StoredVector | None]] = []
-    for i in range(n):
-        text = f"memory {i}: the deploy of service {i % 97} needs flag --x{i % 13} on host {i}"
+    for _ in range(n):
+        text = " ".join(rng.choice(vocab, int(rng.integers(12, 30))))
         entry = MemoryEntry(
             id=new_id(),
             content=text,
