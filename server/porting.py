@@ -238,4 +238,19 @@ def export_command(data_dir: Path, args: argparse.Namespace, model: str | None) 
     else:
         count = _write_all(sys.stdout, lines, len(entries))
     sys.stderr.write(f"exported {count} memories\n")
+    _name_lost(data_dir)
     return 0
+
+
+def _name_lost(data_dir: Path) -> None:
+    """Say which memories were lost to damage (no copy held them), from the repair reports."""
+    for report in sorted((data_dir / "damaged").glob("longterm-*.json")):
+        try:
+            lost = json.loads(report.read_text(encoding="utf-8"))["lost"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if lost:
+            sys.stderr.write(
+                f"{len(lost)} memories were lost to a damaged file and are not exported "
+                f"(ids in {report})\n"
+            )

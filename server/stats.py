@@ -268,14 +268,20 @@ def damage_finding(report: Path) -> Finding:
     """A repair the store made on opening (see `stores/repair.py`)."""
     try:
         found = json.loads(report.read_text(encoding="utf-8"))
-        lost, restored = len(found["lost"]), len(found["restored_from_log"])
+        lost = len(found["lost"])
+        restored = len(found.get("restored", found["restored_from_log"]))
+        kept = ", ".join(Path(k).name for k in found.get("files_kept", [])) or "none"
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return Finding(False, f"damage report {report} is unreadable ({exc})", f"cat {report}")
     return Finding(
         False,
         f"long-term memory was found damaged at {found.get('at', '?')}: {restored} memories "
-        f"restored from the log, {lost} lost (ids and kept files in {report})",
-        "restore lost memories from a backup (dreamwell import), then delete the report",
+        f"restored from the snapshot and the log, {lost} lost (no copy held them); damaged "
+        f"files kept aside: {kept}; vectors of restored memories are re-embedded by a "
+        f"running server (ids in {report})",
+        "restore lost memories from a backup (dreamwell import), then delete the report"
+        if lost
+        else f"nothing to do; delete {report} once read",
     )
 
 

@@ -16,6 +16,7 @@ from datetime import timedelta
 
 from filelock import Timeout
 
+from dreamwell.stores import lancefiles, snapshot
 from dreamwell.stores.errors import StoreError
 from dreamwell.stores.fold import fold
 from dreamwell.stores.parts import Parts
@@ -77,12 +78,14 @@ class Checkpointer:
         at_seal = time.perf_counter()
         touched = fold(p, start, end)
         folded = time.perf_counter()
+        covered = self._snapshot(end)
         with p.log.locked():
             p.state.write(p.state.read(), end, p.table.version, touched)
-            p.log.drop_sealed(end)
+            p.log.drop_sealed(min(end, covered))
         recorded = time.perf_counter()
         if p.table.fragments() >= COMPACT_FRAGMENTS:
             p.table.optimize(KEEP_VERSIONS)
+        lancefiles.record(p.dirs.lancedb, p.dirs.lance_sums)
         logger.debug(
             "checkpoint of %d changes: %.0f ms (seal %.0f, fold %.0f, compaction %.0f)",
             len(touched),
@@ -92,6 +95,26 @@ class Checkpointer:
             1000 * (time.perf_counter() - recorded),
         )
         return True
+
+    def _snapshot(self, end: int) -> int:
+        """Write a new snapshot if one is due; returns the seq the snapshot covers (0: none),
+        up to which the log may drop its records. The records are this process's view (an
+        immutable copy, taken with the seq it reflects under the write lock), not a read
+        of LanceDB: encoding them is the only cost."""
+        p = self.parts
+        path = p.dirs.snapshot
+        covered = snapshot.header_seq(path) or 0
+        if p.table.damaged or not snapshot.due(path, end, p.mirror.view.size):
+            return covered  # never replace a good snapshot with a damaged table's records
+        with p.log.locked():
+            p.follower.catch_up()
+            view, seq = p.mirror.view, p.log.last_seq
+        try:
+            snapshot.write(path, seq, view.values())
+        except OSError as exc:
+            logger.error("cannot write the snapshot %s: %s", path, exc)
+            return covered
+        return seq
 
     def _seal(self) -> tuple[int, int] | None:
         """Seal the log: (the last checkpoint, the last record now), None if nothing is new."""
@@ -120,8 +143,10 @@ class Checkpointer:
     def maintain(self, keep_versions_for: timedelta = KEEP_VERSIONS) -> None:
         """Checkpoint, then compact LanceDB and drop old versions."""
         self.checkpoint()
-        with self.parts.cplock:
-            self.parts.table.optimize(keep_versions_for)
+        p = self.parts
+        with p.cplock:
+            p.table.optimize(keep_versions_for)
+            lancefiles.record(p.dirs.lancedb, p.dirs.lance_sums)
 
     def reindex(self) -> None:
         """Rebuild the Tantivy index from LanceDB (after a checkpoint)."""

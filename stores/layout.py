@@ -82,6 +82,17 @@ class DataDir:
         """Where unreadable LanceDB data files are moved, with a report of what was lost."""
         return self.root / "damaged"
 
+    @property
+    def lance_sums(self) -> Path:
+        """Size and CRC-32 of each LanceDB data file, recorded when it was written."""
+        return self.root / "lancedb.sums.json"
+
+    @property
+    def snapshot(self) -> Path:
+        """The records as of a checkpoint (gzip JSON lines): with the log since, a copy of
+        every memory that does not depend on LanceDB."""
+        return self.root / "longterm.snapshot.gz"
+
     # ---- working memory, logs, dream ----------------------------------------------------
     @property
     def working(self) -> Path:

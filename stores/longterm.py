@@ -28,6 +28,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
+from dreamwell.stores import lancefiles
 from dreamwell.stores.catchup import Follower
 from dreamwell.stores.checkpoint import CHECKPOINT_SECONDS, KEEP_VERSIONS, Checkpointer
 from dreamwell.stores.commit import GroupCommit
@@ -106,7 +107,7 @@ class LongTermStore:
         """Make the parts that act, load, and make good what was lost on disk."""
         p, embedder = self._parts, self.embedder
         commit = GroupCommit(p)
-        repair = Repair(p)
+        repair = self._repair = Repair(p)
         self._checkpointer = Checkpointer(p, repair)
         self._writer = Writer(p, commit, embedder, self.embed_on_save, self.contextual)
         self._vectors = Vectors(p, commit, embedder, self.wait_for_model)
@@ -118,6 +119,7 @@ class LongTermStore:
             self.rerank_depth,
         )
         self._searcher = Searcher(p, self._vectors, embedder, tuning)
+        repair.files_set_aside = self._set_aside
         p.follower.load()
         repair.check_table()
         repair.index()
@@ -131,10 +133,13 @@ class LongTermStore:
         if log is None:
             log = Wal(dirs.wal, dirs.write_lock, lock_timeout)
         state = StateFile(dirs.state)
+        cplock = FileLock(str(dirs.checkpoint_lock), timeout=lock_timeout)
+        self._set_aside = lancefiles.check(
+            dirs.lancedb, dirs.lance_sums, dirs.damaged, cplock, lock_timeout
+        )  # before LanceDB reads a damaged file
         table = MemoryTable(dirs.lancedb)
         index = TextIndex(dirs.index)
         follower = Follower(mirror, log, state, table, index)
-        cplock = FileLock(str(dirs.checkpoint_lock), timeout=lock_timeout)
         return Parts(dirs, log, state, table, index, mirror, follower, cplock, lock_timeout)
 
     # ---- writing --------------------------------------------------------------------------------
@@ -262,7 +267,11 @@ class LongTermStore:
         limit: int = 20,
     ) -> list[Hit]:
         """Hybrid-ranked live entries for `query`; with no query, the most recently seen."""
-        return self._searcher.search(query, category, tags, limit)
+        hits = self._searcher.search(query, category, tags, limit)
+        if self._parts.index.damaged:  # a search found a damaged index file: rebuild, again
+            self._repair.index()
+            hits = self._searcher.search(query, category, tags, limit)
+        return hits
 
     # ---- the parts, for tests that reach inside ------------------------------------------------
     @property

@@ -17,6 +17,7 @@ from typing import Any
 
 from filelock import Timeout
 
+from dreamwell.stores import lancefiles, snapshot
 from dreamwell.stores.fold import fold
 from dreamwell.stores.model import utcnow
 from dreamwell.stores.parts import Parts
@@ -28,6 +29,7 @@ logger = logging.getLogger(__name__)
 class Repair:
     def __init__(self, parts: Parts) -> None:
         self.parts = parts
+        self.files_set_aside: lancefiles.Kept = []  # before LanceDB opened, for the report
 
     def check_table(self) -> None:
         """Restore LanceDB from the log if it lost data, then load again."""
@@ -63,17 +65,23 @@ class Repair:
         rows_lost = sum(d.rows for d in p.table.damaged.values())
         fragments = sorted(p.table.damaged)
         kept = p.table.isolate(p.dirs.damaged) if fragments else []
-        missing = p.index.ids() - {e.id for e in p.table.entries()}
-        needed = missing | (stale or set())
+        kept += [path for path, _ in self.files_set_aside if path not in kept]
+        self.files_set_aside = []
+        present = {e.id for e in p.table.entries()}
+        snap = snapshot.read(p.dirs.snapshot)
+        copied = self._from_snapshot(snap, present)
+        needed = (p.index.ids() - present) | (stale or set()) | copied
         through = state.checkpoint if state.known else p.log.last_seq
         retained = fold(p, 0, through)  # idempotent: the log still holds these records
-        restored = sorted(needed & retained)
-        lost = sorted(needed - retained)
+        now = {e.id for e in p.table.entries()}
+        restored = sorted(needed & now)
+        lost = sorted(needed - now - retained)
         if lost:
             with p.index.writing() as writer:
                 for entry_id in lost:
                     writer.delete(entry_id)
-        p.state.write(state, through, p.table.version, retained | set(lost))
+        p.state.write(state, through, p.table.version, retained | copied | set(lost))
+        lancefiles.record(p.dirs.lancedb, p.dirs.lance_sums)
         report = {
             "at": utcnow().isoformat(),
             "lancedb_version_found": found,
@@ -81,11 +89,25 @@ class Repair:
             "unreadable_fragments": fragments,
             "rows_in_them": rows_lost,
             "files_kept": [str(k) for k in kept],
-            "restored_from_log": restored,
+            "snapshot_seq": snap.seq if snap else None,
+            "restored": restored,
+            "restored_from_log": sorted(set(restored) - copied),
+            "restored_from_snapshot": sorted(set(restored) & copied),
             "lost": lost,
             "journal_incomplete": stale is None,
         }
         self._report(report, state)
+
+    def _from_snapshot(self, snap: snapshot.Snapshot | None, present: set[str]) -> set[str]:
+        """Write back the snapshot's records LanceDB lacks (the log, folded after, brings
+        them up to date or deletes them); returns their ids. Only when the log still holds
+        every record since the snapshot, else a deletion it no longer holds would be undone."""
+        p = self.parts
+        if snap is None or p.log.first_seq() > snap.seq + 1:
+            return set()
+        rows = [(e, None) for i, e in snap.entries.items() if i not in present]
+        p.table.upsert(rows)
+        return {e.id for e, _ in rows}
 
     def _report(self, report: dict[str, Any], state: State) -> None:
         """Keep the report under `damaged/` and say in the log what happened."""
@@ -98,14 +120,14 @@ class Repair:
             f"{len(fragments)} unreadable LanceDB fragment(s) ({report['rows_in_them']} rows)"
             if fragments
             else f"LanceDB at version {report['lancedb_version_found']}, older than the "
-            f"{state.version} last written (its newest manifest is missing)"
+            f"{state.version} last written (its newest manifest is missing or damaged)"
         )
         logger.error(
             "long-term memory in %s was damaged: %s. %d memories were restored from the "
-            "write-ahead log; %d could not be and are lost%s. Details: %s",
+            "snapshot and the write-ahead log; %d could not be and are lost%s. Details: %s",
             p.dirs.root,
             what,
-            len(report["restored_from_log"]),
+            len(report["restored"]),
             len(lost),
             f" ({', '.join(lost[:10])}{', ...' if len(lost) > 10 else ''})" if lost else "",
             path,

@@ -155,7 +155,8 @@ def _entry(row: dict[str, Any]) -> MemoryEntry:
 
 
 # what lancedb raises when a data file is missing or unreadable ("lance error: Not found ...")
-_READ_ERRORS = (RuntimeError, OSError)
+# or, for a damaged file, ValueError ("Invalid input, file does not appear to be a Lance file")
+_READ_ERRORS = (RuntimeError, OSError, ValueError)
 _LANCE_MAGIC = b"LANC"  # the last bytes of every complete Lance data file
 _MISSING = re.compile(r"Not found: (\S+?\.lance)\b")
 

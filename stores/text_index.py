@@ -125,6 +125,7 @@ class TextIndex:
         self._analyzer = _analyzer()
         self._query_analyzer = _analyzer(ENGLISH_STOPWORDS)
         self.in_ram = path is None  # also True when the directory cannot be written
+        self.damaged = False  # a search found a file it cannot read: rebuild
         self._index = self._open() if repair else self._open_as_is()
 
     def _open_as_is(self) -> tantivy.Index:
@@ -198,6 +199,8 @@ class TextIndex:
 
     def in_step(self, live: int) -> bool:
         """True when the index holds `live` documents and can be searched."""
+        if self.damaged:
+            return False
         try:
             self._index.reload()
             return self.doc_count() == live
@@ -207,6 +210,7 @@ class TextIndex:
     def rebuild(self, docs: Iterable[IndexDoc]) -> None:
         """Replace every document with `docs` in one commit (recreating a damaged index)."""
         docs = list(docs)
+        self.damaged = False
         try:
             with self.writing() as writer:
                 writer.clear()
@@ -304,9 +308,14 @@ class TextIndex:
         ]
         clauses = [(tantivy.Occur.Must, tantivy.Query.boolean_query(should))]
         clauses += self._filters(schema, category, tags)
-        searcher = self._index.searcher()
-        hits = searcher.search(tantivy.Query.boolean_query(clauses), limit).hits
-        return [(str(searcher.doc(addr)["id"][0]), float(score)) for score, addr in hits]
+        try:
+            searcher = self._index.searcher()
+            hits = searcher.search(tantivy.Query.boolean_query(clauses), limit).hits
+            return [(str(searcher.doc(addr)["id"][0]), float(score)) for score, addr in hits]
+        except (ValueError, OSError, RuntimeError) as exc:  # a damaged segment file
+            logger.error("the text index at %s is damaged (%s); it is rebuilt", self._path, exc)
+            self.damaged = True
+            return []
 
     @staticmethod
     def _filters(

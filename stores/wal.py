@@ -21,6 +21,7 @@ import contextlib
 import json
 import logging
 import os
+import stat
 import threading
 import zlib
 from collections.abc import Iterator, Sequence
@@ -28,6 +29,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from dreamwell.stores.damaged import keep_aside
 from dreamwell.stores.errors import StoreBusy, StoreError
 from dreamwell.stores.log import LogGap, Op, Record
 from dreamwell.stores.model import utcnow
@@ -163,6 +165,11 @@ class Wal:
             self._fd = os.open(self.path(first), os.O_RDONLY)
         except FileNotFoundError:
             return False
+        if stat.S_ISDIR(os.fstat(self._fd).st_mode):  # a directory where a segment was
+            os.close(self._fd)
+            self._fd = None
+            keep_aside(self.path(first), "a directory, not a log segment")
+            return self._open_next()
         self._segment, self._offset = first, 0
         return True
 

@@ -24,7 +24,7 @@ LANCE = Path("lancedb") / "memories.lance"
 
 def _three_checkpoints(data: Path) -> list[list[str]]:
     """Three batches of 20, one checkpoint (one LanceDB fragment) each; returns their ids.
-    The log keeps only the newest sealed segment, so batch 3 is still in it."""
+    The snapshot (written at the first checkpoint) holds batch 1, the log all three."""
     store = LongTermStore(data)
     batches = []
     for b in range(3):
@@ -54,6 +54,12 @@ def _report(data: Path) -> dict[str, object]:
     return parsed
 
 
+def _no_other_copy(data: Path) -> None:
+    """Remove the copies of batch 1 outside LanceDB: the snapshot and the first log segment."""
+    (data / "longterm.snapshot.gz").unlink()
+    (data / "wal" / f"{1:020d}.log").unlink()
+
+
 def _found(store: LongTermStore, token: str) -> bool:
     return any(token in h.entry.content for h in store.search(token))
 
@@ -64,7 +70,8 @@ def test_an_unreadable_fragment_is_isolated_and_its_memories_named(
 ) -> None:
     data = tmp_path / "data"
     batches = _three_checkpoints(data)
-    first = _data_files(data)[0]  # batch 1's fragment; its log segment is gone
+    first = _data_files(data)[0]  # batch 1's fragment
+    _no_other_copy(data)
     original = first.read_bytes()
     if damage == "missing":
         first.unlink()
@@ -100,12 +107,13 @@ def test_doctor_names_the_damage_and_what_was_lost(
 ) -> None:
     data = tmp_path / "data"
     _three_checkpoints(data)
+    _no_other_copy(data)
     _data_files(data)[0].unlink()
     with pytest.raises(SystemExit) as exit_:
         main(["doctor", "--data-dir", str(data), "--embedder", "none"])
     assert exit_.value.code == 1
     out = capsys.readouterr().out
-    assert "0 memories restored from the log, 20 lost" in out
+    assert "0 memories restored from the snapshot and the log, 20 lost (no copy held them)" in out
     assert str(next((data / "damaged").glob("longterm-*.json"))) in out
 
 
@@ -128,9 +136,10 @@ def test_a_deleted_newest_manifest_is_detected_and_restored_from_the_log(
 
 def test_versions_lost_beyond_the_log_are_named(tmp_path: Path) -> None:
     """Two checkpoints' manifests gone: the newest is restored from the log, the one before
-    it (its log segment already dropped) is named by id from the state's journal."""
+    it (its log segment dropped here) is named by id from the state's journal."""
     data = tmp_path / "data"
     batches = _three_checkpoints(data)
+    (data / "wal" / f"{21:020d}.log").unlink()
     for manifest in _manifests(data)[:2]:
         manifest.unlink()
     store = LongTermStore(data)
@@ -148,6 +157,7 @@ async def test_working_memory_and_other_memories_survive_a_damaged_fragment(
     async with Client(build_server(settings)) as client:
         await ok(client, "save_to_working_memory", key="plan", data="keep me", ttl_minutes=60)
     batches = _three_checkpoints(data)
+    (data / "wal" / f"{21:020d}.log").unlink()  # batch 2's only other copy
     _data_files(data)[1].unlink()  # batch 2's fragment
     async with Client(build_server(settings)) as client:
         assert "keep me" in await ok(client, "get_from_working_memory", key="plan")

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from dreamwell.server import hook_settings
 from dreamwell.server.config import Settings
 from dreamwell.server.hook_refresh import refresh
-from dreamwell.stores import LongTermStore, MemoryEntry, utcnow
+from dreamwell.stores import LongTermStore, MemoryEntry, snapshot, utcnow
 from dreamwell.stores.layout import DataDir
 from tests.hooks_helpers import (
     Transcript,
@@ -138,8 +138,9 @@ def test_memories_not_yet_checkpointed_are_found_from_the_log(tmp_path: Path) ->
 
 
 def test_without_a_snapshot_a_hook_starts_one_refresher_and_later_hooks_use_it(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(snapshot, "SNAPSHOT_EVERY", 1)  # the log drops what a snapshot covers
     store = LongTermStore(tmp_path)
     store.save("Deploy the api with make deploy", category="projects/api")
     store.checkpoint()

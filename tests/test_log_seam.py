@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dreamwell.stores import LongTermStore
+from dreamwell.stores import LongTermStore, snapshot
 from dreamwell.stores.log import Log, LogGap, Op, Record
 
 
@@ -106,8 +106,10 @@ def test_a_second_log_carries_saves_deletes_checkpoints_and_catch_up(tmp_path: P
 
 
 def test_a_reader_behind_dropped_records_recovers_them_from_lancedb(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # records are dropped once a snapshot covers them: one at every checkpoint here
+    monkeypatch.setattr(snapshot, "SNAPSHOT_EVERY", 1)
     shared = Shared()
     writer, lagging = open_store(tmp_path, shared), open_store(tmp_path, shared)
     saved = []

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from dreamwell.stores import ANY, LongTermStore, StoreError, Write
+from dreamwell.stores import ANY, LongTermStore, StoreError, Write, snapshot
 from dreamwell.stores.wal import Wal
 from tests.test_recall import HashEmbedder
 
@@ -106,7 +106,11 @@ def test_a_damaged_record_is_skipped_kept_aside_and_the_rest_is_read(tmp_path: P
     assert list((tmp_path / "wal").glob("*.corrupt-*")), "the damaged log must be kept aside"
 
 
-def test_a_reader_behind_deleted_log_segments_catches_up_from_lancedb(tmp_path: Path) -> None:
+def test_a_reader_behind_deleted_log_segments_catches_up_from_lancedb(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # segments are dropped once a snapshot covers them: one at every checkpoint here
+    monkeypatch.setattr(snapshot, "SNAPSHOT_EVERY", 1)
     reader = LongTermStore(tmp_path)
     assert reader.search("glacier") == []
     writer = LongTermStore(tmp_path)
