@@ -192,7 +192,7 @@ async function restore(m) {
 async function create(body) {
   const answer = await api("/ui/api/memories", body).catch((error) => { status(error.message); throw error; });
   status(answer.reinforced ? "Already known: the existing memory was reinforced." : "Saved a new memory.");
-  await refresh();
+  refresh();
   return answer;
 }
 
