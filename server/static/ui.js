@@ -208,9 +208,10 @@ function tree(rows, bare) {
   }
   const button = (label, n, chosen, pick) => {
     const b = el("button"); b.type = "button";
-    b.append(el("span", label), el("span", String(n), "n"));
+    const count = el("span", String(n), "n");
+    count.append(el("span", n === 1 ? " memory" : " memories", "sr"));
+    b.append(el("span", label), count);
     b.setAttribute("aria-pressed", String(chosen));
-    b.setAttribute("aria-label", `${label}, ${plural(n, "memory", "memories")}`);
     b.onclick = pick;
     return b;
   };
@@ -231,9 +232,11 @@ function tree(rows, bare) {
   all.append(button("All memories", root.n + bare, !memories.category && !memories.bare, () => choose("", false)));
   none.append(button("uncategorised", bare, memories.bare, () => choose("", !memories.bare)));
   none.firstChild.dataset.category = "(none)";
-  const focused = document.activeElement && document.activeElement.closest("#tree") ? document.activeElement.getAttribute("aria-label").split(",")[0] : null;
+  all.firstChild.dataset.category = "(all)";
+  const active = document.activeElement;
+  const focused = active && active.closest("#tree") ? active.dataset.category : null;
   $("tree").replaceChildren(all, ...build(root, "").children, none);
-  if (focused) [...$("tree").querySelectorAll("button")].find((b) => b.getAttribute("aria-label").startsWith(focused + ","))?.focus();
+  if (focused) [...$("tree").querySelectorAll("button")].find((b) => b.dataset.category === focused)?.focus();
 }
 
 function choose(category, bare) {
