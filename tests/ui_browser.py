@@ -30,9 +30,9 @@ CHROMIUM_ARGS = [
 
 
 @contextmanager
-def ui_process(data: Path, embedder: str = "none") -> Iterator[str]:
+def ui_process(data: Path, embedder: str = "none", **env_more: str) -> Iterator[str]:
     """`dreamwell ui` on `data`; yields its address once it listens."""
-    env = {**os.environ, "DREAMWELL_EMBEDDER": embedder}
+    env = {**os.environ, "DREAMWELL_EMBEDDER": embedder, **env_more}
     proc = subprocess.Popen(
         [sys.executable, "-m", "dreamwell.server", "ui", "--port", "0", "--data-dir", str(data)],
         stderr=subprocess.PIPE,
