@@ -347,7 +347,7 @@ function change(c, texts) {
   if (c.sources.length) {
     const grid = el("div", undefined, "sources");
     for (const id of c.sources) grid.append(el("blockquote", texts[id] || `(${id})`));
-    box.append(el("p", "merged from:"), grid);
+    box.append(el("p", c.kind === "merge" ? "merged from:" : "merged into:"), grid);
   }
   const table = el("table", undefined, "diff");
   const head = table.insertRow();
