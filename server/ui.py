@@ -33,6 +33,8 @@ from dreamwell.stores import StoreError
 CSRF_HEADER = "x-dreamwell-csrf"
 _STATIC = {
     "ui.js": "text/javascript",
+    "memories.js": "text/javascript",
+    "dreams.js": "text/javascript",
     "ui.css": "text/css",
     "favicon.svg": "image/svg+xml",
 }

@@ -161,11 +161,25 @@ def test_a_person_browses_edits_deletes_restores_and_dreams_in_chromium(
         page.click("#apply")
         page.wait_for_selector("#undo")
         assert page.locator("#report ins, #report del").count() >= 1
+        # a diff: the memory's text, the merged sources side by side, old before new, and
+        # runs named by date and time with what changed
+        merge = page.locator("#report .change", has=page.locator("h3:text-is('merge')"))
+        assert merge.locator(".text").inner_text() == "Deploys happen on Fridays"
+        assert sorted(merge.locator(".sources blockquote").all_inner_texts()) == [
+            "Deploys happen on Fridays",
+            "deploys happen on fridays!",
+        ]
+        reinforced = merge.locator("tr:has(td:text-is('reinforced')) td").nth(1)
+        assert reinforced.inner_html().index("<del>") < reinforced.inner_html().index("<ins>")
+        runs = page.locator("#runs .run").all_inner_texts()
+        assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d\n2 archived, 1 merged$", runs[0]), runs
         page.screenshot(path=str(ARTIFACTS / "ui-dream-report.png"), full_page=True)
         assert len(LongTermStore(data, embedder=None).entries()) == 3
         page.click("#undo")
         page.wait_for_selector("#report h2:text('— undone')")
         assert len(LongTermStore(data, embedder=None).entries()) == 4
+        page.click("#views [data-view='memories']")
+        page.wait_for_selector("#last-dream:text('2 archived, 1 merged (undone)')")
 
 
 def test_an_older_list_answering_late_never_draws_over_the_newer_one(
