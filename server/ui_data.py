@@ -141,7 +141,7 @@ def _edited(old: MemoryEntry, body: dict[str, Any]) -> MemoryEntry:
 def _gone(entry_id: str) -> BadRequest:
     return BadRequest(
         404,
-        f"this memory ({entry_id}) no longer exists: it was deleted elsewhere (an agent, the "
+        f"This memory ({entry_id}) no longer exists: it was deleted elsewhere (an agent, the "
         "dream or another tab). Your text is still in the editor: copy it, or save it as a "
         "new memory.",
         gone=True,
@@ -154,7 +154,7 @@ def _conflict(store: LongTermStore, entry_id: str) -> BadRequest:
         return _gone(entry_id)
     return BadRequest(
         409,
-        "this memory was changed elsewhere since you opened it; reload to see the new text, "
+        "This memory was changed elsewhere since you opened it: reload to see the new text, "
         "or overwrite it with yours",
         current=entry_json(now),
     )
