@@ -261,13 +261,15 @@ def ui_command(settings: Settings) -> int:
 async def _serve_and_backfill(
     app: ASGIApp, runtime: Runtime, settings: Settings, sock: Any
 ) -> None:
-    """Serve the page and, like `serve`, embed the memories that have no vector yet."""
+    """Serve the page and, like `serve`, embed the memories that have no vector yet and fold
+    the log into LanceDB and Tantivy now and then."""
     import anyio
 
-    from dreamwell.server.app import backfill_forever
+    from dreamwell.server.app import backfill_forever, checkpoint_forever
     from dreamwell.server.http import uvicorn_server
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(backfill_forever, runtime)
+        tg.start_soon(checkpoint_forever, runtime)
         await uvicorn_server(app, settings).serve([sock])
         tg.cancel_scope.cancel()

@@ -147,13 +147,16 @@ def test_requests_piped_before_stdin_closes_are_carried_out(tmp_path: Path) -> N
 
 def test_ui_fills_missing_vectors_like_serve(tmp_path: Path) -> None:
     data = tmp_path / "d"
-    LongTermStore(data, embedder=None).save("a memory saved without an embedder")
+    store = LongTermStore(data, embedder=None)
+    store.save("a memory saved without an embedder")
+    before = store.change_seq()
     with (
         fake_ollama() as (host, script),
         ui_process(data, "ollama", DREAMWELL_OLLAMA_HOST=host) as url,
     ):
         assert httpx2.get(f"{url}ui/api/memories", timeout=60).status_code == 200  # opens it
         deadline = time.monotonic() + 60
-        while not any(r.get("path") == "/api/embed" for r in script.requests):
+        while LongTermStore(data, embedder=None).change_seq() == before:  # the vector, logged
             assert time.monotonic() < deadline, "the ui never embedded the memory"
             time.sleep(0.1)
+        assert any(r.get("path") == "/api/embed" for r in script.requests)
