@@ -24,17 +24,18 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from dreamwell.dream import DreamBusy, DreamOptions, run_cycle, undo
 from dreamwell.dream.report import Report, load_report
-from dreamwell.server import ui_data
+from dreamwell.server import ui_data, ui_skills
 from dreamwell.server.config import LOOPBACK, Settings
 from dreamwell.server.runtime import TENANT_SCOPE_KEY, Runtime, Tenant
 from dreamwell.server.ui_data import BadRequest
-from dreamwell.stores import StoreError
+from dreamwell.stores import SkillCatalog, StoreError
 
 CSRF_HEADER = "x-dreamwell-csrf"
 _STATIC = {
     "ui.js": "text/javascript",
     "memories.js": "text/javascript",
     "dreams.js": "text/javascript",
+    "skills.js": "text/javascript",
     "ui.css": "text/css",
     "favicon.svg": "image/svg+xml",
 }
@@ -62,6 +63,14 @@ class UI:
         self.runtime = runtime
         self.csrf = secrets.token_urlsafe(32)
         self.loopback = runtime.settings.host in LOOPBACK
+        self._catalogs: dict[str, SkillCatalog] = {}  # per tenant directory
+
+    def catalog(self, tenant: Tenant) -> SkillCatalog:
+        key = str(tenant.data_dir)
+        found = self._catalogs.get(key)
+        if found is None:
+            found = self._catalogs[key] = SkillCatalog(tenant.data_dir)
+        return found
 
     async def tenant(self, request: Request) -> Tenant:
         return await self.runtime.tenant(str(request.scope.get(TENANT_SCOPE_KEY, "")))
@@ -121,7 +130,9 @@ class UI:
     async def version(self, request: Request) -> Response:
         """Cheap (a few stat() calls): the page polls it and reloads when it moves."""
         tenant = await self.tenant(request)
-        return JSONResponse({"version": await run_in_threadpool(tenant.longterm.change_seq)})
+        seq = await run_in_threadpool(tenant.longterm.change_seq)
+        skills = await run_in_threadpool(self.catalog(tenant).generation)
+        return JSONResponse({"version": seq, "skills": skills})
 
     async def overview(self, request: Request) -> Response:
         tenant = await self.tenant(request)
@@ -146,6 +157,30 @@ class UI:
         entry_id = request.path_params["id"]
         entry = await run_in_threadpool(ui_data.edit, tenant.longterm, entry_id, action, body)
         return JSONResponse({"memory": ui_data.entry_json(entry)})
+
+    async def skills(self, request: Request) -> Response:
+        tenant = await self.tenant(request)
+        status = request.query_params.get("status", "all")
+        found = await run_in_threadpool(
+            ui_skills.listing, self.catalog(tenant), tenant.data_dir, status
+        )
+        return JSONResponse(found)
+
+    async def skill(self, request: Request) -> Response:
+        tenant, name = await self.tenant(request), request.path_params["name"]
+        found = await run_in_threadpool(
+            ui_skills.detail, self.catalog(tenant), tenant.data_dir, name
+        )
+        return JSONResponse(found)
+
+    async def skill_change(self, request: Request) -> Response:
+        tenant, action = await self.tenant(request), request.path_params["action"]
+        if action not in ui_skills.ACTIONS:
+            raise BadRequest(404, f"no action '{action}'; one of: {', '.join(ui_skills.ACTIONS)}")
+        body, name = await self.body(request), request.path_params["name"]
+        catalog = self.catalog(tenant)
+        skill = await run_in_threadpool(ui_skills.change, catalog, name, action, body)
+        return JSONResponse({"skill": ui_skills.skill_json(skill)})
 
     async def dreams(self, request: Request) -> Response:
         tenant = await self.tenant(request)
@@ -179,6 +214,9 @@ class UI:
                     g(self.change),
                     methods=["POST"],
                 ),
+                Route("/ui/api/skills", g(self.skills)),
+                Route("/ui/api/skills/{name}", g(self.skill)),
+                Route("/ui/api/skills/{name}/{action:str}", g(self.skill_change), methods=["POST"]),
                 Route("/ui/api/dreams", g(self.dreams)),
                 Route("/ui/api/dreams/{run}", g(self.dream)),
                 Route("/ui/api/dreams/{run}/undo", g(self.undo), methods=["POST"]),

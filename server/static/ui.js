@@ -1,7 +1,7 @@
 // dreamwell memory browser: plain JavaScript, no build step, nothing from the network.
 // This file is what every view shares (the API, the status line, the view switcher, live
 // refresh). Each view is its own file that registers itself in `views` with `show()` (drawn
-// when chosen) and `changed(visible)` (memory moved elsewhere): memories.js, dreams.js. A new
+// when chosen) and `changed(visible)` (memory moved elsewhere): memories.js, dreams.js, skills.js. A new
 // view is one button in <nav id="views">, one <section data-panel> in ui.html, one script.
 "use strict";
 const csrf = document.querySelector('meta[name="dreamwell-csrf"]').content;
@@ -78,12 +78,13 @@ async function poll() {
   if (document.hidden) return;
   try {
     const answer = await api("/ui/api/version");
-    if (version !== null && answer.version !== version) {
+    const now = `${answer.version}/${answer.skills}`; // memories' log, skills' generation
+    if (version !== null && now !== version) {
       for (const [name, v] of Object.entries(views)) {
         if (v.changed) await v.changed(!$("view-" + name).hidden);
       }
     }
-    version = answer.version;
+    version = now;
   } catch { /* shown by the next refresh */ }
 }
 
