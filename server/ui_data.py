@@ -208,8 +208,14 @@ def dream_summary(kinds: Counter[str]) -> str:
 
 def dreams(data_dir: Any, limit: int = 50) -> list[dict[str, Any]]:
     out = []
-    for run in list_reports(data_dir)[:limit]:
-        r = load_report(data_dir, run)
+    # newest first by start time: two runs in the same second have names in random order
+    loaded = sorted(
+        (load_report(data_dir, run) for run in list_reports(data_dir)[:limit]),
+        key=lambda r: r.started,
+        reverse=True,
+    )
+    for r in loaded:
+        run = r.run
         kinds = Counter(c.kind for c in r.changes())
         out.append(
             {
