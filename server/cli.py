@@ -84,7 +84,12 @@ def _own_arguments(name: str, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("text")
         parser.add_argument("--session", default="cli")
         parser.add_argument("--role", choices=["user", "assistant"], default="user")
-        parser.add_argument("--kind", default="Correction", help="Correction, helpful, ...")
+        parser.add_argument(
+            "--kind",
+            default="Correction",
+            type=_feedback_kind,
+            help="Correction, helpful or harmful",
+        )
         parser.add_argument("--memory-id")
     elif name == "export":
         parser.add_argument("--tenant", help="a tenant's memory instead of the default")
@@ -112,6 +117,16 @@ def _own_arguments(name: str, parser: argparse.ArgumentParser) -> None:
         from dreamwell.server.install import add_arguments
 
         add_arguments(parser)
+
+
+FEEDBACK_KINDS = ("Correction", "helpful", "harmful")  # what the dream reads
+
+
+def _feedback_kind(value: str) -> str:
+    for kind in FEEDBACK_KINDS:
+        if value.casefold() == kind.casefold():
+            return kind
+    raise argparse.ArgumentTypeError(f"{value!r} is not one of {', '.join(FEEDBACK_KINDS)}")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -186,6 +201,11 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
             2,
         )
     ensure_format(settings.data_dir)
+    if settings.transport == "stdio" and sys.stdin.isatty():
+        sys.stderr.write(
+            "dreamwell: serving MCP on stdin/stdout and waiting for an MCP client; an agent "
+            "starts this itself (see 'Connect a client' in README.md). Ctrl-D or Ctrl-C stops.\n"
+        )
     anyio.run(serve, settings)
     return 0
 
@@ -205,6 +225,8 @@ def cmd_log(settings: Settings, args: argparse.Namespace) -> int:
         else {"session": args.session, "kind": args.kind, "detail": args.text}
         | ({"memory_id": args.memory_id} if args.memory_id else {})
     )
+    if not args.text.strip():
+        return fail(f"the {args.log} text is empty; say what to log", 2)
     name = CONVERSATION if args.log == "conversation" else FEEDBACK
     JsonlLog(tenant_dir(settings, args.tenant), name).append(record)
     return 0
@@ -320,6 +342,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     try:
         code = COMMANDS[command](settings, args)
+    except BrokenPipeError:  # `dreamwell export | head`: the reader left; nothing to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 0
     except ValueError as exc:  # bad tenant names and the like, already worded for people
         code = fail(str(exc), 2)
     except Exception as exc:

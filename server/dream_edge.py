@@ -287,6 +287,26 @@ def run_dream_command(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _say_if_waiting(tenant: Tenant, label: str) -> None:
+    """A cycle waits until no tool call came for DreamOptions.quiet_seconds: say so, or a
+    person at the terminal sees nothing happen for up to that long."""
+    import time
+
+    from dreamwell.dream import DreamOptions
+
+    quiet = DreamOptions().quiet_seconds
+    try:
+        idle = time.time() - DataDir(tenant.data_dir).activity.stat().st_mtime
+    except FileNotFoundError:
+        return
+    if idle < quiet:
+        sys.stderr.write(
+            f"dreamwell: {label}: an agent used this memory {idle:.0f} s ago; waiting until it "
+            f"has been quiet for {quiet:.0f} s, so the dream does not rewrite what it is saving\n"
+        )
+        sys.stderr.flush()
+
+
 def _dream_all(runtime: Runtime, names: list[str], args: argparse.Namespace, out: IO[str]) -> int:
     """--once: one cycle per store; --every: that, every interval, for ever. A store whose
     cycle is busy or fails is reported and the others still dream."""
@@ -302,6 +322,7 @@ def _dream_all(runtime: Runtime, names: list[str], args: argparse.Namespace, out
             try:
                 refuse_read_only(runtime.tenant_dir(name))
                 tenant = runtime.open_tenant(name)
+                _say_if_waiting(tenant, label)
                 with progress(len(PASSES), f"dreaming {label}", " passes") as bar:
 
                     def step(pass_name: str, bar: Any = bar, label: str = label) -> None:

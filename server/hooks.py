@@ -8,8 +8,8 @@ prints nothing: it is one line in `hooks.log` instead, because a hook must never
 user's prompt.
 
 The read path imports no MCP SDK, LanceDB, numpy or onnxruntime (see stores/quick_recall.py).
-Skills are served by the skill catalog (stores/skills.py) once it lands: the three
-`skills_*`/`record_skill_uses` functions below are where it is wired in."""
+Skills come from the skill catalog (stores/skills.py, through server/hook_skills.py): the
+active ones listed at session start, up to 3 relevant ones per prompt, each once a session."""
 
 from __future__ import annotations
 
@@ -58,23 +58,29 @@ class Call:
     settings: HookSettings
 
 
-# ---- skills: extension points for the skill catalog (not wired yet) ---------------------------
+# ---- skills: from the skill catalog (server/hook_skills.py) --------------------------------
 def skills_for_session_start(dirs: DataDir, state: HookSession) -> list[tuple[str, str]]:
-    """(name, description) of the active skills to list at session start. None until the
-    skill catalog is wired in."""
-    return []
+    """(name, description) of the active skills to list at session start (those already
+    shown in this session's context left out); the caller fits them to hook_max_chars."""
+    from dreamwell.server.hook_skills import active
+
+    return active(dirs, state.skills)
 
 
 def skills_for_prompt(dirs: DataDir, state: HookSession, prompt: str) -> list[tuple[str, str]]:
-    """(name, description) of skills relevant to `prompt` not yet shown in this session."""
-    return []
+    """(name, description) of up to 3 active skills relevant to `prompt` not yet shown in
+    this session."""
+    from dreamwell.server.hook_skills import relevant
+
+    return relevant(dirs, prompt, state.skills)
 
 
 def record_skill_uses(
     dirs: DataDir, session: str, skills: Sequence[str], tools: Counter[str]
 ) -> None:
     """The skills and tools the agent used, into `skill-usage.jsonl` (usage counts are derived
-    from it). With the catalog wired in, names can be checked against it here."""
+    from it). Every skill name is kept, the catalog's or not: a skill the user wrote by hand
+    and uses often is what the dream's gap detection should know about."""
     from dreamwell.stores.logs import SKILL_USAGE, SKILL_USAGE_MAX_BYTES, JsonlLog
 
     if not skills and not tools:

@@ -233,7 +233,11 @@ def export_command(data_dir: Path, args: argparse.Namespace, model: str | None) 
     entries = store.entries(args.include_archived)
     lines = export_lines(entries, vectors, model or "")
     if args.output:
-        with Path(args.output).open("w", encoding="utf-8") as out:
+        target = Path(args.output)
+        if not target.parent.is_dir():
+            sys.stderr.write(f"dreamwell: cannot write {target}: no directory {target.parent}\n")
+            return 1
+        with target.open("w", encoding="utf-8") as out:
             count = _write_all(out, lines, len(entries))
     else:
         count = _write_all(sys.stdout, lines, len(entries))

@@ -179,6 +179,14 @@ class Finding:
 
 
 def check_dir(data_dir: Path) -> list[Finding]:
+    if data_dir.exists() and not data_dir.is_dir():
+        return [
+            Finding(
+                False,
+                f"{data_dir} is a file, not a directory",
+                "point --data-dir (or DREAMWELL_DATA_DIR) at a directory",
+            )
+        ]
     if not data_dir.is_dir():
         return [Finding(False, f"no data directory at {data_dir}", f"mkdir -p {data_dir}")]
     probe = data_dir / ".doctor-probe"
@@ -316,6 +324,11 @@ def check_llm(settings: Settings) -> Finding:
 def doctor_command(settings: Settings, only: str | None = None) -> int:
     findings = check_dir(settings.data_dir)
     if findings[0].ok:
+        known = [name for name, _ in tenants(settings.data_dir)]
+        if only is not None and only not in known:
+            shown = ", ".join(n for n in known if n) or "none"
+            fix = f"pick one of the tenants that exist ({shown}), or leave out --tenant"
+            findings.append(Finding(False, f"no tenant '{only}' in {settings.data_dir}", fix))
         for name, data_dir in tenants(settings.data_dir):
             if only is None or name == only:
                 label = f"[{name or 'default'}] "

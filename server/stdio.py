@@ -119,13 +119,72 @@ def _stdin() -> Iterator[Any]:
             restore()
 
 
-class ReplyingReadStream:
-    """The transport's read stream, minus unreadable frames, which are answered instead."""
+DRAIN_SECONDS = 15.0  # at EOF, how long requests already read may take to be answered (a
+# cold first save opens the store: seconds on a loaded machine)
+# a dream asked for over MCP may wait minutes on its LLM: at EOF it is cancelled, not awaited
+# (a cycle is safe to cancel between steps and can be asked for again)
+LONG_METHODS = {("prompts/get", "dream")}
 
-    def __init__(self, inner: Any, write: Any, on_eof: Callable[[], None] | None = None) -> None:
+
+def _request_id_of(item: Any, method: bool) -> Any:
+    """The id of a request (method=True) or of a response (False) in a SessionMessage."""
+    message = getattr(item, "message", None)
+    if (getattr(message, "method", None) is not None) != method:
+        return None
+    return getattr(message, "id", None)
+
+
+def _long(item: Any) -> bool:
+    message = item.message
+    params = getattr(message, "params", None) or {}
+    return (
+        message.method,
+        params.get("name") if isinstance(params, dict) else None,
+    ) in LONG_METHODS
+
+
+class AnsweringWriteStream:
+    """The transport's write stream, noting which requests have been answered."""
+
+    def __init__(self, inner: Any, pending: set[Any]) -> None:
+        self._inner = inner
+        self._pending = pending
+
+    async def send(self, item: Any) -> None:
+        await self._inner.send(item)
+        self._pending.discard(_request_id_of(item, method=False))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def __aenter__(self) -> AnsweringWriteStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._inner.aclose()
+
+
+class ReplyingReadStream:
+    """The transport's read stream, minus unreadable frames, which are answered instead.
+    When stdin closes, requests already read are answered before the end is passed on
+    (`printf '<initialize>\\n<save>\\n' | dreamwell serve` saves), for DRAIN_SECONDS at most."""
+
+    def __init__(
+        self,
+        inner: Any,
+        write: Any,
+        on_eof: Callable[[], None] | None = None,
+        pending: set[Any] | None = None,
+    ) -> None:
         self._inner = inner
         self._write = write
         self._on_eof = on_eof
+        self._pending = pending if pending is not None else set()
+
+    async def _drain(self) -> None:
+        with anyio.move_on_after(DRAIN_SECONDS):
+            while self._pending:
+                await anyio.sleep(0.01)
 
     @property
     def last_context(self) -> Any:
@@ -136,10 +195,13 @@ class ReplyingReadStream:
             try:
                 item = await self._inner.receive()
             except (anyio.EndOfStream, anyio.ClosedResourceError):
-                if self._on_eof is not None:  # stdin closed: the client is gone
+                await self._drain()  # stdin closed: answer what was read, then go
+                if self._on_eof is not None:
                     self._on_eof()
                 raise
             if not isinstance(item, Exception):
+                if (rid := _request_id_of(item, method=True)) is not None and not _long(item):
+                    self._pending.add(rid)
                 return item
             reply = error_reply(item)
             if reply is not None:
@@ -175,10 +237,11 @@ async def run_stdio(mcp: MCPServer[Any], on_eof: Callable[[], None] | None = Non
     """What `MCPServer.run_stdio_async` does, with every unreadable frame answered; `on_eof`
     runs as soon as stdin closes (handlers still running may keep `run` from returning)."""
     lowlevel = mcp._lowlevel_server
+    pending: set[Any] = set()
     with _stdin() as stdin:
         async with stdio_server(stdin=stdin) as (read_stream, write_stream):
             await lowlevel.run(
-                ReplyingReadStream(read_stream, write_stream, on_eof),
-                write_stream,
+                ReplyingReadStream(read_stream, write_stream, on_eof, pending),
+                AnsweringWriteStream(write_stream, pending),
                 lowlevel.create_initialization_options(),
             )

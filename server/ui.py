@@ -12,7 +12,6 @@ from __future__ import annotations
 import hmac
 import secrets
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from importlib.resources import files
 from typing import Any
 
@@ -24,111 +23,27 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from dreamwell.dream import DreamBusy, DreamOptions, run_cycle, undo
-from dreamwell.dream.report import Report, list_reports, load_report
+from dreamwell.dream.report import Report, load_report
+from dreamwell.server import ui_data, ui_skills
 from dreamwell.server.config import LOOPBACK, Settings
 from dreamwell.server.runtime import TENANT_SCOPE_KEY, Runtime, Tenant
-from dreamwell.stores import (
-    MAX_CONTENT_CHARS,
-    LongTermStore,
-    MemoryEntry,
-    StoreError,
-    Write,
-    check_category,
-    check_tags,
-    entry_to_dict,
-    fold_text,
-    utcnow,
-)
+from dreamwell.server.ui_data import BadRequest
+from dreamwell.stores import SkillCatalog, StoreError
 
 CSRF_HEADER = "x-dreamwell-csrf"
-_STATIC = {"ui.js": "text/javascript", "ui.css": "text/css"}
-_LIMIT = 200
+_STATIC = {
+    "ui.js": "text/javascript",
+    "memories.js": "text/javascript",
+    "dreams.js": "text/javascript",
+    "skills.js": "text/javascript",
+    "ui.css": "text/css",
+    "favicon.svg": "image/svg+xml",
+}
 Handler = Callable[[Request], Awaitable[Response]]
 
 
 def _asset(name: str) -> str:
     return files("dreamwell.server").joinpath("static", name).read_text(encoding="utf-8")
-
-
-class BadRequest(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-# ---- reads and writes on one tenant's store (blocking: run in a worker thread) --------------
-def entry_json(e: MemoryEntry) -> dict[str, Any]:
-    return entry_to_dict(e) | {"live": e.live}
-
-
-def find(store: LongTermStore, q: str, category: str, tags: str, archived: str) -> list[Any]:
-    """archived: 'live' (default), 'archived' or 'all'."""
-    category_ = check_category(category or None)
-    tags_ = check_tags(tags or None)
-    if q and archived == "live":
-        return [entry_json(h.entry) for h in store.search(q, category_, tags_, _LIMIT)]
-    words = fold_text(q).split()
-    chosen = []
-    for e in store.entries(include_archived=archived != "live"):
-        if archived == "archived" and e.live:
-            continue
-        cat = e.category or ""
-        if category_ and not (cat == category_ or cat.startswith(category_ + "/")):
-            continue
-        if not all(t in e.tags for t in tags_):
-            continue
-        text = fold_text(e.content)
-        if all(w in text for w in words):
-            chosen.append(e)
-    chosen.sort(key=lambda e: (e.last_seen_at, e.created_at), reverse=True)
-    return [entry_json(e) for e in chosen[:_LIMIT]]
-
-
-def categories(store: LongTermStore) -> list[dict[str, Any]]:
-    counts: dict[str, int] = {}
-    for e in store.entries(include_archived=True):
-        if e.live and e.category:
-            counts[e.category] = counts.get(e.category, 0) + 1
-    return [{"category": c, "count": n} for c, n in sorted(counts.items())]
-
-
-def _edited(old: MemoryEntry, body: dict[str, Any]) -> MemoryEntry:
-    changes: dict[str, Any] = {}
-    if "content" in body:
-        content = str(body["content"]).strip()
-        if not content or len(content) > MAX_CONTENT_CHARS:
-            raise BadRequest(400, f"content must be 1 to {MAX_CONTENT_CHARS} characters")
-        changes["content"] = content
-    if "category" in body:
-        changes["category"] = check_category(str(body["category"] or "") or None)
-    if "tags" in body:
-        changes["tags"] = check_tags(body["tags"])
-    if "importance" in body:
-        try:
-            importance = float(body["importance"])
-        except (TypeError, ValueError):
-            importance = -1.0
-        if not 0.0 <= importance <= 1.0:
-            raise BadRequest(400, "importance must be a number from 0 to 1")
-        changes["importance"] = importance
-    return replace(old, **changes, updated_at=utcnow())
-
-
-def edit(store: LongTermStore, entry_id: str, action: str, body: dict[str, Any]) -> MemoryEntry:
-    old = store.get(entry_id)
-    if old is None:
-        raise BadRequest(404, f"no memory with id '{entry_id}'")
-    if action == "archive":
-        new = replace(old, archived_at=old.archived_at or utcnow(), updated_at=utcnow())
-    elif action == "restore":
-        new = replace(old, archived_at=None, updated_at=utcnow())
-    else:
-        new = _edited(old, body)
-    # compare-and-set: an edit made elsewhere meanwhile is not overwritten (a changed text
-    # drops the entry's vector; the backfill embeds the new one)
-    if store.write([[Write(entry_id, old, new)]]) != [True]:
-        raise BadRequest(409, "the memory changed meanwhile; reload and edit it again")
-    return new
 
 
 def report_json(report: Report) -> dict[str, Any]:
@@ -138,24 +53,9 @@ def report_json(report: Report) -> dict[str, Any]:
 def dream_now(tenant: Tenant, settings: Settings, dry_run: bool) -> Report:
     from dreamwell.server.dream_edge import llm_for
 
-    options = DreamOptions(quiet_seconds=0)  # a person asked for it: no waiting for quiet
+    # a person asked for it: no waiting for quiet
+    options = DreamOptions(quiet_seconds=0, skills_auto_approve=settings.skills_auto_approve)
     return run_cycle(tenant.longterm, llm_for(settings), dry_run=dry_run, options=options)
-
-
-def dreams(tenant: Tenant) -> list[dict[str, Any]]:
-    out = []
-    for run in list_reports(tenant.data_dir)[:50]:
-        r = load_report(tenant.data_dir, run)
-        out.append(
-            {
-                "run": run,
-                "started": r.started,
-                "dry_run": r.dry_run,
-                "undone": r.undone,
-                "changes": len(r.changes()),
-            }
-        )
-    return out
 
 
 # ---- the ASGI side -------------------------------------------------------------------------
@@ -164,6 +64,14 @@ class UI:
         self.runtime = runtime
         self.csrf = secrets.token_urlsafe(32)
         self.loopback = runtime.settings.host in LOOPBACK
+        self._catalogs: dict[str, SkillCatalog] = {}  # per tenant directory
+
+    def catalog(self, tenant: Tenant) -> SkillCatalog:
+        key = str(tenant.data_dir)
+        found = self._catalogs.get(key)
+        if found is None:
+            found = self._catalogs[key] = SkillCatalog(tenant.data_dir)
+        return found
 
     async def tenant(self, request: Request) -> Tenant:
         return await self.runtime.tenant(str(request.scope.get(TENANT_SCOPE_KEY, "")))
@@ -187,7 +95,7 @@ class UI:
                 self.check_origin(request)
                 return await handler(request)
             except BadRequest as exc:
-                return JSONResponse({"error": str(exc)}, exc.status)
+                return JSONResponse({"error": str(exc), **exc.extra}, exc.status)
             except DreamBusy as exc:
                 return JSONResponse({"error": str(exc)}, 409)
             except KeyError as exc:
@@ -209,33 +117,75 @@ class UI:
         return Response(_asset(name), media_type=_STATIC[name], headers=_NO_FRAMES)
 
     async def memories(self, request: Request) -> Response:
-        tenant, p = await self.tenant(request), request.query_params
-        found = await run_in_threadpool(
-            find,
-            tenant.longterm,
-            p.get("q", ""),
-            p.get("category", ""),
-            p.get("tags", ""),
-            p.get("archived", "live"),
-        )
-        return JSONResponse({"memories": found})
+        tenant = await self.tenant(request)
+        if request.method == "POST":
+            body = await self.body(request)
+            return JSONResponse(await run_in_threadpool(ui_data.create, tenant.longterm, body))
+        params = dict(request.query_params)
+        return JSONResponse(await run_in_threadpool(ui_data.find, tenant.longterm, params))
 
     async def categories(self, request: Request) -> Response:
         tenant = await self.tenant(request)
-        return JSONResponse({"categories": await run_in_threadpool(categories, tenant.longterm)})
+        return JSONResponse(await run_in_threadpool(ui_data.categories, tenant.longterm))
 
-    async def change(self, request: Request) -> Response:
+    async def version(self, request: Request) -> Response:
+        """Cheap (a few stat() calls): the page polls it and reloads when it moves."""
         tenant = await self.tenant(request)
-        body = await request.json() if request.path_params["action"] == "edit" else {}
+        seq = await run_in_threadpool(tenant.longterm.change_seq)
+        skills = await run_in_threadpool(self.catalog(tenant).generation)
+        return JSONResponse({"version": seq, "skills": skills})
+
+    async def overview(self, request: Request) -> Response:
+        tenant = await self.tenant(request)
+        found = await run_in_threadpool(ui_data.overview, tenant.longterm, tenant.data_dir)
+        return JSONResponse(found)
+
+    @staticmethod
+    async def body(request: Request) -> dict[str, Any]:
+        try:
+            body = await request.json()
+        except ValueError:
+            raise BadRequest(400, "expected a JSON object") from None
         if not isinstance(body, dict):
             raise BadRequest(400, "expected a JSON object")
-        args = (tenant.longterm, request.path_params["id"], request.path_params["action"], body)
-        entry = await run_in_threadpool(edit, *args)
-        return JSONResponse({"memory": entry_json(entry)})
+        return body
+
+    async def change(self, request: Request) -> Response:
+        tenant, action = await self.tenant(request), request.path_params["action"]
+        if action not in ui_data.ACTIONS:
+            raise BadRequest(404, f"no action '{action}'; one of: {', '.join(ui_data.ACTIONS)}")
+        body = await self.body(request)
+        entry_id = request.path_params["id"]
+        entry = await run_in_threadpool(ui_data.edit, tenant.longterm, entry_id, action, body)
+        return JSONResponse({"memory": ui_data.entry_json(entry)})
+
+    async def skills(self, request: Request) -> Response:
+        tenant = await self.tenant(request)
+        status = request.query_params.get("status", "all")
+        found = await run_in_threadpool(
+            ui_skills.listing, self.catalog(tenant), tenant.data_dir, status
+        )
+        return JSONResponse(found)
+
+    async def skill(self, request: Request) -> Response:
+        tenant, name = await self.tenant(request), request.path_params["name"]
+        found = await run_in_threadpool(
+            ui_skills.detail, self.catalog(tenant), tenant.data_dir, name
+        )
+        return JSONResponse(found)
+
+    async def skill_change(self, request: Request) -> Response:
+        tenant, action = await self.tenant(request), request.path_params["action"]
+        if action not in ui_skills.ACTIONS:
+            raise BadRequest(404, f"no action '{action}'; one of: {', '.join(ui_skills.ACTIONS)}")
+        body, name = await self.body(request), request.path_params["name"]
+        catalog = self.catalog(tenant)
+        skill = await run_in_threadpool(ui_skills.change, catalog, name, action, body)
+        return JSONResponse({"skill": ui_skills.skill_json(skill)})
 
     async def dreams(self, request: Request) -> Response:
         tenant = await self.tenant(request)
-        return JSONResponse({"dreams": await run_in_threadpool(dreams, tenant)})
+        return JSONResponse({"dreams": await run_in_threadpool(ui_data.dreams, tenant.data_dir)})
 
     async def dream(self, request: Request) -> Response:
         tenant = await self.tenant(request)
@@ -256,13 +206,18 @@ class UI:
         g = self.guarded
         return Starlette(
             routes=[
-                Route("/ui/api/memories", g(self.memories)),
+                Route("/ui/api/memories", g(self.memories), methods=["GET", "POST"]),
                 Route("/ui/api/categories", g(self.categories)),
+                Route("/ui/api/version", g(self.version)),
+                Route("/ui/api/overview", g(self.overview)),
                 Route(
                     "/ui/api/memories/{id}/{action:str}",
                     g(self.change),
                     methods=["POST"],
                 ),
+                Route("/ui/api/skills", g(self.skills)),
+                Route("/ui/api/skills/{name}", g(self.skill)),
+                Route("/ui/api/skills/{name}/{action:str}", g(self.skill_change), methods=["POST"]),
                 Route("/ui/api/dreams", g(self.dreams)),
                 Route("/ui/api/dreams/{run}", g(self.dream)),
                 Route("/ui/api/dreams/{run}/undo", g(self.undo), methods=["POST"]),
@@ -319,12 +274,12 @@ def ui_command(settings: Settings) -> int:
 
     import anyio
 
-    from dreamwell.server.http import uvicorn_server
     from dreamwell.server.stats import ensure_format
 
     settings = settings.model_copy(update={"host": "127.0.0.1", "transport": "http"})
     ensure_format(settings.data_dir)
-    app = with_ui(Starlette(), Runtime(settings))
+    runtime = Runtime(settings)
+    app = with_ui(Starlette(), runtime)
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         try:
             sock.bind(("127.0.0.1", settings.port))
@@ -338,5 +293,22 @@ def ui_command(settings: Settings) -> int:
         port = sock.getsockname()[1]
         sys.stderr.write(f"dreamwell ui: http://127.0.0.1:{port}/ (Ctrl-C stops it)\n")
         sys.stderr.flush()
-        anyio.run(uvicorn_server(app, settings).serve, [sock])
+        anyio.run(_serve_and_backfill, app, runtime, settings, sock)
     return 0
+
+
+async def _serve_and_backfill(
+    app: ASGIApp, runtime: Runtime, settings: Settings, sock: Any
+) -> None:
+    """Serve the page and, like `serve`, embed the memories that have no vector yet and fold
+    the log into LanceDB and Tantivy now and then."""
+    import anyio
+
+    from dreamwell.server.app import backfill_forever, checkpoint_forever
+    from dreamwell.server.http import uvicorn_server
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(backfill_forever, runtime)
+        tg.start_soon(checkpoint_forever, runtime)
+        await uvicorn_server(app, settings).serve([sock])
+        tg.cancel_scope.cancel()

@@ -225,6 +225,12 @@ class LongTermStore:
         """The LanceDB table version: changes with every checkpoint by any process."""
         return self._parts.table.version
 
+    def change_seq(self) -> int:
+        """The number of the last change any process logged: moves with every write (a few
+        stat() calls when nothing changed), so a page can poll it to know when to reload."""
+        self._parts.follower.fresh()
+        return self._parts.log.last_seq
+
     def index_documents(self) -> int:
         return self._parts.index.doc_count()
 

@@ -19,6 +19,8 @@ from dreamwell.server.config import Settings
 from dreamwell.server.hook_refresh import refresh
 from dreamwell.stores import LongTermStore, MemoryEntry, snapshot, utcnow
 from dreamwell.stores.layout import DataDir
+from dreamwell.stores.skillio import make_folder
+from dreamwell.stores.skills import SkillCatalog
 from tests.hooks_helpers import (
     Transcript,
     event,
@@ -264,6 +266,9 @@ HEAVY = ("mcp", "lancedb", "pyarrow", "numpy", "onnxruntime", "pydantic", "uvico
 @pytest.mark.parametrize("name", ["session-start", "user-prompt", "stop"])
 def test_a_hook_imports_no_heavy_library(name: str, tmp_path: Path) -> None:
     seeded(tmp_path)
+    skill = b"---\nname: deploy-api\ndescription: Deploy the api\n---\n\nRun make deploy.\n"
+    folder = make_folder("deploy-api", {"SKILL.md": skill}, "deploy-api")
+    SkillCatalog(tmp_path).put(folder)  # the skills' read path runs too
     (tmp_path / "t.jsonl").write_text("")
     given = json.dumps(prompt("s1", "deploy the api", transcript_path=str(tmp_path / "t.jsonl")))
     probe = (
@@ -277,6 +282,8 @@ def test_a_hook_imports_no_heavy_library(name: str, tmp_path: Path) -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
     assert done.stdout.splitlines()[-1] == "loaded []"
+    if name != "stop":
+        assert "- deploy-api: Deploy the api" in done.stdout
     assert "failed" not in (tmp_path / "hooks.log").read_text()
 
 

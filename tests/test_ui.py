@@ -4,10 +4,7 @@ HTTP stack), and the page itself driven in a real Chromium by Playwright."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -20,21 +17,10 @@ import pytest
 
 from dreamwell.server.config import Settings
 from dreamwell.server.runtime import Runtime
+from dreamwell.server.ui_data import revision
 from dreamwell.stores import LongTermStore, MemoryEntry, new_id, utcnow
 from tests.servers import http_server
-
-ROOT = Path(__file__).resolve().parents[1]
-ARTIFACTS = ROOT / "tests" / "artifacts"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+from tests.ui_browser import ARTIFACTS, chromium, open_page, ui_process
 
 
 def csrf_of(page: str) -> str:
@@ -61,7 +47,7 @@ async def test_served_at_root_of_http_behind_the_same_tokens_and_tenants(tmp_pat
         assert [m["content"] for m in mine] == ["Alice's secret"]
         assert (await http.get(f"{url}/ui/api/memories", headers=bob)).json()["memories"] == []
         edit = f"{url}/ui/api/memories/{mine[0]['id']}/edit"
-        body = {"importance": 0.9}
+        body = {"importance": 0.9, "revision": mine[0]["revision"]}
         no_csrf = await http.post(edit, json=body, headers=alice)
         assert no_csrf.status_code == 403 and "CSRF" in no_csrf.json()["error"]
         csrf = {"x-dreamwell-csrf": csrf_of(page.text)}
@@ -72,7 +58,10 @@ async def test_served_at_root_of_http_behind_the_same_tokens_and_tenants(tmp_pat
         assert by_bob.status_code == 404
         done = await http.post(edit, json=body, headers={**alice, **csrf, "origin": url})
         assert done.status_code == 200 and done.json()["memory"]["importance"] == 0.9
-        bad = await http.post(edit, json={"category": "../x"}, headers={**alice, **csrf})
+        fresh = done.json()["memory"]["revision"]
+        bad = await http.post(
+            edit, json={"category": "../x", "revision": fresh}, headers={**alice, **csrf}
+        )
         assert bad.status_code == 400 and "category" in bad.json()["error"]
         assert (await http.get(f"{url}/mcp", headers=bob)).status_code != 401
 
@@ -106,55 +95,17 @@ def seed(data: Path) -> dict[str, MemoryEntry]:
 def ui_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     data = tmp_path / "data"
     seed(data)
-    env = {**os.environ, "DREAMWELL_EMBEDDER": "none"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "dreamwell.server", "ui", "--port", "0", "--data-dir", str(data)],
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    try:
-        assert proc.stderr is not None
-        line = proc.stderr.readline()  # printed once the socket listens
-        found = re.search(r"http://127\.0\.0\.1:\d+/", line)
-        assert found, line
-        yield found.group(0), data
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        if proc.stderr is not None:
-            proc.stderr.close()
-
-
-def browser_or_fail() -> object:
-    """The Playwright module when Chromium is here; in CI its absence fails the test."""
-    missing = ""
-    try:
-        from playwright import sync_api
-    except ImportError:
-        missing = "the playwright package (pip install -e '.[dev]')"
-    else:
-        if not Path(CHROMIUM).exists():
-            missing = f"{CHROMIUM} (apt-get install chromium)"
-    if missing:
-        if os.environ.get("CI"):
-            pytest.fail(f"browser test needs {missing}")
-        pytest.skip(f"browser test needs {missing}")
-    return sync_api
+    with ui_process(data) as url:
+        yield url, data
 
 
 @contextmanager
 def seeded_page(url: str) -> Iterator[Any]:
     """Chromium on the seeded page, once its four live memories are listed."""
-    sync_api: Any = browser_or_fail()
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1200, "height": 900})
-        page.set_default_timeout(20_000)
-        page.goto(url)
+    with chromium() as browser:
+        page = open_page(browser, url)
         page.wait_for_selector("#count:text('4 memories')")
         yield page
-        browser.close()
 
 
 def answer_late(page: Any, route: Any) -> None:
@@ -170,35 +121,38 @@ def test_a_person_browses_edits_deletes_restores_and_dreams_in_chromium(
     url, data = ui_server
     ARTIFACTS.mkdir(exist_ok=True)
     with seeded_page(url) as page:
-        assert page.locator("#tree a[data-category='user']").count() == 1
-        assert "merged from" in page.locator("#list").inner_text()
-        assert page.locator(".card .editor").first.is_hidden()
-        assert page.locator("#dreams-view").is_hidden()
+        assert page.locator("#tree button[data-category='user']").count() == 1
+        merged = page.locator(".mem:has(.content:text-is('Deploys happen on Fridays'))")
+        assert "merged from" not in merged.inner_text()  # details are behind a disclosure
+        merged.locator(".details").click()
+        assert "merged from" in merged.inner_text()
+        assert page.locator(".mem .editor").first.is_hidden()
+        assert page.locator("#view-dreams").is_hidden()
         page.screenshot(path=str(ARTIFACTS / "ui-memories.png"), full_page=True)
 
-        page.click("#tree a[data-category='user/drinks']")
-        page.wait_for_selector("#count:text('1 memories')")
-        card = page.locator(".card").first
+        page.click("#tree button[data-category='user/drinks']")
+        page.wait_for_selector("#count:text('1 memory')")
+        card = page.locator(".mem").first
         card.locator(".edit").click()
         card.locator("input[name='tags']").fill("Drinks, morning")
         card.locator("input[name='importance']").fill("0.95")
         page.screenshot(path=str(ARTIFACTS / "ui-edit.png"), full_page=True)
         card.locator("button[type='submit']").click()
-        page.wait_for_selector("#status:text('Saved.')")
+        page.wait_for_selector("#status-text:text('Saved.')")
         (tea,) = [e for e in LongTermStore(data, embedder=None).entries() if "tea" in e.content]
         assert tea.tags == ("drinks", "morning") and tea.importance == 0.95
 
-        page.locator(".card .archive").first.click()
-        page.wait_for_selector("#status:text('Deleted (restorable).')")
+        page.locator(".mem .archive").first.click()
+        page.wait_for_selector("#status-text:text('Deleted.')")
         page.fill("#category", "")
         page.select_option("#archived", "archived")
         page.wait_for_selector("#count:text('2 memories')")
-        page.locator(".card", has_text="green tea").locator(".restore").click()
-        page.wait_for_selector("#status:text('Restored.')")
+        page.locator(".mem", has_text="green tea").locator(".restore").click()
+        page.wait_for_selector("#status-text:text('Restored.')")
         assert LongTermStore(data, embedder=None).get(tea.id).live  # type: ignore[union-attr]
 
-        page.click("#tab-dreams")
-        assert page.locator("#memories-view").is_hidden()
+        page.click("#views [data-view='dreams']")
+        assert page.locator("#view-memories").is_hidden()
         page.click("#preview")
         page.wait_for_selector("#report h2:text('(preview, nothing changed)')")
         assert page.locator("#report .change").count() >= 1
@@ -207,11 +161,25 @@ def test_a_person_browses_edits_deletes_restores_and_dreams_in_chromium(
         page.click("#apply")
         page.wait_for_selector("#undo")
         assert page.locator("#report ins, #report del").count() >= 1
+        # a diff: the memory's text, the merged sources side by side, old before new, and
+        # runs named by date and time with what changed
+        merge = page.locator("#report .change", has=page.locator("h3:text-is('merge')"))
+        assert merge.locator(".text").inner_text() == "Deploys happen on Fridays"
+        assert sorted(merge.locator(".sources blockquote").all_inner_texts()) == [
+            "Deploys happen on Fridays",
+            "deploys happen on fridays!",
+        ]
+        reinforced = merge.locator("tr:has(td:text-is('reinforced')) td").nth(1)
+        assert reinforced.inner_html().index("<del>") < reinforced.inner_html().index("<ins>")
+        runs = page.locator("#runs .run").all_inner_texts()
+        assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d\n2 archived, 1 merged$", runs[0]), runs
         page.screenshot(path=str(ARTIFACTS / "ui-dream-report.png"), full_page=True)
         assert len(LongTermStore(data, embedder=None).entries()) == 3
         page.click("#undo")
         page.wait_for_selector("#report h2:text('— undone')")
         assert len(LongTermStore(data, embedder=None).entries()) == 4
+        page.click("#views [data-view='memories']")
+        page.wait_for_selector("#last-dream:text('2 archived, 1 merged (undone)')")
 
 
 def test_an_older_list_answering_late_never_draws_over_the_newer_one(
@@ -232,10 +200,10 @@ def test_an_older_list_answering_late_never_draws_over_the_newer_one(
         page.route("**/ui/api/memories?*", hold_live_lists)
         page.click("#search button[type='submit']")  # a refresh of the live list, held back
         page.select_option("#archived", "archived")
-        page.wait_for_selector("#count:text('1 memories')")
+        page.wait_for_selector("#count:text('1 memory')")
         assert len(held) == 1
         answer_late(page, held[0])
-        assert page.locator("#count").inner_text() == "1 memories"
+        assert page.locator("#count").inner_text() == "1 memory"
         assert "Boston" in page.locator("#list").inner_text()
 
 
@@ -246,7 +214,7 @@ def test_a_preview_answering_after_the_applied_dream_never_hides_its_undo(
     held: list[Any] = []
     with seeded_page(url) as page:
         page.route("**/ui/api/dream/preview", lambda route: held.append(route))
-        page.click("#tab-dreams")
+        page.click("#views [data-view='dreams']")
         page.click("#preview")
         page.click("#apply")
         page.wait_for_selector("#undo")
@@ -262,11 +230,12 @@ async def test_editing_content_keeps_the_id_and_makes_the_new_text_searchable(
 ) -> None:
     settings = Settings(data_dir=tmp_path / "d", embedder="none", transport="http", port=0)
     saved = LongTermStore(tmp_path / "d", embedder=None).save("Meeting on Monday", "work").entry
+    shown = revision(saved)
     async with http_server(settings, Runtime(settings)) as url, httpx2.AsyncClient() as http:
         csrf = {"x-dreamwell-csrf": csrf_of((await http.get(f"{url}/")).text)}
         done = await http.post(
             f"{url}/ui/api/memories/{saved.id}/edit",
-            json={"content": "Meeting moved to Thursday"},
+            json={"content": "Meeting moved to Thursday", "revision": shown},
             headers=csrf,
         )
         assert done.status_code == 200, done.text

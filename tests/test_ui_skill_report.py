@@ -29,10 +29,10 @@ def test_a_skill_change_is_drawn_with_its_skill_md_diff_and_undone(
     with seeded_page(url) as page, fake_openai(model(optimise=improved(better))) as (llm_url, _):
         llm = OpenAILLM(llm_url, "fake-model", 10.0, backoff=0.0)
         store = LongTermStore(data, embedder=None)
-        report = run_cycle(store, llm, options=DreamOptions(quiet_seconds=0))
+        run_cycle(store, llm, options=DreamOptions(quiet_seconds=0))
         assert "make test" in SkillCatalog(data).get("cut-release").body
-        page.click("#tab-dreams")
-        page.locator("#runs li", has_text=report.run).click()
+        page.click("#views [data-view='dreams']")
+        page.locator("#runs .run").first.click()  # the newest run: this one
         heading = page.locator("#report h3", has_text="skill-improve [cut-release]")
         heading.wait_for()
         assert "at risk" in heading.inner_text()
