@@ -28,9 +28,9 @@ from pathlib import Path
 
 import anyio
 from mcp import Client, StdioServerParameters
-from scale_bench import OBJECTS, SUBJECTS, VERBS, _cpu_seconds, pct
+from scale_bench import OBJECTS, SUBJECTS, VERBS, _cpu_seconds, pct, serve_pids
+from search_scale_bench import e5_query_ms
 
-from dreamwell.stores import OnnxE5
 from dreamwell.stores.layout import DataDir
 
 
@@ -52,19 +52,6 @@ def params(data: Path, embedder: str) -> StdioServerParameters:
         args=["-m", "dreamwell.server", "serve", "--data-dir", str(data)],
         env=env,
     )
-
-
-def serve_pids(data: Path) -> set[int]:
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmd = (entry / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if b"serve" in cmd and str(data).encode() in cmd:
-                found.add(int(entry.name))
-    return found
 
 
 async def call(client: Client, tool: str, **args: object) -> tuple[float, str]:
@@ -198,17 +185,6 @@ async def bm25_only(data: Path, args: argparse.Namespace) -> list[float]:
     async with Client(params(data, "none")) as client:
         await searches(client, 20, 1)
         return await searches(client, args.searches, 2)
-
-
-def e5_query_ms() -> float:
-    e5 = OnnxE5()
-    e5.embed_query("warm up")
-    times = []
-    for i in range(50):
-        started = time.perf_counter()
-        e5.embed_query(f"what does Alice think of green tea {i}")
-        times.append((time.perf_counter() - started) * 1000)
-    return statistics.median(times)
 
 
 def main() -> None:

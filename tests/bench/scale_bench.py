@@ -204,7 +204,9 @@ async def _until_idle(pid: int | None, limit: float = 600.0) -> float:
     return time.perf_counter() - started
 
 
-def _server_pid(data: Path) -> int | None:
+def serve_pids(data: Path) -> set[int]:
+    """The `dreamwell serve` processes running on `data` (read from /proc)."""
+    found = set()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
@@ -212,8 +214,12 @@ def _server_pid(data: Path) -> int | None:
             except OSError:
                 continue
             if b"serve" in cmd and str(data).encode() in cmd:
-                return int(entry.name)
-    return None
+                found.add(int(entry.name))
+    return found
+
+
+def _server_pid(data: Path) -> int | None:
+    return min(serve_pids(data), default=None)
 
 
 def _line(r: dict[str, float]) -> str:

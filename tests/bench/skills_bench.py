@@ -27,6 +27,7 @@ from pathlib import Path
 
 import anyio
 from mcp import Client, StdioServerParameters
+from scale_bench import serve_pids
 
 from dreamwell.server.app import build_server
 from dreamwell.server.config import Settings
@@ -129,22 +130,10 @@ async def idle_wakeups(data: Path, seconds: float) -> float:
     async with Client(params) as client:
         await client.list_prompts()
         await anyio.sleep(5)  # the stores open and settle
-        pid = _pid(data)
+        (pid,) = serve_pids(data)
         before = context_switches(pid)
         await anyio.sleep(seconds)
         return (context_switches(pid) - before) / seconds
-
-
-def _pid(data: Path) -> int:
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmd = (entry / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if b"serve" in cmd and str(data).encode() in cmd:
-                return int(entry.name)
-    raise RuntimeError("server process not found")
 
 
 def check_cost(data: Path, n: int = 20_000) -> float:
