@@ -159,13 +159,24 @@ def settings_from(args: argparse.Namespace, keys: Sequence[str]) -> Settings:
     except ValidationError as err:
         first = err.errors()[0]
         key = ".".join(str(p) for p in first["loc"])
-        shown = "***" if "key" in key or "token" in key else repr(first.get("input"))
+        secret = any(w in key for w in ("key", "token", "storage_options"))
+        shown = "***" if secret else repr(first.get("input"))
         sys.stderr.write(f"dreamwell: bad setting {key}={shown}: {first['msg']}\n")
         raise SystemExit(2) from None
     except (OSError, ValueError) as err:
         sys.stderr.write(f"dreamwell: bad setting {err}\n")
         raise SystemExit(2) from None
     return settings
+
+
+def attach_remote(settings: Settings) -> None:
+    """An object-store `data_dir`: check it can be reached (StoreError: one line) and mark
+    the cache directory as its cache, for this command and any process that opens it."""
+    remote = settings.remote()
+    if remote is not None:
+        from dreamwell.stores.remote import attach
+
+        attach(settings.data_dir, remote)
 
 
 def fail(message: str, code: int = 1) -> int:
@@ -341,6 +352,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     try:
+        attach_remote(settings)
         code = COMMANDS[command](settings, args)
     except BrokenPipeError:  # `dreamwell export | head`: the reader left; nothing to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

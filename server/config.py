@@ -6,12 +6,15 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from dreamwell.server.flags import COMMANDS, SETTINGS
+
+if TYPE_CHECKING:
+    from dreamwell.stores.remote import Remote
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -37,6 +40,11 @@ def default_data_dir() -> Path:
     return Path(base) / "dreamwell"
 
 
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "dreamwell"
+
+
 def client_locations() -> tuple[Path, Path | None, Path | None]:
     """(home, %APPDATA%, $XDG_CONFIG_HOME): where `dreamwell install` finds client configs."""
     appdata = os.environ.get("APPDATA")
@@ -58,6 +66,9 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="DREAMWELL_", extra="forbid", frozen=True)
 
     data_dir: Path = _setting("data_dir", default_data_dir)
+    storage_options: dict[str, str] | None = _setting("storage_options")
+    cache_dir: Path = _setting("cache_dir", default_cache_dir)
+    store_uri: str | None = _setting("store_uri")
     transport: Literal["stdio", "sse", "http"] = _setting("transport", "stdio")
     host: str = _setting("host", "127.0.0.1")
     port: int = _setting("port", 8765, ge=0, le=65535)
@@ -128,10 +139,48 @@ class Settings(BaseSettings):
             raise ValueError("must be an http:// or https:// URL, e.g. http://127.0.0.1:1234/v1")
         return value
 
-    @field_validator("data_dir")
+    @model_validator(mode="before")
+    @classmethod
+    def _object_store(cls, data: Any) -> Any:
+        """`data_dir` given as `s3://bucket/prefix`: the location goes to `store_uri` and
+        `data_dir` becomes this machine's cache of it (`stores/remote.py`)."""
+        if not isinstance(data, dict):
+            return data
+        given = data.get("data_dir")
+        if isinstance(given, str) and "://" in given:
+            from dreamwell.stores import remote
+
+            uri = remote.parse(given)  # ValueError: one line naming the schemes
+            cache = Path(str(data.get("cache_dir") or default_cache_dir())).expanduser()
+            data = {**data, "store_uri": uri, "data_dir": remote.cache_path(cache, uri)}
+        return data
+
+    @field_validator("data_dir", "cache_dir")
     @classmethod
     def _absolute(cls, value: Path) -> Path:
         return value.expanduser().resolve()
+
+    @field_validator("storage_options", mode="before")
+    @classmethod
+    def _options(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                raise ValueError('must be a JSON object, e.g. {"endpoint": "http://..."}') from None
+        if value is not None and not isinstance(value, dict):
+            raise ValueError('must be a JSON object, e.g. {"endpoint": "http://..."}')
+        if value is None:
+            return None
+        return {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
+
+    def remote(self) -> Remote | None:
+        """The object-store location, with its options, or None for a local directory."""
+        if self.store_uri is None:
+            return None
+        from dreamwell.stores.remote import Remote
+
+        return Remote.of(self.store_uri, self.storage_options)
 
     def tenant_tokens(self) -> dict[str, str]:
         """Bearer token -> tenant name. A single `token` serves the data directory itself

@@ -21,6 +21,7 @@ COMMANDS = (
     "hook",
     "install",
 )
+STORE_COMMANDS = tuple(c for c in COMMANDS if c not in ("hook", "install"))  # open a store
 
 
 class Meta(NamedTuple):
@@ -33,9 +34,24 @@ class Meta(NamedTuple):
 
 SETTINGS: dict[str, Meta] = {
     "data_dir": Meta(
-        "everything is stored here, nothing outside it",
+        "everything is stored here, nothing outside it; or an object-store location "
+        "`s3://bucket/prefix` (also `gs://`, `az://`) that replicas share",
         COMMANDS,
         "`$XDG_DATA_HOME/dreamwell` or `~/.local/share/dreamwell`",
+    ),
+    "storage_options": Meta(
+        "object-store options as a JSON object (LanceDB's `storage_options`: `endpoint`, "
+        "`region`, `allow_http`, keys); the usual `AWS_*` variables work too",
+        STORE_COMMANDS,
+    ),
+    "cache_dir": Meta(
+        "where a replica keeps its own derived cache of an object-store `data_dir`",
+        STORE_COMMANDS,
+        "`$XDG_CACHE_HOME/dreamwell` or `~/.cache/dreamwell`",
+    ),
+    "store_uri": Meta(
+        "the object-store location; set by giving `data_dir` an `s3://` URI (then "
+        "`data_dir` is this replica's cache of it)"
     ),
     "transport": Meta("`stdio`, `sse` or `http`", ("serve",), choices=("stdio", "sse", "http")),
     "host": Meta("bind address of HTTP transports", ("serve",)),

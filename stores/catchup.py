@@ -10,6 +10,7 @@ checkpoints wrote (or everything).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from dreamwell.stores.errors import StoreBusy
 from dreamwell.stores.log import Log, LogGap, Record
@@ -31,6 +32,9 @@ class Follower:
         self.state = state
         self.table = table
         self.index = index
+        # on object storage: rebuild this replica's cache when the shared log dropped records
+        # it had not read (the local journal knows only this machine's checkpoints)
+        self.on_gap: Callable[[], None] | None = None
 
     def load(self) -> None:
         """Entries from LanceDB at a checkpoint, then the log after it."""
@@ -78,7 +82,10 @@ class Follower:
                 records = self.log.read_new()
             except LogGap as gap:
                 logger.info("catching up from LanceDB: %s", gap)
-                self._recover(state)
+                if self.on_gap is not None:
+                    self.on_gap()
+                else:
+                    self._recover(state)
                 return
             m.apply(records)
             if state.known and self.log.last_seq >= state.checkpoint:

@@ -104,14 +104,21 @@ class Checkpointer:
         p = self.parts
         path = p.dirs.snapshot
         covered = snapshot.header_seq(path) or 0
-        if p.table.damaged or not snapshot.due(path, end, p.mirror.view.size):
+        if p.shared is not None:  # object storage: the stored snapshots are the ones that count
+            covered = p.shared.latest() or 0
+            due = end - covered >= max(snapshot.SNAPSHOT_EVERY, p.mirror.view.size // 4)
+        else:
+            due = snapshot.due(path, end, p.mirror.view.size)
+        if p.table.damaged or not due:
             return covered  # never replace a good snapshot with a damaged table's records
         with p.log.locked():
             p.follower.catch_up()
             view, seq = p.mirror.view, p.log.last_seq
         try:
             snapshot.write(path, seq, view.values())
-        except OSError as exc:
+            if p.shared is not None:
+                p.shared.upload(path, seq)
+        except (OSError, StoreError) as exc:
             logger.error("cannot write the snapshot %s: %s", path, exc)
             return covered
         return seq

@@ -10,19 +10,22 @@ reply path. What the plans of a save, delete or compare-and-set are is `stores/w
 
 from __future__ import annotations
 
+import random
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from dreamwell.stores import ops
-from dreamwell.stores.errors import StoreError
-from dreamwell.stores.log import Op
+from dreamwell.stores.errors import StoreBusy, StoreError
+from dreamwell.stores.log import LogConflict, Op
 from dreamwell.stores.model import MemoryEntry, entry_from_dict
 from dreamwell.stores.parts import Parts
 from dreamwell.stores.view import View
 
 T = TypeVar("T")
+_CONFLICT_RETRIES = 20
 
 
 class Scratch:
@@ -122,8 +125,7 @@ class GroupCommit:
         p = self.parts
         try:
             with p.log.locked():
-                p.follower.catch_up()
-                self._append(self._plan(batch))
+                self._decide_and_append(batch)
                 p.follower.catch_up()
         except Exception as exc:  # StoreBusy, a read-only directory, ...: every caller hears it
             for request in batch:
@@ -133,6 +135,20 @@ class GroupCommit:
             for request in batch:
                 request.done.set()
                 request.wake.set()
+
+    def _decide_and_append(self, batch: list[_Request]) -> None:
+        """Read to the end, plan, append. On object storage another replica may append first
+        (LogConflict): then read what it wrote and plan again, from scratch."""
+        for attempt in range(_CONFLICT_RETRIES):
+            self.parts.follower.catch_up()
+            for request in batch:
+                request.result, request.error = None, None
+            try:
+                self._append(self._plan(batch))
+                return
+            except LogConflict:
+                time.sleep(random.uniform(0, 0.01 * (attempt + 1)))
+        raise StoreBusy("other replicas kept writing first; nothing was saved, try again.")
 
     def _plan(self, batch: list[_Request]) -> list[tuple[_Request, list[Op]]]:
         """Run each plan against the mirror and the batch's earlier plans; a plan's own error

@@ -65,6 +65,11 @@ def _reduce(records: Iterable[Record]) -> tuple[Changes, dict[str, Op]]:
     return final, vectors
 
 
+def kept_rows(parts: Parts, final: Changes) -> dict[str, Row]:
+    """The LanceDB rows of `final`'s entries, with the vectors stored of the same text."""
+    return _rows(parts, final, {})
+
+
 def _rows(parts: Parts, final: Changes, vectors: dict[str, Op]) -> dict[str, Row]:
     """The LanceDB rows of the entries kept: with the logged vector of their text, else the
     one already stored if it was made from the same text."""

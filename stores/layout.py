@@ -17,6 +17,8 @@
     hooks/<session>.json     client hooks' state per client session; hooks.log their log
     hooks/entries.sqlite     the memories' text for hooks, which never open LanceDB
     tenants/<name>/          a tenant: the same layout again
+    remote.json              present when this directory caches an object-store location
+                             (`stores/remote.py`): the log is then kept there, not in wal/
 """
 
 from __future__ import annotations
@@ -27,8 +29,12 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dreamwell.stores.errors import InvalidInput, StoreError
+
+if TYPE_CHECKING:
+    from dreamwell.stores.remote import Remote
 
 FORMAT = 2  # 1: v0.1 (one LanceDB version per write); 2: write-ahead log + checkpoints
 TENANT_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -92,6 +98,13 @@ class DataDir:
         """The records as of a checkpoint (gzip JSON lines): with the log since, a copy of
         every memory that does not depend on LanceDB."""
         return self.root / "longterm.snapshot.gz"
+
+    @property
+    def remote(self) -> Remote | None:
+        """The object-store location this directory caches (`remote.json`), None if local."""
+        from dreamwell.stores import remote
+
+        return remote.of(self.root)
 
     # ---- working memory, logs, dream ----------------------------------------------------
     @property

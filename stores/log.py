@@ -28,6 +28,11 @@ class Record:
     ops: list[Op]
 
 
+class LogConflict(Exception):
+    """Another writer appended first (a log shared by replicas without a lock): nothing was
+    appended; read what it wrote and decide again."""
+
+
 class LogGap(Exception):
     """Records this reader needed were checkpointed and dropped before it read them."""
 
@@ -65,7 +70,8 @@ class Log(Protocol):
 
     def append(self, batches: Sequence[Sequence[Op]]) -> int:
         """Append one record per batch, durably and all together (caller holds `locked()`
-        and has read to the end); returns the last seq. On OSError nothing was appended."""
+        and has read to the end); returns the last seq. On OSError nothing was appended; on
+        LogConflict neither (another replica appended first)."""
         ...
 
     def rotate(self) -> int:

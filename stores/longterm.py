@@ -34,12 +34,14 @@ from dreamwell.stores.checkpoint import CHECKPOINT_SECONDS, KEEP_VERSIONS, Check
 from dreamwell.stores.commit import GroupCommit
 from dreamwell.stores.embedding import Embedder, Reranker
 from dreamwell.stores.fold import fold
+from dreamwell.stores.lancelog import LanceLog
 from dreamwell.stores.layout import DataDir
 from dreamwell.stores.log import Log
 from dreamwell.stores.mirror import Mirror
 from dreamwell.stores.model import MemoryEntry, Vector
 from dreamwell.stores.parts import Parts
 from dreamwell.stores.ranking import KEYWORD_WEIGHT
+from dreamwell.stores.remotesnap import CacheKeeper, SharedSnapshots
 from dreamwell.stores.repair import Repair
 from dreamwell.stores.search import Hit, Searcher, Tuning, matches
 from dreamwell.stores.state import StateFile
@@ -120,6 +122,10 @@ class LongTermStore:
         )
         self._searcher = Searcher(p, self._vectors, embedder, tuning)
         repair.files_set_aside = self._set_aside
+        if p.shared is not None:  # object storage: this directory is a replica's cache
+            keeper = CacheKeeper(p, p.shared)
+            p.follower.on_gap = keeper.ensure
+            keeper.ensure()
         p.follower.load()
         repair.check_table()
         repair.index()
@@ -130,8 +136,9 @@ class LongTermStore:
         """The log, the state file, LanceDB, Tantivy and the mirror (nothing read yet)."""
         dirs = self.dirs
         mirror = Mirror(self.embedder.name if self.embedder else None, on_vectors_wanted)
+        remote = dirs.remote
         if log is None:
-            log = Wal(dirs.wal, dirs.write_lock, lock_timeout)
+            log = LanceLog(remote) if remote else Wal(dirs.wal, dirs.write_lock, lock_timeout)
         state = StateFile(dirs.state)
         cplock = FileLock(str(dirs.checkpoint_lock), timeout=lock_timeout)
         self._set_aside = lancefiles.check(
@@ -140,7 +147,8 @@ class LongTermStore:
         table = MemoryTable(dirs.lancedb)
         index = TextIndex(dirs.index)
         follower = Follower(mirror, log, state, table, index)
-        return Parts(dirs, log, state, table, index, mirror, follower, cplock, lock_timeout)
+        shared = SharedSnapshots(remote) if remote else None
+        return Parts(dirs, log, state, table, index, mirror, follower, cplock, lock_timeout, shared)
 
     # ---- writing --------------------------------------------------------------------------------
     def save(

@@ -2,13 +2,15 @@
 
 `Parts` owns nothing itself: it names the data directory, the log, the state file (which
 checkpoint LanceDB and Tantivy hold, and the journal of what each wrote), LanceDB, Tantivy,
-this process's mirror and its follower, and `checkpoint.lock` (one checkpointer at a time).
-`stores/longterm.py` makes it once per store.
+this process's mirror and its follower, `checkpoint.lock` (one checkpointer at a time), and
+for a data directory on object storage the snapshots stored there. `stores/longterm.py`
+makes it once per store.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from filelock import FileLock
 
@@ -19,6 +21,9 @@ from dreamwell.stores.mirror import Mirror
 from dreamwell.stores.state import StateFile
 from dreamwell.stores.table import MemoryTable
 from dreamwell.stores.text_index import TextIndex
+
+if TYPE_CHECKING:
+    from dreamwell.stores.remotesnap import SharedSnapshots
 
 
 @dataclass(frozen=True)
@@ -32,3 +37,4 @@ class Parts:
     follower: Follower
     cplock: FileLock
     lock_timeout: float
+    shared: SharedSnapshots | None = None  # snapshots in the object store (remote only)

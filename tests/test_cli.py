@@ -54,6 +54,8 @@ def test_version_names_the_installed_distribution() -> None:
 def test_every_flag_comes_from_a_setting_and_reaches_it(name: str, tmp_path: Path) -> None:
     values = {
         "data_dir": str(tmp_path),
+        "storage_options": '{"endpoint": "http://127.0.0.1:9"}',
+        "cache_dir": str(tmp_path / "cache"),
         "transport": "http",
         "host": "127.0.0.1",
         "port": "9",

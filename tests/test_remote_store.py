@@ -1,0 +1,150 @@
+"""Long-term memory on object storage (SeaweedFS on 127.0.0.1): several stores, each with its
+own cache directory as separate replicas would have, sharing one location.
+
+What is provoked: writes from two replicas racing for the same place in the shared log (the
+loser decides again, nothing is lost or written twice); another replica's saves, deletes and
+compare-and-set writes seen within 2 s; a replica joining after the log dropped what a
+snapshot covers (it rebuilds its cache and resurrects nothing); the location given as a URI.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from dreamwell.server.config import Settings
+from dreamwell.stores import lancelog, remote, snapshot
+from dreamwell.stores.longterm import LongTermStore, Write
+from tests.s3server import SeaweedS3
+
+pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
+
+
+@pytest.fixture
+def replica(s3: SeaweedS3, s3_prefix: str, tmp_path: Path) -> Iterator[Callable[[], LongTermStore]]:
+    """Opens another store on the test's location, with a cache directory of its own."""
+    location = remote.Remote.of(s3.uri(s3_prefix), s3.storage_options)
+    opened: list[LongTermStore] = []
+
+    def open_one() -> LongTermStore:
+        cache = tmp_path / f"cache{len(opened)}"
+        remote.attach(cache, location)
+        store = LongTermStore(cache)
+        opened.append(store)
+        return store
+
+    yield open_one
+    for store in opened:
+        log = store._wal
+        if isinstance(log, lancelog.LanceLog):
+            log.close()
+
+
+def eventually(check: Callable[[], bool], within: float = 2.0) -> float:
+    """Seconds until `check()` held; fails when it did not within `within`."""
+    began = time.monotonic()
+    while not check():
+        assert time.monotonic() - began < within, "not seen in time"
+        time.sleep(0.02)
+    return time.monotonic() - began
+
+
+def test_the_log_is_kept_in_the_object_store_not_the_cache(
+    replica: Callable[[], LongTermStore],
+) -> None:
+    a = replica()
+    a.save("the user's timezone is Europe/Berlin", "user-preferences/timezone")
+    assert isinstance(a._wal, lancelog.LanceLog)
+    assert not list((a.dirs.wal).glob("*.log"))  # no local write-ahead log
+
+
+def test_saves_deletes_and_compare_and_set_are_seen_by_another_replica(
+    replica: Callable[[], LongTermStore],
+) -> None:
+    a, b = replica(), replica()
+    saved = a.save("deploys go through the staging cluster first", "project/deploy")
+    eventually(lambda: b.get(saved.entry.id) is not None)
+    assert [h.entry.id for h in b.search("staging cluster")] == [saved.entry.id]
+    edited = replace(saved.entry, content="deploys go through canary first")
+    assert b.write([[Write(saved.entry.id, saved.entry, edited)]]) == [True]
+    eventually(lambda: (e := a.get(saved.entry.id)) is not None and "canary" in e.content)
+    # a writer still holding the old entry is refused, on the other replica too
+    stale = replace(saved.entry, content="stale overwrite")
+    assert a.write([[Write(saved.entry.id, saved.entry, stale)]]) == [False]
+    a.delete(saved.entry.id)
+    eventually(lambda: b.get(saved.entry.id) is None)
+    assert b.search("canary") == []
+
+
+def test_racing_replicas_lose_nothing_and_write_nothing_twice(
+    replica: Callable[[], LongTermStore],
+) -> None:
+    """Two replicas, three threads each, save at once: each append that lost the race for
+    its place in the log decides again; every acknowledged save is in both, exactly once."""
+    stores = [replica(), replica()]
+    acknowledged: list[str] = []
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def saver(store: LongTermStore, who: str) -> None:
+        for i in range(15):
+            try:
+                result = store.save(f"note {i} written by {who}", f"race/{who}")
+            except BaseException as exc:
+                errors.append(exc)
+                return
+            with lock:
+                acknowledged.append(result.entry.id)
+
+    threads = [
+        threading.Thread(target=saver, args=(s, f"r{k}t{t}"))
+        for k, s in enumerate(stores)
+        for t in range(3)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(acknowledged) == len(set(acknowledged)) == 90
+    for store in stores:
+        eventually(lambda s=store: s.count() == 90, within=5.0)  # type: ignore[misc]
+        assert {e.id for e in store.entries()} == set(acknowledged)
+    seqs = [r.seq for r in stores[0]._wal.sealed_records(0, 10**9)]
+    assert seqs == list(range(1, len(seqs) + 1))  # one log, no gaps, no seq twice
+
+
+def test_a_replica_joining_after_the_log_was_trimmed_rebuilds_from_the_snapshot(
+    replica: Callable[[], LongTermStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(snapshot, "SNAPSHOT_EVERY", 20)
+    monkeypatch.setattr(lancelog, "KEEP_RECORDS", 5)
+    a = replica()
+    kept = [a.save(f"memory number {i} about gardening", "garden").entry.id for i in range(40)]
+    gone = [a.save(f"memory to delete {i}", "garden").entry.id for i in range(5)]
+    for entry_id in gone:
+        a.delete(entry_id)
+    assert a.checkpoint()
+    assert a._wal.first_seq() > 1  # the log dropped what the stored snapshot covers
+    b = replica()  # a new cache: the log alone no longer holds everything
+    assert {e.id for e in b.entries()} == set(kept)
+    assert all(b.get(i) is None for i in gone)
+    assert b.search("memory number 7 gardening")[0].entry.id == kept[7]
+    later = a.save("saved after the new replica opened", "garden")
+    eventually(lambda: b.get(later.entry.id) is not None)
+
+
+def test_the_data_dir_may_be_an_object_store_uri(tmp_path: Path) -> None:
+    s = Settings(data_dir="s3://team-memory/prod/", cache_dir=tmp_path, embedder="none")  # type: ignore[arg-type]
+    assert s.store_uri == "s3://team-memory/prod"
+    assert s.data_dir.parent == tmp_path.resolve()
+    assert s.data_dir.name.startswith("team-memory-prod-")
+    local = Settings(data_dir=tmp_path / "plain", embedder="none")
+    assert local.store_uri is None and local.remote() is None
+    with pytest.raises(ValueError, match="not an object-store location"):
+        Settings(data_dir="s3://", embedder="none")  # type: ignore[arg-type]
