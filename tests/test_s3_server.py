@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 from obstore.exceptions import AlreadyExistsError, PreconditionError
 
-from tests.s3server import SeaweedS3
+from tests.s3server import SeaweedS3, listening_ports
 
 RACERS = 16
 BOUNDED = {  # the call time-out recommended to the store: these figures are what it yields
@@ -66,6 +66,13 @@ def race(n: int, fn: Callable[[int], object]) -> list[object]:
         t.join(120)
     assert not any(t.is_alive() for t in threads)
     return results
+
+
+def test_the_server_listens_only_on_ports_chosen_for_it(s3: SeaweedS3) -> None:
+    assert s3.proc is not None
+    ports = listening_ports(s3.proc.pid)
+    assert s3.ports["s3.port"] in ports and s3.ports["filer.port"] in ports
+    assert ports <= set(s3.ports.values()), ports - set(s3.ports.values())
 
 
 def test_racing_creators_of_one_key_exactly_one_wins(s3: SeaweedS3, s3_prefix: str) -> None:
