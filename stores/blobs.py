@@ -22,8 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from dreamwell.stores.errors import StoreBusy
-from dreamwell.stores.lancelog import StoreUnreachable
+from dreamwell.stores.errors import StoreBusy, StoreUnreachable
 from dreamwell.stores.remote import Remote, describe
 
 CREATE = "create"  # `expect` for write: only if the object does not exist

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from dreamwell.stores.errors import StoreBusy
+from dreamwell.stores.errors import StoreBusy, StoreUnreachable
 from dreamwell.stores.log import Log, LogGap, Record
 from dreamwell.stores.mirror import Mirror
 from dreamwell.stores.model import MemoryEntry
@@ -66,10 +66,15 @@ class Follower:
         raise StoreBusy("the memory store kept changing while it was opened; try again.")
 
     def fresh(self) -> None:
-        """Pick up what any process wrote: a few stat() calls when nothing changed."""
+        """Pick up what any process wrote: a few stat() calls when nothing changed. A log on
+        object storage that cannot be reached now leaves reads with what this process holds
+        (writes still hear the error)."""
         if self.state.unchanged() and not self.log.has_news():
             return
-        self.catch_up()
+        try:
+            self.catch_up()
+        except StoreUnreachable as exc:
+            logger.warning("serving what this replica holds: %s", exc)
 
     def catch_up(self) -> None:
         m = self.mirror

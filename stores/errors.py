@@ -23,3 +23,8 @@ class WriteFailed(StoreError):
 
 class StoreUnavailable(StoreError):
     """A store cannot be opened (read-only or damaged data directory); the text says which."""
+
+
+class StoreUnreachable(StoreError):
+    """The object store holding the data cannot be reached now. The write that hears this
+    was not acknowledged; retrying it is safe (the same save again reinforces, never doubles)."""

@@ -27,7 +27,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from dreamwell.stores.errors import StoreError
+from dreamwell.stores.errors import StoreError, StoreUnreachable
 from dreamwell.stores.log import LogConflict, LogGap, Op, Record
 from dreamwell.stores.remote import Remote, describe
 
@@ -50,10 +50,6 @@ SCHEMA = pa.schema(
         pa.field("body", pa.string(), nullable=False),
     ]
 )
-
-
-class StoreUnreachable(StoreError):
-    pass
 
 
 @contextlib.contextmanager
