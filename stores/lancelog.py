@@ -114,6 +114,12 @@ class LanceLog:
         self._ensure_poller()
         return self._seen_version > self._read_version
 
+    def _polling(self) -> bool:
+        """Whether the poller runs (started if not: then the caller reads the table)."""
+        alive = self._poller is not None and self._poller.is_alive()
+        self._ensure_poller()
+        return alive
+
     def _ensure_poller(self) -> None:
         if self._poller is None or not self._poller.is_alive():
             self._poller = threading.Thread(
@@ -122,14 +128,22 @@ class LanceLog:
             self._poller.start()
 
     def _watch(self) -> None:
-        """Note the table's newest version every `poll` seconds (one LIST of manifests)."""
-        table = _open(self.remote)
-        while not self._stop.wait(self._poll):
+        """Note the table's newest version every `poll` seconds (one LIST of manifests), and
+        compact the table after every COMPACT_EVERY appends of this process."""
+        table: Any = None
+        compacted = 0
+        while True:
             try:
+                table = table or _open(self.remote)
                 table.checkout_latest()
                 self._seen_version = int(table.version)
+                if self._appends - compacted >= COMPACT_EVERY:
+                    compacted = self._appends
+                    self._compact(table)
             except Exception as exc:  # unreachable for now: readers hear it when they read
                 logger.debug("polling the log: %s", exc)
+            if self._stop.wait(self._poll):
+                return
 
     def close(self) -> None:
         self._stop.set()
@@ -141,6 +155,8 @@ class LanceLog:
             if own is not None and own[0] == self._read_version + 1 and own[1] == self._tail_n + 1:
                 self._read_version, self._tail_n = own[0], own[1]  # nobody else wrote meanwhile
                 return self._take(own[2])
+            if own is None and 0 < self._read_version >= self._seen_version and self._polling():
+                return []  # the poller saw nothing new (an append on stale news conflicts)
             self._table.checkout_latest()
             version = int(self._table.version)
             rows = (
@@ -191,6 +207,8 @@ class LanceLog:
         with self._write_lock, reaching(self.remote, "write to"):
             result = self._table.merge_insert("n").when_not_matched_insert_all().execute(row)
             if result.num_inserted_rows != 1:
+                with self._lock:
+                    self._read_version = -1  # read the table itself next time
                 raise LogConflict(f"append {n} was taken by another replica")
             version = int(self._table.version)
         with self._lock:
@@ -200,13 +218,14 @@ class LanceLog:
                 [Record(first + i, list(ops)) for i, ops in enumerate(batches)],
             )
         self._appends += 1
-        if self._appends % COMPACT_EVERY == 0:
-            self._compact()
+        self._ensure_poller()  # it compacts the table after every COMPACT_EVERY appends
         return last
 
-    def _compact(self) -> None:
+    def _compact(self, table: Any) -> None:
+        """Fold the small fragments of recent appends together (off the save path: each
+        append adds one, and an append or read costs a read per fragment)."""
         try:
-            self._table.optimize(cleanup_older_than=None)
+            table.optimize(cleanup_older_than=None)
         except Exception as exc:  # another replica compacting: harmless, try next time
             logger.debug("compacting the log: %s", exc)
 
