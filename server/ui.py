@@ -26,9 +26,11 @@ from dreamwell.dream import DreamBusy, DreamOptions, run_cycle, undo
 from dreamwell.dream.report import Report, load_report
 from dreamwell.server import ui_data, ui_skills
 from dreamwell.server.config import LOOPBACK, Settings
+from dreamwell.server.hook_stats import hooks_mark
 from dreamwell.server.runtime import TENANT_SCOPE_KEY, Runtime, Tenant
 from dreamwell.server.ui_data import BadRequest
 from dreamwell.stores import SkillCatalog, StoreError
+from dreamwell.stores.layout import DataDir
 
 CSRF_HEADER = "x-dreamwell-csrf"
 _STATIC = {
@@ -133,7 +135,8 @@ class UI:
         tenant = await self.tenant(request)
         seq = await run_in_threadpool(tenant.longterm.change_seq)
         skills = await run_in_threadpool(self.catalog(tenant).generation)
-        return JSONResponse({"version": seq, "skills": skills})
+        hooks = hooks_mark(DataDir(tenant.data_dir))
+        return JSONResponse({"version": seq, "skills": skills, "hooks": hooks})
 
     async def overview(self, request: Request) -> Response:
         tenant = await self.tenant(request)

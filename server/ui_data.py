@@ -15,6 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 from dreamwell.dream.report import list_reports, load_report
+from dreamwell.server.hook_stats import hook_activity
 from dreamwell.stores import (
     ANY,
     MAX_CONTENT_CHARS,
@@ -27,6 +28,7 @@ from dreamwell.stores import (
     fold_text,
     utcnow,
 )
+from dreamwell.stores.layout import DataDir
 
 LIMIT = 200  # memories per page; "more" asks for the next LIMIT
 ACTIONS = ("edit", "archive", "restore")
@@ -247,4 +249,5 @@ def overview(store: LongTermStore, data_dir: Any) -> dict[str, Any]:
         "added": [{"day": d, "count": added.get(d, 0)} for d in days],
         "vectors_pending": store.missing_vectors(),
         "last_dream": real[0] if real else None,
+        "hooks": hook_activity(DataDir(data_dir)).to_json(),
     }

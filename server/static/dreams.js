@@ -139,6 +139,8 @@ async function runs() {
   } catch (error) { status(error.message); }
 }
 
-views.dreams = { show: runs, changed: (visible) => (visible ? runs() : undefined) };
+// a hook's activity changes no dream run
+const dreamsMoved = (visible, moved) => visible && moved.some((k) => k !== "hooks");
+views.dreams = { show: runs, changed: (visible, moved) => (dreamsMoved(visible, moved) ? runs() : undefined) };
 $("preview").onclick = () => dream("preview");
 $("apply").onclick = () => dream("apply");
