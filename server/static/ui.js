@@ -58,7 +58,14 @@ function ago(iso) {
   if (s < 129600) return plural(Math.round(s / 3600), "hour", "hours") + " ago";
   return plural(Math.round(s / 86400), "day", "days") + " ago";
 }
-const num = (x) => (typeof x === "number" ? x.toFixed(2) : x);
+// x with d decimals as the CLI (Python's format) prints it: toFixed breaks an exact tie
+// (0.625, representable in binary) upwards, Python to the even digit ("0.62")
+function fixed(x, d = 2) {
+  const long = Math.abs(x).toFixed(100), cut = long.indexOf(".") + 1 + d; // exact digits
+  if (!/^50*$/.test(long.slice(cut)) || Number(long[cut - 1]) % 2) return x.toFixed(d);
+  return (x < 0 ? "-" : "") + long.slice(0, cut);
+}
+const num = (x) => (typeof x === "number" ? fixed(x) : x);
 
 // ---- views ----------------------------------------------------------------------------
 const views = {};
