@@ -52,3 +52,9 @@ def test_the_overview_shows_the_hooks_activity_live(tmp_path: Path) -> None:
         shot(page, "ui-overview-hooks-1280")
         found = serious_violations(page)
         assert found == [], "\n".join(found)
+        page.set_viewport_size({"width": 390, "height": 800})
+        page.emulate_media(color_scheme="dark")
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+        shot(page, "ui-overview-hooks-dark-390", full=True)
+        found = serious_violations(page)
+        assert found == [], "\n".join(found)
