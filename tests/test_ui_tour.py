@@ -2,15 +2,15 @@
 read, a dream report holding memory and skill changes) at 1280 and 390 px, light and dark, in
 Chromium: no horizontal scroll, and axe-core (tests/vendor) finds no serious or critical
 violation in any of the twelve. The screenshots (tests/artifacts/ui-tour-*) are the ones to
-look at for issue 25's criteria; `--tour-docs` is not needed: docs/ui.png is refreshed by
-`python -m tests.test_ui_tour`."""
+look at for issue 25's criteria; `python -m tests.dev.docs_screenshots` makes README's."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
+from dreamwell.server.hook_refresh import refresh
+from dreamwell.stores.layout import DataDir
 from tests.hooks_helpers import hook, prompt
 from tests.test_ui_dream_diff import dreamt
 from tests.ui_browser import chromium, open_page, serious_violations, shot, ui_process
@@ -35,7 +35,9 @@ def show(page: Any, view: str) -> None:
 
 def activity(data: Path) -> None:
     """A dream with memory and skill changes, and client hooks that ran (one failed)."""
-    dreamt(data)
+    store = dreamt(data)
+    store.checkpoint()
+    refresh(DataDir(data))  # the hooks' snapshot: no background refresher started
     hook("user-prompt", prompt("s1", "when do deploys happen?"), data)
     hook("user-prompt", b"{broken", data)
 
@@ -54,23 +56,3 @@ def test_every_view_at_two_widths_and_two_themes_is_accessible(tmp_path: Path) -
                     found = serious_violations(page)
                     assert found == [], f"{view} {scheme} {width}:\n" + "\n".join(found)
                 page.close()
-
-
-def docs_images(root: Path) -> None:
-    """docs/ui.png (the memories view) and docs/ui-skills.png, 1280 x 800, light."""
-    data = root / "data"
-    activity(data)
-    with ui_process(data) as url, chromium() as browser:
-        page = open_page(browser, url, 1280, 800, color_scheme="light")
-        page.wait_for_selector("#hooks summary")
-        page.screenshot(path="docs/ui.png")
-        show(page, "skills")
-        page.screenshot(path="docs/ui-skills.png")
-
-
-if __name__ == "__main__":
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as tmp:
-        docs_images(Path(tmp))
-    sys.exit(0)
