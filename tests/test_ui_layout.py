@@ -140,7 +140,10 @@ def test_everything_is_reachable_by_keyboard(many: str) -> None:
         for _ in range(30):
             page.keyboard.press("Tab")
             reached.add(page.evaluate("() => document.activeElement.closest('[id]')?.id"))
-        assert {"views", "tree", "search", "list"} <= reached, reached
+        assert {"views", "hooks", "tree", "search", "list"} <= reached, reached
+        page.focus("#hooks summary")  # the hooks' sessions open from the keyboard
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#hooks li:has-text('session-0 in /home/me/projects/project-0')")
         page.focus("#tree button[data-category='ops']")
         page.keyboard.press("Enter")
         page.wait_for_selector("#count:text-is('74 memories')")

@@ -227,11 +227,15 @@ async function runs() {
       b.onclick = async () => { try { await shown(`/ui/api/dreams/${d.run}`); } catch (e) { status(e.message); } };
       li.append(b); return li;
     }));
+    $("runs-box").querySelector("summary").textContent = `Runs (${data.dreams.length})`;
+    // nothing read yet: the newest run's report, so the view never opens empty
+    if (!$("report").childElementCount && data.dreams.length) await shown(`/ui/api/dreams/${data.dreams[0].run}`);
   } catch (error) { status(error.message); }
 }
 
 // a hook's activity changes no dream run
 const dreamsMoved = (visible, moved) => visible && moved.some((k) => k !== "hooks");
 views.dreams = { show: runs, changed: (visible, moved) => (dreamsMoved(visible, moved) ? runs() : undefined) };
+if (matchMedia("(max-width: 720px)").matches) $("runs-box").open = false; // a phone: the report first
 $("preview").onclick = () => dream("preview");
 $("apply").onclick = () => dream("apply");
