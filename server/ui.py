@@ -23,12 +23,14 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from dreamwell.dream import DreamBusy, DreamOptions, run_cycle, undo
-from dreamwell.dream.report import Report, load_report
+from dreamwell.dream.report import load_report
 from dreamwell.server import ui_data, ui_skills
 from dreamwell.server.config import LOOPBACK, Settings
+from dreamwell.server.hook_stats import hooks_mark
 from dreamwell.server.runtime import TENANT_SCOPE_KEY, Runtime, Tenant
 from dreamwell.server.ui_data import BadRequest
 from dreamwell.stores import SkillCatalog, StoreError
+from dreamwell.stores.layout import DataDir
 
 CSRF_HEADER = "x-dreamwell-csrf"
 _STATIC = {
@@ -46,16 +48,21 @@ def _asset(name: str) -> str:
     return files("dreamwell.server").joinpath("static", name).read_text(encoding="utf-8")
 
 
-def report_json(report: Report) -> dict[str, Any]:
-    return report.to_json()
-
-
-def dream_now(tenant: Tenant, settings: Settings, dry_run: bool) -> Report:
+def dream_now(tenant: Tenant, settings: Settings, dry_run: bool) -> dict[str, Any]:
     from dreamwell.server.dream_edge import llm_for
 
     # a person asked for it: no waiting for quiet
     options = DreamOptions(quiet_seconds=0, skills_auto_approve=settings.skills_auto_approve)
-    return run_cycle(tenant.longterm, llm_for(settings), dry_run=dry_run, options=options)
+    report = run_cycle(tenant.longterm, llm_for(settings), dry_run=dry_run, options=options)
+    return ui_data.report_view(report, tenant.longterm)
+
+
+def stored_report(tenant: Tenant, run: str) -> dict[str, Any]:
+    return ui_data.report_view(load_report(tenant.data_dir, run), tenant.longterm)
+
+
+def undone(tenant: Tenant, run: str) -> dict[str, Any]:
+    return ui_data.report_view(undo(tenant.longterm, run), tenant.longterm)
 
 
 # ---- the ASGI side -------------------------------------------------------------------------
@@ -133,7 +140,8 @@ class UI:
         tenant = await self.tenant(request)
         seq = await run_in_threadpool(tenant.longterm.change_seq)
         skills = await run_in_threadpool(self.catalog(tenant).generation)
-        return JSONResponse({"version": seq, "skills": skills})
+        hooks = hooks_mark(DataDir(tenant.data_dir))
+        return JSONResponse({"version": seq, "skills": skills, "hooks": hooks})
 
     async def overview(self, request: Request) -> Response:
         tenant = await self.tenant(request)
@@ -189,18 +197,18 @@ class UI:
 
     async def dream(self, request: Request) -> Response:
         tenant = await self.tenant(request)
-        report = await run_in_threadpool(load_report, tenant.data_dir, request.path_params["run"])
-        return JSONResponse(report_json(report))
+        found = await run_in_threadpool(stored_report, tenant, request.path_params["run"])
+        return JSONResponse(found)
 
     async def run_dream(self, request: Request) -> Response:
         tenant, dry = await self.tenant(request), request.path_params["mode"] == "preview"
-        report = await run_in_threadpool(dream_now, tenant, self.runtime.settings, dry)
-        return JSONResponse(report_json(report))
+        found = await run_in_threadpool(dream_now, tenant, self.runtime.settings, dry)
+        return JSONResponse(found)
 
     async def undo(self, request: Request) -> Response:
         tenant = await self.tenant(request)
-        report = await run_in_threadpool(undo, tenant.longterm, request.path_params["run"])
-        return JSONResponse(report_json(report))
+        found = await run_in_threadpool(undone, tenant, request.path_params["run"])
+        return JSONResponse(found)
 
     def api(self) -> Starlette:
         g = self.guarded

@@ -14,7 +14,8 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-from dreamwell.dream.report import list_reports, load_report
+from dreamwell.dream.report import Report, list_reports, load_report
+from dreamwell.server.hook_stats import hook_activity
 from dreamwell.stores import (
     ANY,
     MAX_CONTENT_CHARS,
@@ -27,6 +28,7 @@ from dreamwell.stores import (
     fold_text,
     utcnow,
 )
+from dreamwell.stores.layout import DataDir
 
 LIMIT = 200  # memories per page; "more" asks for the next LIMIT
 ACTIONS = ("edit", "archive", "restore")
@@ -199,11 +201,50 @@ def create(store: LongTermStore, body: dict[str, Any]) -> dict[str, Any]:
     return {"memory": entry_json(entry), "reinforced": saved.reinforced}
 
 
+# what a run's label calls each kind of change: (one, many)
+KIND_LABELS = {
+    "decay": ("decayed", "decayed"),
+    "merge": ("merged", "merged"),
+    "archive": ("archived", "archived"),
+    "prune": ("pruned", "pruned"),
+    "score": ("rescored", "rescored"),
+    "used": ("marked used", "marked used"),
+    "preference": ("preference learned", "preferences learned"),
+    "anti-pattern": ("anti-pattern learned", "anti-patterns learned"),
+    "derived": ("fact derived", "facts derived"),
+    "skill-create": ("skill created", "skills created"),
+    "skill-guide": ("guide skill created", "guide skills created"),
+    "skill-merge": ("skill merged", "skills merged"),
+    "skill-archive": ("skill archived", "skills archived"),
+    "skill-see-also": ("skill linked", "skills linked"),
+    "skill-update": ("skill updated", "skills updated"),
+    "skill-improve": ("skill improved", "skills improved"),
+}
+
+
 def dream_summary(kinds: Counter[str]) -> str:
-    """'3 decayed, 1 merged' (nothing: 'no changes')."""
-    verbs = {"decay": "decayed", "merge": "merged", "archive": "archived", "prune": "pruned"}
-    parts = [f"{n} {verbs.get(k, k)}" for k, n in kinds.most_common()]
+    """'3 decayed, 1 merged, 1 preference learned' (nothing: 'no changes')."""
+    parts = []
+    for kind, n in kinds.most_common():
+        one, many = KIND_LABELS.get(kind, (kind, kind))
+        parts.append(f"{n} {one if n == 1 else many}")
     return ", ".join(parts) or "no changes"
+
+
+def report_view(report: Report, store: LongTermStore) -> dict[str, Any]:
+    """A report as the page reads it: its JSON, the label of what it changed, and the texts
+    of the memories its changes name as sources but do not hold (read from the store)."""
+    held = {e.id for c in report.changes() for e in (c.before, c.after) if e}
+    texts: dict[str, str] = {}
+    for c in report.changes():
+        if c.is_skill or c.kind == "anti-pattern":  # sources are skill names, sessions
+            continue
+        for i in c.sources:
+            found = None if i in held or i in texts else store.get(i)
+            if found is not None:
+                texts[i] = found.content
+    summary = dream_summary(Counter(c.kind for c in report.changes()))
+    return report.to_json() | {"summary": summary, "texts": texts}
 
 
 def dreams(data_dir: Any, limit: int = 50) -> list[dict[str, Any]]:
@@ -247,4 +288,5 @@ def overview(store: LongTermStore, data_dir: Any) -> dict[str, Any]:
         "added": [{"day": d, "count": added.get(d, 0)} for d in days],
         "vectors_pending": store.missing_vectors(),
         "last_dream": real[0] if real else None,
+        "hooks": hook_activity(DataDir(data_dir)).to_json(),
     }

@@ -169,8 +169,10 @@ def test_a_person_browses_edits_deletes_restores_and_dreams_in_chromium(
             "Deploys happen on Fridays",
             "deploys happen on fridays!",
         ]
-        reinforced = merge.locator("tr:has(td:text-is('reinforced')) td").nth(1)
-        assert reinforced.inner_html().index("<del>") < reinforced.inner_html().index("<ins>")
+        # a memory the dream created: "— → value" rows, nothing struck out
+        reinforced = merge.locator("tr[data-field='reinforcement_count'] td").nth(1)
+        assert reinforced.inner_text() == "— → 2×"
+        assert merge.locator("del").count() == 0
         runs = page.locator("#runs .run").all_inner_texts()
         assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d\n2 archived, 1 merged$", runs[0]), runs
         page.screenshot(path=str(ARTIFACTS / "ui-dream-report.png"), full_page=True)

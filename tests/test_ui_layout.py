@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 
 from dreamwell.stores import LongTermStore, MemoryEntry, new_id, utcnow
+from dreamwell.stores.hookstate import HookSessions, hooks_log
+from dreamwell.stores.layout import DataDir
 from tests.ui_browser import chromium, open_page, serious_violations, shot, ui_process
 
 URL = "https://example.com/" + "a" * 200
@@ -36,10 +38,24 @@ def seed_many(data: Path, n: int = 223) -> None:
     LongTermStore(data, embedder=None).apply(entries)
 
 
+def hooks_ran(data: Path) -> None:
+    """What client hooks leave after a busy day (their own code path: session state and
+    hooks.log), so the overview carries its hooks line while rows are measured."""
+    sessions = HookSessions(DataDir(data))
+    for i in range(12):
+        state = sessions.load(f"session-{i}")
+        state.cwd = f"/home/me/projects/project-{i}"
+        state.note("turn")
+        state.note("recall", 3)
+        sessions.save(state)
+    hooks_log(DataDir(data), "user-prompt failed: OSError: [Errno 28] No space left on device")
+
+
 @pytest.fixture(scope="module")
 def many(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     data = tmp_path_factory.mktemp("many") / "data"
     seed_many(data)
+    hooks_ran(data)
     with ui_process(data) as url:
         yield url
 
@@ -124,7 +140,10 @@ def test_everything_is_reachable_by_keyboard(many: str) -> None:
         for _ in range(30):
             page.keyboard.press("Tab")
             reached.add(page.evaluate("() => document.activeElement.closest('[id]')?.id"))
-        assert {"views", "tree", "search", "list"} <= reached, reached
+        assert {"views", "hooks", "tree", "search", "list"} <= reached, reached
+        page.focus("#hooks summary")  # the hooks' sessions open from the keyboard
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#hooks li:has-text('session-0 in /home/me/projects/project-0')")
         page.focus("#tree button[data-category='ops']")
         page.keyboard.press("Enter")
         page.wait_for_selector("#count:text-is('74 memories')")

@@ -233,12 +233,47 @@ async function overview() {
   }));
   const d = o.last_dream;
   $("last-dream").textContent = d ? `Last dream ${when(d.started)}: ${d.summary}${d.undone ? " (undone)" : ""}` : "No dream yet.";
+  hooks(o.hooks);
+}
+
+// what the client hooks (dreamwell hook, run by Claude Code and the like) did in the last day
+function hooks(h) {
+  const box = $("hooks");
+  if (!h.sessions && !h.failures) {
+    box.replaceChildren(el("p", h.last_run ? `No client hook in the last 24 hours (last ${ago(h.last_run)}).` : "No client hook has run yet."));
+    return;
+  }
+  const open = box.querySelector("details")?.open || false, focused = box.contains(document.activeElement);
+  const details = el("details"), summary = el("summary");
+  summary.append(`Client hooks, last 24 h: ${plural(h.sessions, "session", "sessions")}, ` +
+    `${plural(h.recalls, "prompt", "prompts")} recalled for, ${plural(h.memories, "memory", "memories")} fed in, `,
+  el("span", plural(h.failures, "failure", "failures"), h.failures ? "bad" : ""));
+  if (h.last_run) summary.append(` · last ${ago(h.last_run)}`);
+  details.open = open;
+  details.append(summary, ...h.warnings.map((w) => el("p", w, "bad")));
+  const rows = el("ul");
+  for (const s of h.recent) {
+    rows.append(el("li", `${s.client} ${s.session.slice(0, 12)}${s.cwd ? " in " + s.cwd : ""}: ` +
+      `${plural(s.turns, "turn", "turns")} recorded, recalled for ${plural(s.recalls, "prompt", "prompts")}, ` +
+      `${plural(s.memories, "memory", "memories")} fed in, ${ago(s.last)}`));
+  }
+  if (h.sessions > h.recent.length) rows.append(el("li", `… ${h.sessions - h.recent.length} more`));
+  // a hooks.log line: "<ISO time> <event> failed: <why>"
+  const failure = (line) => { const [stamp, ...rest] = line.split(" "); return el("p", `${when(stamp)} ${rest.join(" ")}`, "bad"); };
+  details.append(rows, ...h.last_failures.map(failure));
+  box.replaceChildren(details);
+  if (focused) summary.focus(); // a refresh under the keyboard keeps its place
 }
 
 function searched(event) { event.preventDefault(); memories.limit = 200; refresh(); }
 
 
-views.memories = { show: refresh, changed: () => refresh() };
+views.memories = {
+  show: refresh,
+  // the memories moved: the list and the overview; only the hooks ran: the overview alone
+  changed: (visible, moved) => (moved.includes("version") ? refresh()
+    : moved.includes("hooks") ? overview().catch(() => {}) : undefined),
+};
 $("search").onsubmit = searched;
 $("archived").onchange = searched;
 $("more").onclick = () => { memories.limit += 200; refresh(); };

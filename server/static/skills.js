@@ -21,7 +21,10 @@ async function skillList() {
       b.dataset.name = s.name;
       b.setAttribute("aria-pressed", String(s.name === skills.chosen));
       b.append(s.name, el("small", usage(s)));
-      b.onclick = () => { skills.chosen = s.name; skillList(); skillDetail(); };
+      b.onclick = async () => {
+        skills.chosen = s.name; skillList(); await skillDetail();
+        if (matchMedia("(max-width: 720px)").matches) $("skill").scrollIntoView(); // a phone: below the list
+      };
       li.append(b); return li;
     }));
   } catch (error) { if (current()) status(error.message); }

@@ -1,7 +1,8 @@
 // dreamwell memory browser: plain JavaScript, no build step, nothing from the network.
 // This file is what every view shares (the API, the status line, the view switcher, live
 // refresh). Each view is its own file that registers itself in `views` with `show()` (drawn
-// when chosen) and `changed(visible)` (memory moved elsewhere): memories.js, dreams.js, skills.js. A new
+// when chosen) and `changed(visible, moved)` (something moved elsewhere: "version" for
+// memories, "skills", "hooks" for the client hooks' activity): memories.js, dreams.js, skills.js. A new
 // view is one button in <nav id="views">, one <section data-panel> in ui.html, one script.
 "use strict";
 const csrf = document.querySelector('meta[name="dreamwell-csrf"]').content;
@@ -57,11 +58,18 @@ function ago(iso) {
   if (s < 129600) return plural(Math.round(s / 3600), "hour", "hours") + " ago";
   return plural(Math.round(s / 86400), "day", "days") + " ago";
 }
-const num = (x) => (typeof x === "number" ? x.toFixed(2) : x);
+// x with d decimals as the CLI (Python's format) prints it: toFixed breaks an exact tie
+// (0.625, representable in binary) upwards, Python to the even digit ("0.62")
+function fixed(x, d = 2) {
+  const long = Math.abs(x).toFixed(100), cut = long.indexOf(".") + 1 + d; // exact digits
+  if (!/^50*$/.test(long.slice(cut)) || Number(long[cut - 1]) % 2) return x.toFixed(d);
+  return (x < 0 ? "-" : "") + long.slice(0, cut);
+}
+const num = (x) => (typeof x === "number" ? fixed(x) : x);
 
 // ---- views ----------------------------------------------------------------------------
 const views = {};
-let version = null;
+let version = null; // the last answer of /ui/api/version
 
 function view(name) {
   if (!views[name]) name = "memories";
@@ -77,14 +85,14 @@ function view(name) {
 async function poll() {
   if (document.hidden) return;
   try {
+    // memories' log, skills' generation, the client hooks' files: which of them moved
     const answer = await api("/ui/api/version");
-    const now = `${answer.version}/${answer.skills}`; // memories' log, skills' generation
-    if (version !== null && now !== version) {
-      for (const [name, v] of Object.entries(views)) {
-        if (v.changed) await v.changed(!$("view-" + name).hidden);
-      }
+    const moved = version === null ? [] : ["version", "skills", "hooks"].filter((k) => answer[k] !== version[k]);
+    version = answer;
+    if (!moved.length) return;
+    for (const [name, v] of Object.entries(views)) {
+      if (v.changed) await v.changed(!$("view-" + name).hidden, moved);
     }
-    version = now;
   } catch { /* shown by the next refresh */ }
 }
 
