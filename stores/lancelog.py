@@ -90,6 +90,8 @@ class LanceLog:
         self._seen_version = 0  # the newest version the poller saw
         self._own: tuple[int, int, list[Record]] | None = None  # our last append: version, n
         self._appends = 0
+        self.conflicts = 0  # appends another replica won (for stats and benchmarks)
+        self._last_append_version = -1
         self._poll = poll
         self._stop = threading.Event()
         self._poller: threading.Thread | None = None
@@ -131,15 +133,19 @@ class LanceLog:
         """Note the table's newest version every `poll` seconds (one LIST of manifests), and
         compact the table after every COMPACT_EVERY appends of this process."""
         table: Any = None
-        compacted = 0
+        compacted = 0  # the table version after the last compaction this poller saw or did
         while True:
             try:
                 table = table or _open(self.remote)
                 table.checkout_latest()
-                self._seen_version = int(table.version)
-                if self._appends - compacted >= COMPACT_EVERY:
-                    compacted = self._appends
+                self._seen_version = version = int(table.version)
+                compacted = compacted or version
+                # every writer's appends add fragments: compact after COMPACT_EVERY versions,
+                # the replica that appended last doing it (the others see it as a new version)
+                if version - compacted >= COMPACT_EVERY and self._appended_last(version):
                     self._compact(table)
+                    table.checkout_latest()
+                    compacted = int(table.version)
             except Exception as exc:  # unreachable for now: readers hear it when they read
                 logger.debug("polling the log: %s", exc)
             if self._stop.wait(self._poll):
@@ -209,6 +215,7 @@ class LanceLog:
             if result.num_inserted_rows != 1:
                 with self._lock:
                     self._read_version = -1  # read the table itself next time
+                    self.conflicts += 1
                 raise LogConflict(f"append {n} was taken by another replica")
             version = int(self._table.version)
         with self._lock:
@@ -220,6 +227,9 @@ class LanceLog:
         self._appends += 1
         self._ensure_poller()  # it compacts the table after every COMPACT_EVERY appends
         return last
+
+    def _appended_last(self, version: int) -> bool:
+        return self._last_append_version == version
 
     def _compact(self, table: Any) -> None:
         """Fold the small fragments of recent appends together (off the save path: each

@@ -37,6 +37,7 @@ import obstore
 import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests.s3server
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # replica_figures
 
 from tests.s3server import SeaweedS3
 
@@ -175,6 +176,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--ops", type=int, default=50, help="calls per measurement per round")
     parser.add_argument("--only", default="", help="comma-separated measurement names")
+    parser.add_argument(
+        "--replicas", action="store_true", help="also dreamwell's figures (replica_figures.py)"
+    )
+    parser.add_argument("--cold", default="10000", help="cold-start sizes, comma-separated")
+    parser.add_argument("--seconds", type=float, default=15, help="per throughput run")
     args = parser.parse_args()
     names = [n for n in args.only.split(",") if n] or list(MEASUREMENTS)
     say(f"load before: {loadavg()}")
@@ -185,10 +191,49 @@ def main() -> None:
             for name in names:
                 times = MEASUREMENTS[name](env, args.ops)
                 results[name].append((pct(times, 0.5), pct(times, 0.95)))
+            if args.replicas:
+                replica_round(env, args.ops, results)
             say(f"round {rnd + 1}/{args.rounds} done, load {loadavg()}")
-    say(f"\nweed mini on 127.0.0.1, {args.rounds} rounds x {args.ops} calls")
-    print_table(results)
+        say(f"\nweed mini on 127.0.0.1, {args.rounds} rounds x {args.ops} calls")
+        print_table(results)
+        if args.replicas:
+            replica_once(s3, args)
     say(f"load after: {loadavg()}")
+
+
+def replica_round(env: Env, ops: int, results: dict[str, list[tuple[float, float]]]) -> None:
+    """dreamwell's per-call figures on this round's prefix (see replica_figures.py)."""
+    import replica_figures as rf
+
+    far, near = rf.measure_search(env.s3, env.prefix, ops)
+    figures = {
+        "dw_save": rf.measure_save(env.s3, env.prefix, ops),
+        "dw_search": far,
+        "dw_search_local": near,
+        "dw_visible": rf.measure_visible(env.s3, env.prefix, max(10, ops // 2)),
+    }
+    for name, times in figures.items():
+        results.setdefault(name, []).append((pct(times, 0.5), pct(times, 0.95)))
+
+
+def replica_once(s3: SeaweedS3, args: argparse.Namespace) -> None:
+    """Bytes per memory, cold starts and throughput with 1-3 serve replicas (one run each)."""
+    import replica_figures as rf
+
+    prefix = f"once-{uuid.uuid4().hex[:8]}"
+    say(
+        f"bytes per memory (2,000 memories of ~450 B text, checkpointed): "
+        f"{rf.measure_bytes_per_memory(s3, prefix, 2000):.0f}"
+    )
+    for size in [int(c) for c in args.cold.split(",") if c]:
+        opened, filled = rf.measure_cold_start(s3, f"{prefix}-{size}", size)
+        say(
+            f"cold start at {size:,} memories: {opened:.1f} s to first search "
+            f"(filling took {filled:.1f} s), load {loadavg()}"
+        )
+    for n in (1, 2, 3):
+        rate = rf.measure_throughput(s3, prefix, n, args.seconds)
+        say(f"saves/s with {n} replica(s), 16 clients over HTTP: {rate:.1f}, load {loadavg()}")
 
 
 if __name__ == "__main__":

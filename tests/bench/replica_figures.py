@@ -1,0 +1,205 @@
+"""The replica figures of `scaleout_bench.py`: dreamwell's long-term store on a location in the
+local SeaweedFS, against the raw limits measured in the same run.
+
+- save: `LongTermStore.save` of a ~3 KB memory on an object-store location (its own cache)
+- search / search_local: the same 20 queries over the same 2,000 memories on the remote store
+  and on a local one (the remote store searches its in-memory view: it should not differ)
+- visible: a save on replica A until `get` on replica B (another store, own cache, same
+  process) returns it
+- bytes_per_memory: bytes under the location after the saves, a checkpoint and a snapshot
+- cold_start: a new replica (empty cache) opening a location of --cold memories, to its first
+  search (snapshot + log replayed into its cache)
+- throughput_N: saves per second with N `serve --transport http` replicas under 16 clients
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from dreamwell.stores import remote
+from dreamwell.stores.longterm import ANY, LongTermStore, Write
+from dreamwell.stores.model import MemoryEntry, new_id, utcnow
+
+WORDS = [
+    "deploy",
+    "staging",
+    "cluster",
+    "heron",
+    "timezone",
+    "berlin",
+    "review",
+    "pull",
+    "request",
+    "tests",
+    "flaky",
+    "cache",
+    "database",
+    "migration",
+    "coffee",
+    "tea",
+    "morning",
+    "standup",
+    "release",
+    "notes",
+    "python",
+    "rust",
+    "typescript",
+    "kubernetes",
+    "helm",
+    "chart",
+    "secret",
+    "rotation",
+    "incident",
+    "postmortem",
+    "latency",
+    "budget",
+    "dashboard",
+]
+
+
+def text(rng: random.Random, size: int = 2800) -> str:
+    out: list[str] = []
+    while sum(len(w) + 1 for w in out) < size:
+        out.append(rng.choice(WORDS))
+    return " ".join(out)
+
+
+def open_replica(s3: Any, prefix: str) -> LongTermStore:
+    cache = Path(tempfile.mkdtemp(prefix="dw-replica-"))
+    remote.attach(cache, remote.Remote.of(s3.uri(prefix), s3.storage_options))
+    return LongTermStore(cache)
+
+
+def fill(store: LongTermStore, count: int, seed: int = 7) -> None:
+    """`count` memories written in batches of 500 (one log append each)."""
+    rng = random.Random(seed)
+    now = utcnow()
+    for start in range(0, count, 500):
+        groups = []
+        for i in range(start, min(count, start + 500)):
+            entry = MemoryEntry(
+                id=new_id(),
+                content=f"memory {i}: {text(rng, 400)}",
+                category=f"topic/{i % 20}",
+                tags=(),
+                created_at=now,
+                last_seen_at=now,
+                updated_at=now,
+            )
+            groups.append([Write(entry.id, ANY, entry)])
+        store.write(groups)
+
+
+def timed(call: Any) -> float:
+    start = time.perf_counter()
+    call()
+    return (time.perf_counter() - start) * 1000
+
+
+def measure_save(s3: Any, prefix: str, ops: int) -> list[float]:
+    store = open_replica(s3, prefix + "/save")
+    rng = random.Random(1)
+    store.save("warm up", "bench")
+    return [timed(lambda: store.save(text(rng), "bench/save")) for _ in range(ops)]
+
+
+def measure_search(s3: Any, prefix: str, ops: int) -> tuple[list[float], list[float]]:
+    """(remote, local) per-query ms over the same memories."""
+    far = open_replica(s3, prefix + "/search")
+    near = LongTermStore(Path(tempfile.mkdtemp(prefix="dw-local-")))
+    for store in (far, near):
+        fill(store, 2000)
+        store.checkpoint()
+    rng = random.Random(3)
+    queries = [" ".join(rng.sample(WORDS, 3)) for _ in range(ops)]
+    out = []
+    for store in (far, near):
+        for q in queries[:5]:
+            store.search(q)
+        out.append([timed(lambda q=q, s=store: s.search(q, limit=10)) for q in queries])
+    return out[0], out[1]
+
+
+def measure_visible(s3: Any, prefix: str, ops: int) -> list[float]:
+    a, b = open_replica(s3, prefix + "/vis"), open_replica(s3, prefix + "/vis")
+    b.search("warm")
+    times = []
+    for i in range(ops):
+        began = time.perf_counter()
+        saved = a.save(f"visibility probe {i} {random.random()}", "bench/vis")
+        while b.get(saved.entry.id) is None:
+            time.sleep(0.005)
+        times.append((time.perf_counter() - began) * 1000)
+    return times
+
+
+def bytes_under(s3: Any, prefix: str) -> int:
+    import obstore
+
+    return sum(int(m["size"]) for m in obstore.list(s3.store(prefix)).collect())
+
+
+def measure_bytes_per_memory(s3: Any, prefix: str, count: int) -> float:
+    store = open_replica(s3, prefix + "/bytes")
+    fill(store, count)
+    store.checkpoint()
+    return bytes_under(s3, prefix + "/bytes") / count
+
+
+def measure_cold_start(s3: Any, prefix: str, count: int) -> tuple[float, float]:
+    """(seconds to open a new replica and answer its first search, seconds to fill)."""
+    began = time.perf_counter()
+    writer = open_replica(s3, prefix + "/cold")
+    fill(writer, count)
+    writer.checkpoint()
+    filled = time.perf_counter() - began
+    began = time.perf_counter()
+    fresh = open_replica(s3, prefix + "/cold")
+    assert fresh.count() == count, fresh.count()
+    fresh.search("deploy staging")
+    return time.perf_counter() - began, filled
+
+
+def measure_throughput(s3: Any, prefix: str, replicas: int, seconds: float) -> float:
+    """Saves per second, 16 client threads spread over `replicas` serve processes."""
+    import anyio
+
+    from tests.replicas import Replica, client
+
+    base = Path(tempfile.mkdtemp(prefix="dw-serve-"))
+    started = [Replica(s3, f"{prefix}/tp{replicas}", base / f"r{i}") for i in range(replicas)]
+    for r in started:
+        r.start(wait=False)
+    try:
+        for r in started:
+            r.wait_ready()
+        done = [0]
+        lock = threading.Lock()
+
+        async def worker(k: int, until: float) -> None:
+            async with client(started[k % replicas].url) as c:
+                rng = random.Random(k)
+                while time.monotonic() < until:
+                    await c.call_tool("save_memory", {"content": text(rng, 600)})
+                    with lock:
+                        done[0] += 1
+
+        async def run() -> None:
+            for r in started:  # warm: each opens its store at the first call
+                async with client(r.url) as c:
+                    await c.call_tool("search_memory", {"query": "warm"})
+            until = time.monotonic() + seconds
+            async with anyio.create_task_group() as tg:
+                for k in range(16):
+                    tg.start_soon(worker, k, until)
+
+        anyio.run(run)
+        return done[0] / seconds
+    finally:
+        for r in started:
+            r.stop()
