@@ -140,6 +140,8 @@ def render_stats(settings: Settings, all_stats: list[TenantStats]) -> str:
     from dreamwell.server.skills_cli import stats_lines as skills_lines
 
     lines = [f"data directory: {settings.data_dir}", f"embedder: {embedder_text(settings)}"]
+    if settings.store_uri:  # the directory above is this machine's cache of the location
+        lines.insert(0, f"object store: {settings.store_uri} (shared by every replica)")
     for s in all_stats:
         step = "in step" if s.index_in_step else f"OUT OF STEP ({s.index_docs} documents)"
         lines += [

@@ -41,15 +41,16 @@ _CLIENT_KEYS = {
 }
 _SECRET = re.compile(r"secret|key|token|password|credential|sas", re.IGNORECASE)
 _LANCE_ONLY = {"client_max_retries", "client_retry_timeout"}
-# A call against an unreachable store fails within about this long, instead of LanceDB's and
-# obstore's defaults (30 s a request, retried for up to 3 minutes): a client hears an error.
+# A call against a store that does not answer fails within seconds (a hung store: about 20 s
+# for a save, measured), instead of LanceDB's and obstore's defaults (30 s a request, retried
+# for up to 3 minutes): a client hears an error before its own time-out.
 DEFAULTS = {
-    "timeout": "10s",
+    "timeout": "5s",
     "connect_timeout": "2s",
-    "client_max_retries": "2",
-    "client_retry_timeout": "10",
+    "client_max_retries": "1",
+    "client_retry_timeout": "5",
 }
-_RETRIES = {"max_retries": 2, "retry_timeout": timedelta(seconds=10)}
+_RETRIES = {"max_retries": 1, "retry_timeout": timedelta(seconds=5)}
 
 
 def is_uri(text: str) -> bool:

@@ -148,3 +148,19 @@ def test_the_data_dir_may_be_an_object_store_uri(tmp_path: Path) -> None:
     assert local.store_uri is None and local.remote() is None
     with pytest.raises(ValueError, match="not an object-store location"):
         Settings(data_dir="s3://", embedder="none")  # type: ignore[arg-type]
+
+
+def test_tenants_live_under_the_location_and_see_only_their_own(
+    replica: Callable[[], LongTermStore],
+) -> None:
+    root_a, root_b = replica(), replica()
+    team_a = LongTermStore(root_a.dirs.tenant("team-a").root)
+    team_b = LongTermStore(root_b.dirs.tenant("team-a").root)  # the same tenant, another replica
+    assert team_a.dirs.remote is not None and team_a.dirs.remote.uri.endswith("/tenants/team-a")
+    saved = team_a.save("team a deploys on fridays", "team")
+    eventually(lambda: team_b.get(saved.entry.id) is not None)
+    assert root_b.search("fridays") == [] and root_a.count() == 0
+    for store in (team_a, team_b):
+        log = store._wal
+        assert isinstance(log, lancelog.LanceLog)
+        log.close()
