@@ -18,8 +18,10 @@ an object is replaced whole or not at all.
 from __future__ import annotations
 
 import random
+import threading
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from dreamwell.stores.errors import StoreBusy, StoreUnreachable
@@ -129,3 +131,43 @@ class Blobs:
 
 def _unreachable(doing: str, remote: Remote, exc: BaseException) -> StoreUnreachable:
     return StoreUnreachable(f"cannot {doing} {remote.uri}: {describe(exc)}")
+
+
+# ---- the client (this module is the one that imports obstore) ----------------------------
+# the HTTP client's options go to obstore's client options, the rest to its store
+_CLIENT_KEYS = {
+    "allow_http",
+    "allow_invalid_certificates",
+    "connect_timeout",
+    "timeout",
+    "proxy_url",
+    "pool_idle_timeout",
+    "user_agent",
+}
+_LANCE_ONLY = {"client_max_retries", "client_retry_timeout"}  # LanceDB's own retry options
+_RETRIES = {"max_retries": 1, "retry_timeout": timedelta(seconds=5)}  # as remote.DEFAULTS
+_clients_lock = threading.Lock()
+_clients: dict[Remote, Any] = {}
+
+
+def objects(remote: Remote) -> Any:
+    """The obstore store rooted at `remote` (one per location and process)."""
+    from obstore import store
+
+    make: Any = store.from_url  # its overloads are per scheme; ours is chosen at run time
+    with _clients_lock:
+        found = _clients.get(remote)
+        if found is None:
+            opts = dict(remote.options)
+            client: dict[str, Any] = {k: v for k, v in opts.items() if k in _CLIENT_KEYS}
+            config = {k: v for k, v in opts.items() if k not in _CLIENT_KEYS | _LANCE_ONLY}
+            if "allow_http" in client:
+                client["allow_http"] = client["allow_http"] == "true"
+            found = make(
+                remote.uri + "/",
+                config=config or None,
+                client_options=client or None,
+                retry_config=_RETRIES,
+            )
+            _clients[remote] = found
+        return found

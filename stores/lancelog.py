@@ -25,31 +25,15 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import pyarrow as pa
-
 from dreamwell.stores.errors import StoreError, StoreUnreachable
 from dreamwell.stores.log import LogConflict, LogGap, Op, Record
 from dreamwell.stores.remote import Remote, describe
+from dreamwell.stores.table import LogTable, connect
 
 logger = logging.getLogger(__name__)
 
-TABLE = "log"
-COMPACT_EVERY = 24  # appends by this process between compactions of the table
+COMPACT_EVERY = 24  # versions of the table (appends by any replica) between compactions
 KEEP_RECORDS = 256  # records kept below a drop point, for replicas a little behind
-SCHEMA = pa.schema(
-    [
-        pa.field(
-            "n",
-            pa.int64(),
-            nullable=False,
-            metadata={"lance-schema:unenforced-primary-key": "true"},
-        ),
-        pa.field("first", pa.int64(), nullable=False),
-        pa.field("last", pa.int64(), nullable=False),
-        pa.field("at", pa.float64(), nullable=False),
-        pa.field("body", pa.string(), nullable=False),
-    ]
-)
 
 
 @contextlib.contextmanager
@@ -63,18 +47,8 @@ def reaching(remote: Remote, doing: str) -> Iterator[None]:
         raise StoreUnreachable(f"cannot {doing} {remote.uri}: {describe(exc)}") from None
 
 
-def _open(remote: Remote) -> Any:
-    db = remote.connect()
-    for _ in range(5):
-        try:
-            return db.open_table(TABLE)
-        except (FileNotFoundError, ValueError):
-            pass
-        try:
-            return db.create_table(TABLE, schema=SCHEMA, exist_ok=True)
-        except (OSError, RuntimeError, ValueError) as exc:  # another replica created it first
-            logger.debug("creating the log table: %s", exc)
-    return db.open_table(TABLE)
+def _open(remote: Remote) -> LogTable:
+    return LogTable(connect(remote.uri, remote.storage_options()))
 
 
 class LanceLog:
@@ -106,11 +80,9 @@ class LanceLog:
 
     def first_seq(self) -> int:
         with self._lock, reaching(self.remote, "read the log in"):
-            self._table.checkout_latest()
-            rows = self._table.search().select(["first"]).to_arrow()
-        if rows.num_rows == 0:
-            return 1
-        return int(pa.compute.min(rows.column("first")).as_py())
+            self._table.latest()
+            first = self._table.extreme("first", low=True)
+        return 1 if first is None else first
 
     def has_news(self) -> bool:
         self._ensure_poller()
@@ -132,20 +104,18 @@ class LanceLog:
     def _watch(self) -> None:
         """Note the table's newest version every `poll` seconds (one LIST of manifests), and
         compact the table after every COMPACT_EVERY appends of this process."""
-        table: Any = None
+        table: LogTable | None = None
         compacted = 0  # the table version after the last compaction this poller saw or did
         while True:
             try:
                 table = table or _open(self.remote)
-                table.checkout_latest()
-                self._seen_version = version = int(table.version)
+                self._seen_version = version = table.latest()
                 compacted = compacted or version
                 # every writer's appends add fragments: compact after COMPACT_EVERY versions,
                 # the replica that appended last doing it (the others see it as a new version)
                 if version - compacted >= COMPACT_EVERY and self._appended_last(version):
                     self._compact(table)
-                    table.checkout_latest()
-                    compacted = int(table.version)
+                    compacted = table.latest()
             except Exception as exc:  # unreachable for now: readers hear it when they read
                 logger.debug("polling the log: %s", exc)
             if self._stop.wait(self._poll):
@@ -163,16 +133,8 @@ class LanceLog:
                 return self._take(own[2])
             if own is None and 0 < self._read_version >= self._seen_version and self._polling():
                 return []  # the poller saw nothing new (an append on stale news conflicts)
-            self._table.checkout_latest()
-            version = int(self._table.version)
-            rows = (
-                self._table.search()
-                .where(f"last > {self.last_seq}")
-                .select(["n", "first", "last", "body"])
-                .to_arrow()
-                .sort_by("n")
-                .to_pylist()
-            )
+            version = self._table.latest()
+            rows = self._table.rows(f"last > {self.last_seq}")
             records: list[Record] = []
             for row in rows:
                 expected = (records[-1].seq if records else self.last_seq) + 1
@@ -193,8 +155,7 @@ class LanceLog:
         return out
 
     def _max_n(self) -> int:
-        rows = self._table.search().select(["n"]).to_arrow()
-        return int(pa.compute.max(rows.column("n")).as_py()) if rows.num_rows else 0
+        return self._table.extreme("n", low=False) or 0
 
     # ---- writing ----------------------------------------------------------------------------
     def locked(self) -> contextlib.AbstractContextManager[None]:
@@ -207,17 +168,14 @@ class LanceLog:
         last = first + len(batches) - 1
         n = self._tail_n + 1
         body = json.dumps([list(ops) for ops in batches], separators=(",", ":"))
-        row = pa.Table.from_pylist(
-            [{"n": n, "first": first, "last": last, "at": time.time(), "body": body}], schema=SCHEMA
-        )
+        row = {"n": n, "first": first, "last": last, "at": time.time(), "body": body}
         with self._write_lock, reaching(self.remote, "write to"):
-            result = self._table.merge_insert("n").when_not_matched_insert_all().execute(row)
-            if result.num_inserted_rows != 1:
+            inserted, version = self._table.insert_if_absent(row)
+            if not inserted:
                 with self._lock:
                     self._read_version = -1  # read the table itself next time
                     self.conflicts += 1
                 raise LogConflict(f"append {n} was taken by another replica")
-            version = int(self._table.version)
         with self._lock:
             self._own = (
                 version,
@@ -231,11 +189,11 @@ class LanceLog:
     def _appended_last(self, version: int) -> bool:
         return self._last_append_version == version
 
-    def _compact(self, table: Any) -> None:
+    def _compact(self, table: LogTable) -> None:
         """Fold the small fragments of recent appends together (off the save path: each
         append adds one, and an append or read costs a read per fragment)."""
         try:
-            table.optimize(cleanup_older_than=None)
+            table.compact()
         except Exception as exc:  # another replica compacting: harmless, try next time
             logger.debug("compacting the log: %s", exc)
 
@@ -244,15 +202,8 @@ class LanceLog:
 
     def sealed_records(self, after: int, through: int) -> Iterator[Record]:
         with self._lock, reaching(self.remote, "read the log in"):
-            self._table.checkout_latest()
-            rows = (
-                self._table.search()
-                .where(f"last > {after} AND first <= {through}")
-                .select(["n", "first", "last", "body"])
-                .to_arrow()
-                .sort_by("n")
-                .to_pylist()
-            )
+            self._table.latest()
+            rows = self._table.rows(f"last > {after} AND first <= {through}")
         for row in rows:
             for record in _records(row):
                 if after < record.seq <= through:

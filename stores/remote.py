@@ -17,9 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import threading
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -29,18 +27,7 @@ from dreamwell.stores.layout import check_tenant
 SCHEMES = ("s3", "gs", "az", "abfs", "abfss")
 _URI = re.compile(r"(s3|gs|az|abfss?)://([^/?#\s]+)(/[^?#\s]*)?")
 MARKER = "remote.json"
-# the object store's HTTP client: these go to obstore's client options, the rest to its store
-_CLIENT_KEYS = {
-    "allow_http",
-    "allow_invalid_certificates",
-    "connect_timeout",
-    "timeout",
-    "proxy_url",
-    "pool_idle_timeout",
-    "user_agent",
-}
 _SECRET = re.compile(r"secret|key|token|password|credential|sas", re.IGNORECASE)
-_LANCE_ONLY = {"client_max_retries", "client_retry_timeout"}
 # A call against a store that does not answer fails within seconds (a hung store: about 20 s
 # for a save, measured), instead of LanceDB's and obstore's defaults (30 s a request, retried
 # for up to 3 minutes): a client hears an error before its own time-out.
@@ -50,7 +37,6 @@ DEFAULTS = {
     "client_max_retries": "1",
     "client_retry_timeout": "5",
 }
-_RETRIES = {"max_retries": 1, "retry_timeout": timedelta(seconds=5)}
 
 
 def is_uri(text: str) -> bool:
@@ -99,21 +85,19 @@ class Remote:
 
     @property
     def objects(self) -> Any:
-        """The obstore store rooted at this location (one per location and process)."""
-        return _objects(self)
+        """The object-store client rooted at this location (one per location and process)."""
+        from dreamwell.stores.blobs import objects
 
-    def connect(self) -> Any:
-        """A LanceDB connection at this location (one per location and process)."""
-        return _connection(self)
+        return objects(self)
 
     def check(self) -> None:
         """One LIST: raises StoreError in one line when the store cannot be reached."""
-        import obstore
+        from dreamwell.stores.blobs import Blobs
 
         try:
-            obstore.list(self.objects, "", chunk_size=1).collect()
-        except Exception as exc:  # obstore's errors carry the HTTP exchange: keep one line
-            raise StoreError(f"cannot reach {self.uri}: {describe(exc)}") from None
+            Blobs(self, "snapshot").names()
+        except StoreError as exc:
+            raise StoreError(f"cannot reach {self.uri}: {str(exc).split(': ', 1)[-1]}") from None
 
     def public(self) -> dict[str, str]:
         """The options that may be written to disk (not keys, tokens or passwords)."""
@@ -141,44 +125,6 @@ def describe(exc: BaseException) -> str:
         return "the object store does not answer (is its endpoint right and is it running?)"
     first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
     return first[:300]
-
-
-_lock = threading.Lock()
-_stores: dict[Remote, Any] = {}
-_connections: dict[Remote, Any] = {}
-
-
-def _objects(remote: Remote) -> Any:
-    from obstore import store
-
-    make: Any = store.from_url  # its overloads are per scheme; ours is chosen at run time
-    with _lock:
-        found = _stores.get(remote)
-        if found is None:
-            opts = dict(remote.options)
-            client: dict[str, Any] = {k: v for k, v in opts.items() if k in _CLIENT_KEYS}
-            config = {k: v for k, v in opts.items() if k not in _CLIENT_KEYS | _LANCE_ONLY}
-            if "allow_http" in client:
-                client["allow_http"] = client["allow_http"] == "true"
-            found = make(
-                remote.uri + "/",
-                config=config or None,
-                client_options=client or None,
-                retry_config=_RETRIES,
-            )
-            _stores[remote] = found
-        return found
-
-
-def _connection(remote: Remote) -> Any:
-    import lancedb
-
-    with _lock:
-        found = _connections.get(remote)
-        if found is None:
-            found = lancedb.connect(remote.uri, storage_options=remote.storage_options())
-            _connections[remote] = found
-        return found
 
 
 # ---- the local cache and its marker ----------------------------------------------------------

@@ -11,15 +11,17 @@ moves to the snapshot's seq, and it reads the log from there.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from pathlib import Path
 
 from dreamwell.stores import snapshot
+from dreamwell.stores.blobs import CREATE, Blobs, Conflict
 from dreamwell.stores.errors import StoreError
 from dreamwell.stores.fold import kept_rows
 from dreamwell.stores.parts import Parts
-from dreamwell.stores.remote import Remote, describe
+from dreamwell.stores.remote import Remote
 
 logger = logging.getLogger(__name__)
 
@@ -31,20 +33,12 @@ _FRESH_SECONDS = 2.0  # how long the newest seq listed is taken as current
 class SharedSnapshots:
     def __init__(self, remote: Remote) -> None:
         self.remote = remote
+        self.blobs = Blobs(remote, PREFIX.rstrip("/"))
         self._latest: tuple[float, int | None] = (0.0, None)
 
     def _names(self) -> list[int]:
-        import obstore
-
-        try:
-            listed = obstore.list(self.remote.objects, PREFIX).collect()
-        except Exception as exc:
-            raise StoreError(
-                f"cannot list the snapshots in {self.remote.uri}: {describe(exc)}"
-            ) from None
         seqs = []
-        for meta in listed:
-            name = str(meta["path"]).rsplit("/", 1)[-1]
+        for name in self.blobs.names():
             if name.endswith(".gz") and name[:-3].isdigit():
                 seqs.append(int(name[:-3]))
         return sorted(seqs)
@@ -60,42 +54,23 @@ class SharedSnapshots:
 
     def upload(self, path: Path, seq: int) -> None:
         """Store the local snapshot file `path` (covering `seq`), then drop older ones."""
-        import obstore
-        from obstore.exceptions import AlreadyExistsError, PreconditionError
-
-        try:
-            obstore.put(
-                self.remote.objects, f"{PREFIX}{seq:020d}.gz", path.read_bytes(), mode="create"
-            )
-        except (AlreadyExistsError, PreconditionError):
-            pass  # another replica stored the same seq: same records
-        except Exception as exc:
-            raise StoreError(
-                f"cannot store a snapshot in {self.remote.uri}: {describe(exc)}"
-            ) from None
+        with contextlib.suppress(Conflict):  # another replica stored this seq: the same records
+            self.blobs.write(f"{seq:020d}.gz", path.read_bytes(), CREATE)
         self._latest = (time.monotonic(), max(seq, self._latest[1] or 0))
         for old in self._names()[:-KEEP]:
-            try:
-                obstore.delete(self.remote.objects, f"{PREFIX}{old:020d}.gz")
-            except Exception as exc:  # another replica pruned it first
-                logger.debug("pruning snapshot %d: %s", old, exc)
+            self.blobs.delete(f"{old:020d}.gz")
 
     def fetch(self, seq: int, dest: Path) -> snapshot.Snapshot:
-        import obstore
-
-        try:
-            data = obstore.get(self.remote.objects, f"{PREFIX}{seq:020d}.gz").bytes()
-        except Exception as exc:
-            raise StoreError(
-                f"cannot read snapshot {seq} from {self.remote.uri}: {describe(exc)}"
-            ) from None
+        found = self.blobs.read(f"{seq:020d}.gz")
+        if found is None:
+            raise StoreError(f"snapshot {seq} is missing from {self.remote.uri}")
         tmp = dest.with_name(f".{dest.name}.fetch")
-        tmp.write_bytes(bytes(data))
+        tmp.write_bytes(found[0])
         tmp.replace(dest)
-        found = snapshot.read(dest)
-        if found is None or found.seq != seq:
+        loaded = snapshot.read(dest)
+        if loaded is None or loaded.seq != seq:
             raise StoreError(f"snapshot {seq} in {self.remote.uri} is unreadable")
-        return found
+        return loaded
 
 
 class CacheKeeper:

@@ -1,4 +1,5 @@
-"""The durable long-term records in LanceDB: the only module that imports lancedb/pyarrow."""
+"""The durable long-term records in LanceDB, and the shared log's table on object storage:
+the only module that imports lancedb/pyarrow."""
 
 from __future__ import annotations
 
@@ -364,3 +365,78 @@ def _complete(file: Path) -> bool:
             return fh.read() == _LANCE_MAGIC
     except OSError:
         return False
+
+
+# ---- the log of an object-store data directory (stores/lancelog.py decides; this reads/writes)
+LOG_TABLE = "log"
+_LOG_SCHEMA = pa.schema(
+    [
+        pa.field(
+            "n",
+            pa.int64(),
+            nullable=False,
+            metadata={"lance-schema:unenforced-primary-key": "true"},
+        ),
+        pa.field("first", pa.int64(), nullable=False),
+        pa.field("last", pa.int64(), nullable=False),
+        pa.field("at", pa.float64(), nullable=False),
+        pa.field("body", pa.string(), nullable=False),
+    ]
+)
+_LOG_COLUMNS = ["n", "first", "last", "body"]
+
+
+def connect(uri: str, options: dict[str, str]) -> Any:
+    """A LanceDB connection at an object-store location."""
+    import lancedb
+
+    return lancedb.connect(uri, storage_options=options)
+
+
+class LogTable:
+    """The rows of the shared log: `n` (append number, unenforced primary key), `first` and
+    `last` (the seqs they hold), `at`, `body` (JSON). Each call reads the latest version."""
+
+    def __init__(self, db: Any) -> None:
+        self._table = self._open(db)
+
+    @staticmethod
+    def _open(db: Any) -> Any:
+        for _ in range(5):
+            try:
+                return db.open_table(LOG_TABLE)
+            except (FileNotFoundError, ValueError):
+                pass
+            try:
+                return db.create_table(LOG_TABLE, schema=_LOG_SCHEMA, exist_ok=True)
+            except _READ_ERRORS as exc:  # another replica created it first
+                logger.debug("creating the log table: %s", exc)
+        return db.open_table(LOG_TABLE)
+
+    def latest(self) -> int:
+        """Check out the newest version (one LIST) and return its number."""
+        self._table.checkout_latest()
+        return int(self._table.version)
+
+    def rows(self, where: str) -> list[dict[str, Any]]:
+        """Rows matching `where` at the version checked out, in append order."""
+        found = self._table.search().where(where).select(_LOG_COLUMNS).to_arrow()
+        return list(found.sort_by("n").to_pylist())
+
+    def extreme(self, column: str, low: bool) -> int | None:
+        values = self._table.search().select([column]).to_arrow().column(column)
+        if len(values) == 0:
+            return None
+        return int((pc.min(values) if low else pc.max(values)).as_py())
+
+    def insert_if_absent(self, row: dict[str, Any]) -> tuple[bool, int]:
+        """Insert the row unless one with its `n` exists: (inserted, the version it made)."""
+        data = pa.Table.from_pylist([row], schema=_LOG_SCHEMA)
+        result = self._table.merge_insert("n").when_not_matched_insert_all().execute(data)
+        return result.num_inserted_rows == 1, int(self._table.version)
+
+    def delete(self, where: str) -> None:
+        self._table.delete(where)
+
+    def compact(self) -> None:
+        self._table.optimize(cleanup_older_than=None)

@@ -17,6 +17,7 @@ HOMES = {
     "pyarrow": {"stores/table.py"},
     "onnxruntime": {"stores/embedding.py"},
     "sqlite3": {"stores/quick_recall.py"},
+    "obstore": {"stores/blobs.py"},
 }
 
 
