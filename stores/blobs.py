@@ -111,6 +111,17 @@ class Blobs:
         cut = len(self.folder) + 1
         return {str(m["path"])[cut:]: str(m["e_tag"] or "") for m in listed}
 
+    def sizes(self) -> dict[str, int]:
+        """Every object in the folder (names relative to it) and its size in bytes."""
+        import obstore
+
+        try:
+            listed = obstore.list(self.remote.objects, self.folder + "/").collect()
+        except Exception as exc:
+            raise _unreachable("list", self.remote, exc) from None
+        cut = len(self.folder) + 1
+        return {str(m["path"])[cut:]: int(m["size"]) for m in listed}
+
     def update(self, name: str, change: Callable[[bytes | None], bytes | None]) -> bytes | None:
         """Read, `change(old) -> new` (None: leave the object as it is), write if still the
         version read; on a lost race read again and call `change` again. Returns what was
