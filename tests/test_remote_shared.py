@@ -17,6 +17,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
+import anyio
 import pytest
 
 from dreamwell.stores import FEEDBACK, RECALL, JsonlLog, NotFound, WorkingMemory, utcnow
@@ -171,3 +172,43 @@ def test_a_bounded_log_keeps_its_bound(caches: Callable[[], Path], location: Rem
     queries = [r["query"][:16] for r in JsonlLog(data, RECALL).read()]
     assert queries[-1] == "query number 059" and "query number 000" not in queries
     assert queries == sorted(queries)  # oldest first, the oldest dropped
+
+
+@pytest.mark.anyio
+async def test_two_mcp_servers_on_one_location_share_working_memory(
+    s3: SeaweedS3, s3_prefix: str, tmp_path: Path
+) -> None:
+    """Two real HTTP servers with their own caches: a save acknowledged by one is read on
+    the other within 2 s, and so is an overwrite."""
+    from dreamwell.server.cli import attach_remote
+    from dreamwell.server.config import Settings
+    from tests.conftest import ok
+    from tests.servers import http_server
+    from tests.test_transports import http
+
+    def settings(n: int) -> Settings:
+        s = Settings(
+            data_dir=s3.uri(s3_prefix),  # type: ignore[arg-type]
+            cache_dir=tmp_path / f"replica{n}",
+            storage_options=s3.storage_options,
+            transport="http",
+            embedder="none",
+        )
+        attach_remote(s)
+        return s
+
+    pinned = {"Dreamwell-Namespace": NS}
+    async with (
+        http_server(settings(1)) as one_url,
+        http_server(settings(2)) as two_url,
+        http(one_url, pinned) as one,
+        http(two_url, pinned) as two,
+    ):
+        for value in ("ship on Friday", "ship on Monday instead"):
+            await ok(one, "save_to_working_memory", key="release", data=value, ttl_minutes=60)
+            began = time.monotonic()
+            while (await two.call_tool("get_from_working_memory", {"key": "release"})).is_error or (
+                await ok(two, "get_from_working_memory", key="release")
+            ) != value:
+                assert time.monotonic() - began < 2.0, f"{value!r} not seen on the other server"
+                await anyio.sleep(0.05)
