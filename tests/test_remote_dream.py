@@ -12,6 +12,9 @@ undoing one run at once (one undoes, the other hears it was undone).
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -160,4 +163,40 @@ def test_a_report_from_one_replica_is_listed_and_undone_exactly_from_another(
     for entry_id, entry in seeded.items():
         assert restored[entry_id].content == entry.content
         assert restored[entry_id].importance == pytest.approx(entry.importance)
+    assert load_report(a.data_dir, report.run).undone
+
+
+def test_the_command_line_reports_and_undoes_a_run_from_another_replica(
+    replica: Callable[[], LongTermStore], s3: SeaweedS3, s3_prefix: str, tmp_path: Path
+) -> None:
+    """`dreamwell dream --report` and `--undo RUN` on a machine that did not dream (a cache
+    directory of its own): they read and claim the report in the object store."""
+    a = replica()
+    seed(a)
+    report = run_cycle(a, None, options=DreamOptions(quiet_seconds=0))
+    env = {
+        **os.environ,
+        "DREAMWELL_DATA_DIR": s3.uri(s3_prefix),
+        "DREAMWELL_CACHE_DIR": str(tmp_path / "elsewhere"),
+        "DREAMWELL_STORAGE_OPTIONS": json.dumps(s3.storage_options),
+        "DREAMWELL_EMBEDDER": "none",
+    }
+
+    def dreamwell(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "dreamwell.server", "dream", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    shown = dreamwell("--report")
+    assert shown.returncode == 0, shown.stderr
+    assert f"Dream report {report.run}" in shown.stdout and "exact-duplicates: ran" in shown.stdout
+    undone = dreamwell("--undo", report.run)
+    assert undone.returncode == 0, undone.stderr
+    assert "Undone at" in undone.stdout
+    again = dreamwell("--undo", report.run)
+    assert again.returncode == 1 and "already undone" in again.stderr
     assert load_report(a.data_dir, report.run).undone
