@@ -10,14 +10,16 @@ from typing import TYPE_CHECKING
 from dreamwell.stores.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from dreamwell.dream.cycle import DreamBusy, DreamCancelled, DreamOptions, run_cycle, undo
+    from dreamwell.dream.cycle import DreamBusy, DreamCancelled, DreamOptions, run_cycle
     from dreamwell.dream.llm import LLM, LLMError, OllamaLLM, OpenAILLM, make_llm
     from dreamwell.dream.report import Report, render
     from dreamwell.dream.rules import DecayPolicy
+    from dreamwell.dream.undo import undo
 
 # name -> the module that defines it, imported on first access
 _LAZY = {
-    **dict.fromkeys(["DreamBusy", "DreamCancelled", "DreamOptions", "run_cycle", "undo"], "cycle"),
+    **dict.fromkeys(["DreamBusy", "DreamCancelled", "DreamOptions", "run_cycle"], "cycle"),
+    "undo": "undo",
     **dict.fromkeys(["LLM", "LLMError", "OllamaLLM", "OpenAILLM", "make_llm"], "llm"),
     **dict.fromkeys(["Report", "render"], "report"),
     "DecayPolicy": "rules",

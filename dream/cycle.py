@@ -27,22 +27,22 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock, Timeout
-
-from dreamwell.dream import feeding, passes, skillcommit, skillpasses
+from dreamwell.dream import feeding, passes, skillpasses
 from dreamwell.dream.llm import LLM, LLMCancelled, LLMError
-from dreamwell.dream.report import Change, PassResult, Report, load_report, save_report
+from dreamwell.dream.report import Change, PassResult, Report, save_report
 from dreamwell.dream.rules import DecayPolicy
 from dreamwell.stores import (
     CONVERSATION,
     FEEDBACK,
     RECALL,
     DataDir,
+    Held,
     JsonlLog,
     LongTermStore,
     MemoryEntry,
     StoreError,
     Write,
+    exclusive,
     new_id,
     utcnow,
 )
@@ -208,35 +208,44 @@ def run_cycle(
 ) -> Report:
     options = options or DreamOptions()
     wait_for_quiet(store, options)
-    lock = FileLock(str(DataDir(store.data_dir).dream_lock), timeout=0)
     try:
-        lock.acquire()
-    except Timeout as exc:
-        raise DreamBusy("a dream cycle is already running on this data directory") from exc
-    try:
-        now = now or utcnow()
-        report = Report(
-            f"{now:%Y%m%dT%H%M%S}-{new_id()[:4]}",
-            now.isoformat(),
-            dry_run,
-            llm.name if llm else None,
-        )
-        if llm is not None:
-            try:
-                llm.check()
-            except LLMError as exc:
-                llm, no_llm_reason = None, str(exc)
-        data = store.data_dir
-        # read, not emptied: `_consume_inputs` drops what was read once the passes wrote
-        inputs = Inputs(*(JsonlLog(data, name).read() for name in INPUT_LOGS))
+        with exclusive(
+            store.data_dir, "dream", DataDir(store.data_dir).dream_lock, "a dream cycle"
+        ):
+            return _locked_cycle(store, llm, dry_run, options, now, no_llm_reason)
+    except Held as exc:
+        raise DreamBusy(str(exc)) from exc
+
+
+def _locked_cycle(
+    store: LongTermStore,
+    llm: LLM | None,
+    dry_run: bool,
+    options: DreamOptions,
+    now: datetime | None,
+    no_llm_reason: str,
+) -> Report:
+    now = now or utcnow()
+    report = Report(
+        f"{now:%Y%m%dT%H%M%S}-{new_id()[:4]}",
+        now.isoformat(),
+        dry_run,
+        llm.name if llm else None,
+    )
+    if llm is not None:
         try:
-            _run_passes(store, llm, no_llm_reason, inputs, report, options, now)
-        finally:
-            report.finished = utcnow().isoformat()
-            save_report(data, report)
-        return report
+            llm.check()
+        except LLMError as exc:
+            llm, no_llm_reason = None, str(exc)
+    data = store.data_dir
+    # read, not emptied: `_consume_inputs` drops what was read once the passes wrote
+    inputs = Inputs(*(JsonlLog(data, name).read() for name in INPUT_LOGS))
+    try:
+        _run_passes(store, llm, no_llm_reason, inputs, report, options, now)
     finally:
-        lock.release()
+        report.finished = utcnow().isoformat()
+        save_report(data, report)
+    return report
 
 
 def _run_passes(
@@ -377,37 +386,3 @@ def _maintenance(store: LongTermStore, dry_run: bool) -> PassResult:
     except Exception as exc:
         logger.exception("dream maintenance failed")
         return PassResult("maintenance", "failed", f"{type(exc).__name__}: {exc}")
-
-
-def undo(store: LongTermStore, run: str) -> Report:
-    """Put back every change the cycle made, newest first, each only if the entry is still as
-    the cycle left it; changes the user made since are kept and named in the report."""
-    report = load_report(store.data_dir, run)
-    if report.undone:
-        raise ValueError(f"dream run {run} was already undone at {report.undone}")
-    if report.dry_run:
-        raise ValueError(f"dream run {run} was a dry run: it changed nothing")
-    groups = [
-        list(reversed(g))
-        for p in report.passes
-        for g in groups_of([c for c in p.changes if not c.is_skill])
-    ]
-    groups.reverse()
-    written = store.write(
-        [
-            [Write((c.after or c.before).id, c.after, c.before) for c in g]  # type: ignore[union-attr]
-            for g in groups
-        ]
-    )
-    skipped = [g for g, ok in zip(groups, written, strict=True) if not ok]
-    report.undone = utcnow().isoformat()
-    undo_notes = [
-        f"undo skipped {g[0].kind} of [{', '.join(sorted({(c.after or c.before).id for c in g}))}]"  # type: ignore[union-attr]
-        ": changed after the cycle; kept as it is"
-        for g in skipped
-    ]
-    undo_notes += skillcommit.undo_skills(store.data_dir, report)
-    if undo_notes:
-        report.passes.append(PassResult("undo", "partial", "", [], undo_notes))
-    save_report(store.data_dir, report)
-    return report

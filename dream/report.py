@@ -1,5 +1,6 @@
 """What a dream cycle changed: every change with before/after images and source ids, stored
-as `<data_dir>/dreams/<run>.json`, rendered as text for people and agents."""
+as `dreams/<run>.json` (a file, or an object on an object store: `stores.DreamReports`),
+rendered as text for people and agents."""
 
 from __future__ import annotations
 
@@ -8,9 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dreamwell.stores import MemoryEntry, entry_from_dict, entry_to_dict, write_atomic
-
-REPORTS = "dreams"
+from dreamwell.stores import DreamReports, MemoryEntry, entry_from_dict, entry_to_dict
 
 
 @dataclass(frozen=True)
@@ -118,25 +117,31 @@ class Report:
         return report
 
 
-def save_report(data_dir: Path, report: Report) -> Path:
-    folder = data_dir / REPORTS
-    folder.mkdir(exist_ok=True)
-    path = folder / f"{report.run}.json"
-    write_atomic(path, json.dumps(report.to_json(), ensure_ascii=False, indent=1))
-    return path
+def save_report(data_dir: Path, report: Report, expect: str | None = None) -> str:
+    """Store the report (`dreams/<run>.json`, a file or an object: stores.DreamReports);
+    with `expect` only over that version (else ReportChanged). Returns the new version."""
+    data = json.dumps(report.to_json(), ensure_ascii=False, indent=1).encode("utf-8")
+    return DreamReports(data_dir).write(report.run, data, expect)
 
 
 def list_reports(data_dir: Path) -> list[str]:
-    folder = data_dir / REPORTS
-    return sorted((p.stem for p in folder.glob("*.json")), reverse=True) if folder.is_dir() else []
+    return DreamReports(data_dir).names()
 
 
 def load_report(data_dir: Path, run: str) -> Report:
     """Raises KeyError for an unknown run (names are checked: no path can escape)."""
-    if run not in list_reports(data_dir):
-        raise KeyError(f"no dream report '{run}'; known: {', '.join(list_reports(data_dir)[:5])}")
-    path = data_dir / REPORTS / f"{run}.json"
-    return Report.from_json(json.loads(path.read_text(encoding="utf-8")))
+    return load_versioned(data_dir, run)[0]
+
+
+def load_versioned(data_dir: Path, run: str) -> tuple[Report, str]:
+    """The report and the version read (for a compare-and-set `save_report`)."""
+    reports = DreamReports(data_dir)
+    try:
+        data, version = reports.read(run)
+    except KeyError:
+        known = ", ".join(reports.names()[:5])
+        raise KeyError(f"no dream report '{run}'; known: {known}") from None
+    return Report.from_json(json.loads(data.decode("utf-8"))), version
 
 
 def _describe_skill(change: Change) -> str:

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         OnnxE5,
         OnnxMiniLM,
     )
+    from dreamwell.stores.lease import Held, exclusive
     from dreamwell.stores.logs import (
         CONVERSATION,
         CONVERSATION_MAX_BYTES,
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
         Write,
     )
     from dreamwell.stores.ranking import rank_hits
+    from dreamwell.stores.reports import DreamReports, ReportChanged
     from dreamwell.stores.skillfmt import InvalidSkill, SkillFolder, skill_md_parts
     from dreamwell.stores.skillio import make_folder, read_skills
     from dreamwell.stores.skillport import export_skills, exported_files, import_skills
@@ -117,6 +119,10 @@ _LAZY = {
         ["ANY", "CHECKPOINT_SECONDS", "Hit", "LongTermStore", "SaveResult", "Write"], "longterm"
     ),
     "rank_hits": "ranking",
+    "DreamReports": "reports",
+    "ReportChanged": "reports",
+    "Held": "lease",
+    "exclusive": "lease",
     "InvalidSkill": "skillfmt",
     "SkillFolder": "skillfmt",
     "skill_md_parts": "skillfmt",
@@ -170,8 +176,10 @@ __all__ = [
     "Conflict",
     "CrossEncoderReranker",
     "DataDir",
+    "DreamReports",
     "Embedder",
     "EmbedderError",
+    "Held",
     "Hit",
     "InvalidInput",
     "InvalidSkill",
@@ -182,6 +190,7 @@ __all__ = [
     "OllamaEmbedder",
     "OnnxE5",
     "OnnxMiniLM",
+    "ReportChanged",
     "SaveOutcome",
     "SaveResult",
     "Skill",
@@ -208,6 +217,7 @@ __all__ = [
     "check_tenant",
     "entry_from_dict",
     "entry_to_dict",
+    "exclusive",
     "export_skills",
     "exported_files",
     "fold_text",

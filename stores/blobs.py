@@ -112,18 +112,36 @@ class Blobs:
         cut = len(self.folder) + 1
         return {str(m["path"])[cut:]: str(m["e_tag"] or "") for m in listed}
 
+    def sizes(self) -> dict[str, int]:
+        """Every object in the folder (names relative to it) and its size in bytes."""
+        import obstore
+
+        try:
+            listed = obstore.list(self.remote.objects, self.folder + "/").collect()
+        except Exception as exc:
+            raise _unreachable("list", self.remote, exc) from None
+        cut = len(self.folder) + 1
+        return {str(m["path"])[cut:]: int(m["size"]) for m in listed}
+
     def update(self, name: str, change: Callable[[bytes | None], bytes | None]) -> bytes | None:
         """Read, `change(old) -> new` (None: leave the object as it is), write if still the
         version read; on a lost race read again and call `change` again. Returns what was
         written (or None). `change` must be a pure function of its argument."""
+        written = self.update_versioned(name, lambda old, _version: change(old))
+        return written[0] if written else None
+
+    def update_versioned(
+        self, name: str, change: Callable[[bytes | None, str | None], bytes | None]
+    ) -> tuple[bytes, str] | None:
+        """`update`, with the version read given to `change` (None: absent) and the version
+        written returned beside the bytes (None when `change` declined)."""
         for attempt in range(RETRIES):
             found = self.read(name)
-            new = change(found[0] if found else None)
+            new = change(found[0] if found else None, found[1] if found else None)
             if new is None:
                 return None
             try:
-                self.write(name, new, found[1] if found else CREATE)
-                return new
+                return new, self.write(name, new, found[1] if found else CREATE)
             except Conflict:
                 time.sleep(random.uniform(0, 0.005 * (attempt + 1)))
         raise StoreBusy(f"{self.folder}/{name} kept changing under other writers; try again.")

@@ -8,7 +8,9 @@
   `{"ts", "caller", "query", "ids": [...]}`
 
 Appends and takes hold the log's lock, so a line appended while the dream worker takes the log
-lands in the next take instead of being lost.
+lands in the next take instead of being lost. On a data directory that caches an object store
+(`DataDir.remote`) the log is kept there instead, one object per record (`stores/bloblog.py`),
+with the same operations and bound.
 """
 
 from __future__ import annotations
@@ -21,15 +23,19 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock, Timeout
 
 from dreamwell.stores.damaged import aside_name, keep_aside
 from dreamwell.stores.errors import InvalidInput, StoreBusy, WriteFailed
+from dreamwell.stores.layout import DataDir
 from dreamwell.stores.model import utcnow
 from dreamwell.stores.state import write_atomic
 from dreamwell.stores.writable import advice
+
+if TYPE_CHECKING:
+    from dreamwell.stores.bloblog import BlobLog
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +69,13 @@ class JsonlLog:
         self.path = data_dir / name
         self.max_bytes = max_bytes
         self._lock = FileLock(str(data_dir / f".{name}.lock"), timeout=lock_timeout)
+        self._remote: BlobLog | None = None
+        remote = DataDir(data_dir).remote
+        if remote is not None:
+            from dreamwell.stores.bloblog import BlobLog
+            from dreamwell.stores.blobs import Blobs
+
+            self._remote = BlobLog(Blobs(remote, f"logs/{name}"), max_bytes)
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -90,6 +103,8 @@ class JsonlLog:
             raise InvalidInput(f"a log record must be JSON text in valid Unicode ({exc}).") from exc
         if len(line) > MAX_LINE:
             raise InvalidInput(f"a log line is limited to {MAX_LINE} characters; shorten it.")
+        if self._remote is not None:
+            return self._remote.append(data)
         with self._locked():
             try:
                 fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
@@ -108,6 +123,8 @@ class JsonlLog:
     def drop(self, keep: Callable[[dict[str, Any]], bool]) -> None:
         """Remove the records `keep` refuses, atomically with respect to appends (a damaged
         line is kept as it is)."""
+        if self._remote is not None:
+            return self._remote.drop(keep)
         with self._locked():
             try:
                 lines = self.path.read_bytes().splitlines(keepends=True)
@@ -132,6 +149,8 @@ class JsonlLog:
         since: the second half of a two-phase take, called once what the records fed has
         been written (a process killed before that leaves the log as it was). Damaged lines
         are moved to `<name>.corrupt-<time>` rather than deleted."""
+        if self._remote is not None:
+            return self._remote.consume(records, _key)
         pending = Counter(_key(r) for r in records)
         with self._locked():
             try:
@@ -194,6 +213,8 @@ class JsonlLog:
 
     def read(self) -> list[dict[str, Any]]:
         """Every well-formed record; damaged lines are counted in the log, never fatal."""
+        if self._remote is not None:
+            return self._remote.read()
         records, bad = self._scan()
         if bad:
             logger.warning("%s: skipped %d damaged lines", self.path, bad)
@@ -202,6 +223,8 @@ class JsonlLog:
     def take(self) -> list[dict[str, Any]]:
         """Read every record and empty the log, atomically with respect to appends. A log with
         damaged lines is kept aside (`<name>.corrupt-<time>`) rather than deleted."""
+        if self._remote is not None:
+            return self._remote.take()
         with self._locked():
             records, bad = self._scan()
             try:

@@ -1,26 +1,26 @@
 """Working memory: TTL scratch space in path namespaces, persisted per top-level segment.
 
-Files `working-memory/{session,patrol,subagent}.json` are rewritten atomically under a
-cross-process lock (read, change, write), and re-read whenever another process changed them,
-so several server processes on one data directory share one working memory.
+Segments `working-memory/{session,patrol,subagent}.json` are rewritten atomically against
+concurrent writers (read, change, write) and re-read whenever another process changed them, so
+several server processes on one data directory share one working memory. Where a segment is
+kept (a file under a cross-process lock, or an object in the object store replaced with
+compare-and-set, so that every replica shares it) is `stores/segments.py`'s concern.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import TypeVar
 
-from filelock import FileLock, Timeout
+from filelock import FileLock
 
-from dreamwell.stores.damaged import keep_aside
-from dreamwell.stores.errors import InvalidInput, NotFound, StoreBusy, StoreError, WriteFailed
+from dreamwell.stores.errors import InvalidInput, NotFound, StoreError
 from dreamwell.stores.model import (
     MAX_TTL_MINUTES,
     MAX_VALUE_BYTES,
@@ -31,12 +31,13 @@ from dreamwell.stores.model import (
     key_segments,
     utcnow,
 )
-from dreamwell.stores.state import write_atomic
-from dreamwell.stores.writable import advice
+from dreamwell.stores.segments import FileSegments, segments_for
 
 logger = logging.getLogger(__name__)
 
 TOP_SEGMENTS = ("session", "patrol", "subagent")
+Entries = dict[str, WorkingEntry]
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -108,39 +109,29 @@ class WorkingMemory:
         max_per_namespace: int = 50,
         lock_timeout: float = 15.0,
     ) -> None:
-        self._dir = data_dir / "working-memory"
-        try:
-            self._dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:  # a read-only data directory still serves reads
-            logger.warning("cannot create %s (%s); working memory is read-only", self._dir, exc)
+        self._storage = segments_for(data_dir, lock_timeout)
         self.default_ttl_minutes = default_ttl_minutes
         self.max_per_namespace = max_per_namespace
-        self._flock = FileLock(str(self._dir / ".lock"), timeout=lock_timeout)
         self._mutex = threading.RLock()
-        self._files: dict[str, tuple[int, int]] = {}
+        self._files: dict[str, Hashable] = {}  # the stamp of each segment as last read
         self._entries: dict[str, WorkingEntry] = {}
         self._stale: set[str] = set()
-        self._damaged: dict[str, tuple[int, int]] = {}  # file stamp seen damaged, per segment
+        self._damaged: dict[str, Hashable] = {}  # the stamp seen damaged, per segment
+
+    @property
+    def _flock(self) -> FileLock:
+        """The cross-process lock of a local data directory's working memory."""
+        assert isinstance(self._storage, FileSegments)
+        return self._storage.lock
 
     # ---- persistence ----------------------------------------------------------------------
-    def _path(self, top: str) -> Path:
-        return self._dir / f"{top}.json"
-
-    def _stamp(self, top: str) -> tuple[int, int]:
-        try:
-            st = self._path(top).stat()
-            return (st.st_mtime_ns, st.st_size)
-        except FileNotFoundError:
-            return (0, 0)
-
-    def _read(self, top: str) -> tuple[list[WorkingEntry], str | None]:
-        """The entries of one file and, if some or all of it could not be read, why."""
-        path = self._path(top)
-        try:
-            raw = json.loads(path.read_bytes().decode("utf-8"))
-        except FileNotFoundError:
+    def _parse(self, top: str, data: bytes | None) -> tuple[list[WorkingEntry], str | None]:
+        """The entries of one segment and, if some or all of it could not be read, why."""
+        if data is None:
             return [], None
-        except (ValueError, OSError) as exc:  # ValueError: not UTF-8 or not JSON
+        try:
+            raw = json.loads(data.decode("utf-8"))
+        except ValueError as exc:  # not UTF-8 or not JSON
             return [], f"cannot be parsed: {exc}"
         if not isinstance(raw, list):
             return [], "is not a JSON list of entries"
@@ -151,77 +142,75 @@ class WorkingMemory:
                 entries.append(_from_json(item, top))
             except (KeyError, TypeError, ValueError, StoreError) as exc:
                 bad += 1
-                logger.warning("skipped a malformed working-memory item in %s: %s", path, exc)
+                logger.warning(
+                    "skipped a malformed working-memory item in %s: %s",
+                    self._storage.where(top),
+                    exc,
+                )
         return entries, (f"{bad} of {len(raw)} items are malformed" if bad else None)
 
     def _load(self, top: str, now: datetime) -> None:
-        stamp = self._stamp(top)
-        if self._files.get(top) == stamp:
+        if self._files.get(top) == self._storage.stamp(top):
             return
-        for key in [k for k in self._entries if k.split("/", 1)[0] == top]:
-            del self._entries[key]
-        entries, damage = self._read(top) if stamp[0] else ([], None)
-        for entry in entries:
-            if entry.expires_at > now:
-                self._entries[entry.key] = entry
-            else:
-                self._stale.add(top)  # on disk still: the next sweep rewrites the file
+        data, stamp = self._storage.read(top)
+        entries, damage = self._parse(top, data)
+        self._show(top, {e.key: e for e in entries if e.expires_at > now}, stamp)
+        if len(self._segment(top)) < len(entries):
+            self._stale.add(top)  # stored still: the next sweep rewrites the segment
         if damage:
             logger.error(
                 "working memory file %s %s; serving the %d readable entries, and the file "
                 "will be kept aside before the next write",
-                self._path(top),
+                self._storage.where(top),
                 damage,
                 len(entries),
             )
             self._damaged[top] = stamp
-        self._files[top] = stamp
 
     def _refresh(self, now: datetime) -> None:
         for top in TOP_SEGMENTS:
             self._load(top, now)
 
-    def _persist(self, top: str, entries: dict[str, WorkingEntry]) -> None:
-        """Write one file (under the file lock), then make `entries` the view of that segment:
-        if the write fails, nothing changed, on disk or in memory."""
-        path = self._path(top)
-        items = [_to_json(e) for k, e in sorted(entries.items())]
-        try:
-            if top in self._damaged:
-                if self._damaged[top] == self._stamp(top):
-                    keep_aside(path, "it could not be read back in full")
-                del self._damaged[top]
-            write_atomic(path, json.dumps(items, ensure_ascii=False))
-        except OSError as exc:
-            for tmp in path.parent.glob(f".{path.name}.{os.getpid()}.*.tmp"):
-                tmp.unlink(missing_ok=True)
-            raise WriteFailed(
-                f"working memory could not be written to {path} ({advice(path, exc)}). "
-                "Nothing was saved."
-            ) from exc
+    def _show(self, top: str, entries: dict[str, WorkingEntry], stamp: Hashable) -> None:
+        """Make `entries` the view of segment `top`, as of `stamp`."""
         for key in [k for k in self._entries if k.split("/", 1)[0] == top]:
             del self._entries[key]
         self._entries.update(entries)
-        self._files[top] = self._stamp(top)
+        self._files[top] = stamp
+
+    def _current(self, top: str, data: bytes | None, stamp: Hashable, now: datetime) -> Entries:
+        """The segment as stored (`data` at `stamp`), for a write: the view when it is still
+        that version; a damaged segment is kept aside first."""
+        if self._files.get(top) == stamp:
+            if self._damaged.get(top) == stamp:
+                self._storage.keep_aside(top, data, "it could not be read back in full")
+            return self._segment(top)
+        entries, damage = self._parse(top, data)
+        if damage:
+            self._storage.keep_aside(top, data, damage)
+        return {e.key: e for e in entries if e.expires_at > now}
+
+    def _rewrite(self, top: str, now: datetime, edit: Callable[[Entries], _T]) -> _T:
+        """Change one segment against concurrent writers (this and other processes or
+        replicas): `edit` changes the stored entries in place (it may be called again on a
+        newer version); once written, that is the view. A failed write changes nothing."""
+        outcome: list[tuple[Entries, _T]] = []
+
+        def change(data: bytes | None, stamp: Hashable) -> bytes:
+            entries = dict(self._current(top, data, stamp, now))
+            result = edit(entries)
+            outcome[:] = [(entries, result)]
+            items = [_to_json(e) for _, e in sorted(entries.items())]
+            return json.dumps(items, ensure_ascii=False).encode("utf-8")
+
+        stamp = self._storage.rewrite(top, change)
+        entries, result = outcome[0]
+        self._show(top, entries, stamp)
+        self._damaged.pop(top, None)
+        return result
 
     def _segment(self, top: str) -> dict[str, WorkingEntry]:
         return {k: e for k, e in self._entries.items() if k.split("/", 1)[0] == top}
-
-    @contextmanager
-    def _lock(self) -> Iterator[None]:
-        try:
-            self._flock.acquire()
-        except Timeout as exc:
-            raise StoreBusy("working memory is locked by another process; try again.") from exc
-        except OSError as exc:
-            raise WriteFailed(
-                f"working memory cannot be locked for writing in {self._dir} "
-                f"({advice(self._dir, exc)}). Nothing was saved."
-            ) from exc
-        try:
-            yield
-        finally:
-            self._flock.release()
 
     # ---- keys -----------------------------------------------------------------------------
     @staticmethod
@@ -268,9 +257,8 @@ class WorkingMemory:
             check_tags(tags),
         )
         top = full.split("/", 1)[0]
-        with self._mutex, self._lock():
-            self._refresh(now)
-            view = self._segment(top)
+
+        def edit(view: Entries) -> str | None:
             evicted = None
             in_ns = [e for e in view.values() if under(e.key, namespace)]
             if full not in view and len(in_ns) >= self.max_per_namespace:
@@ -278,7 +266,10 @@ class WorkingMemory:
                 del view[victim.key]
                 evicted = victim.key
             view[full] = entry
-            self._persist(top, view)
+            return evicted
+
+        with self._mutex:
+            evicted = self._rewrite(top, now, edit)
         return SaveOutcome(entry, evicted)
 
     def get(self, key: str, namespace: str, now: datetime | None = None) -> WorkingEntry:
@@ -328,14 +319,18 @@ class WorkingMemory:
     def sweep(self, now: datetime | None = None) -> int:
         """Drop expired entries from memory and from the files; returns how many."""
         now = now or utcnow()
-        with self._mutex, self._lock():
+        with self._mutex:
             self._refresh(now)
             expired = [k for k, e in self._entries.items() if e.expires_at <= now]
             for top in sorted({k.split("/", 1)[0] for k in expired} | self._stale):
-                view = {k: e for k, e in self._segment(top).items() if e.expires_at > now}
-                self._persist(top, view)
+                self._rewrite(top, now, lambda view: _drop_expired(view, now))
                 self._stale.discard(top)
         return len(expired)
+
+
+def _drop_expired(view: Entries, now: datetime) -> None:
+    for key in [k for k, e in view.items() if e.expires_at <= now]:
+        del view[key]
 
 
 def _matches(e: WorkingEntry, category: str | None, tags: tuple[str, ...]) -> bool:
