@@ -207,6 +207,14 @@ class SeaweedS3:
         is an error, since clients know the old ports."""
         if self.proc is not None:
             raise RuntimeError("already running")
+        try:
+            return self._start()
+        except BaseException:
+            if not self._started and self._own_root:  # nothing of a caller's in it yet
+                shutil.rmtree(self.root, ignore_errors=True)
+            raise
+
+    def _start(self) -> SeaweedS3:
         for _ in range(3):
             taken = self._launch()
             if not taken:
