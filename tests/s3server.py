@@ -31,6 +31,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from types import TracebackType
@@ -100,6 +101,16 @@ def free_ports(names: tuple[str, ...]) -> dict[str, int]:
         for s in held:
             s.close()
     return ports
+
+
+def _die_with_us() -> list[str]:
+    """`setpriv --pdeathsig TERM` when it can be had: a test run killed with SIGKILL then takes
+    its `weed` down too instead of leaving it serving. Linux sends the signal when the forking
+    *thread* ends, so only from the main thread (a helper thread's resume() is left alone)."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None or threading.current_thread() is not threading.main_thread():
+        return []
+    return [setpriv, "--pdeathsig", "TERM"]
 
 
 def listening_ports(pid: int) -> set[int]:
@@ -237,7 +248,7 @@ class SeaweedS3:
         with open(self.log_path, "ab") as log:
             offset = log.tell()
             self.proc = subprocess.Popen(
-                self.command(),
+                [*_die_with_us(), *self.command()],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
