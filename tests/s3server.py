@@ -31,6 +31,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from types import TracebackType
@@ -100,6 +101,16 @@ def free_ports(names: tuple[str, ...]) -> dict[str, int]:
         for s in held:
             s.close()
     return ports
+
+
+def _die_with_us() -> list[str]:
+    """`setpriv --pdeathsig TERM` when it can be had: a test run killed with SIGKILL then takes
+    its `weed` down too instead of leaving it serving. Linux sends the signal when the forking
+    *thread* ends, so only from the main thread (a helper thread's resume() is left alone)."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None or threading.current_thread() is not threading.main_thread():
+        return []
+    return [setpriv, "--pdeathsig", "TERM"]
 
 
 def listening_ports(pid: int) -> set[int]:
@@ -207,6 +218,14 @@ class SeaweedS3:
         is an error, since clients know the old ports."""
         if self.proc is not None:
             raise RuntimeError("already running")
+        try:
+            return self._start()
+        except BaseException:
+            if not self._started and self._own_root:  # nothing of a caller's in it yet
+                shutil.rmtree(self.root, ignore_errors=True)
+            raise
+
+    def _start(self) -> SeaweedS3:
         for _ in range(3):
             taken = self._launch()
             if not taken:
@@ -229,7 +248,7 @@ class SeaweedS3:
         with open(self.log_path, "ab") as log:
             offset = log.tell()
             self.proc = subprocess.Popen(
-                self.command(),
+                [*_die_with_us(), *self.command()],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
