@@ -1,0 +1,215 @@
+"""A skills catalog on object storage (a data directory given as `s3://bucket/prefix`).
+
+Objects, under the location (a tenant's: `tenants/<name>/`):
+    skills/.generation                 the catalog's manifest and its one commit point:
+                                       {"generation": N, "skills": {name: {"revision", "key"}}}
+    skills/<name>/<revision:012d>-<nonce>.json
+                                       one skill's record at one revision (the record format
+                                       of a local data directory); written once, never replaced
+A write (one skill or a batch) reads the manifest, lets the catalog decide against the
+records it names, writes each new record as a new object, then replaces the manifest only if
+it is still the version read (If-Match on its ETag; If-None-Match when there is none yet).
+That replace is the commit: a batch lands whole or not at all, readers see it whole, and a
+writer that lost the race deletes its new objects, reads again and decides again (so a
+compare-and-set that no longer holds is refused with what is stored now). Every record a
+commit writes gets revision N+1, the manifest's new generation: a revision is never handed
+out twice, whichever replica writes. Records the commit replaced or removed are deleted after
+it; so are objects of a skill at or below the committed generation that the manifest does not
+name (left by a writer that crashed between its records and its commit).
+
+Readers keep the records they have read (an object never changes) and check the manifest's
+ETag with one HEAD: a change by another replica is seen within FRESH seconds by reads, at
+once by `version()` (the servers' watch) and by this catalog's own writes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from dreamwell.stores.blobs import CREATE, Blobs, Conflict
+from dreamwell.stores.errors import StoreBusy, StoreError
+from dreamwell.stores.remote import Remote
+from dreamwell.stores.skillrecord import Skill, skill_from_json, skill_to_json
+from dreamwell.stores.skillstorage import Current, Decide, T
+
+logger = logging.getLogger(__name__)
+
+MANIFEST = ".generation"
+FRESH = 0.5  # seconds a read trusts the manifest it last checked
+RETRIES = 30
+
+
+def _empty() -> dict[str, Any]:
+    return {"generation": 0, "skills": {}}
+
+
+class _Gone(Exception):
+    """A record the manifest named was deleted: a newer commit replaced it."""
+
+
+class BlobSkills:
+    def __init__(self, remote: Remote) -> None:
+        self.remote = remote
+        self._blobs = Blobs(remote, "skills")
+        self._etag: str | None = None
+        self._manifest = _empty()
+        self._checked = float("-inf")
+        self._records: dict[str, Skill] = {}  # by object key: an object never changes
+        self._state = threading.Lock()
+
+    # ---- the manifest ----------------------------------------------------------------------
+    def _refresh(self, max_age: float) -> tuple[str | None, dict[str, Any]]:
+        """The manifest's (ETag, content), checked with a HEAD when older than `max_age`."""
+        with self._state:
+            if time.monotonic() - self._checked < max_age:
+                return self._etag, self._manifest
+            etag = self._blobs.version(MANIFEST)
+            if etag != self._etag:
+                self._etag, self._manifest = self._read_manifest()
+            self._checked = time.monotonic()
+            return self._etag, self._manifest
+
+    def _read_manifest(self) -> tuple[str | None, dict[str, Any]]:
+        found = self._blobs.read(MANIFEST)
+        if found is None:
+            return None, _empty()
+        try:
+            manifest = json.loads(found[0])
+            int(manifest["generation"]), dict(manifest["skills"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise StoreError(
+                f"{self.remote.uri}/skills/{MANIFEST} is unreadable ({exc}); the skills cannot "
+                "be read or written until it is restored"
+            ) from None
+        return found[1], manifest
+
+    def generation(self) -> int:
+        return int(self._refresh(FRESH)[1]["generation"])
+
+    def version(self) -> object:
+        return self._refresh(0.0)[0]
+
+    # ---- records ---------------------------------------------------------------------------
+    def _record(self, key: str) -> Skill | None:
+        """The record at `key`, None when unreadable; _Gone when a newer commit removed it."""
+        known = self._records.get(key)
+        if known is not None:
+            return known
+        found = self._blobs.read(key)
+        if found is None:
+            raise _Gone(key)
+        try:
+            skill = skill_from_json(found[0].decode("utf-8"))
+        except (ValueError, KeyError, TypeError, StoreError) as exc:
+            logger.warning("skill record %s is unreadable and is skipped: %s", key, exc)
+            return None
+        self._records[key] = skill
+        return skill
+
+    def _load(self, manifest: dict[str, Any], names: Sequence[str]) -> Current | None:
+        """The named skills' records as the manifest says (None when one has gone since)."""
+        try:
+            return {
+                n: None if (e := manifest["skills"].get(n)) is None else self._record(e["key"])
+                for n in names
+            }
+        except _Gone:
+            return None
+
+    def read_all(self) -> tuple[int, dict[str, Skill]]:
+        for _ in range(RETRIES):
+            _, manifest = self._refresh(FRESH)
+            current = self._load(manifest, sorted(manifest["skills"]))
+            if current is not None:
+                keys = {str(e["key"]) for e in manifest["skills"].values()}
+                self._records = {k: v for k, v in self._records.items() if k in keys}
+                skills = {n: s for n, s in current.items() if s is not None}
+                return int(manifest["generation"]), skills
+            self._refresh(0.0)  # a record was replaced under us: the manifest has moved
+        raise StoreBusy("the skills kept changing under other writers; try again")
+
+    # ---- writing ---------------------------------------------------------------------------
+    def transact(self, names: Sequence[str], decide: Decide[T]) -> T:
+        for attempt in range(RETRIES):
+            etag, manifest = self._read_manifest()
+            current = self._load(manifest, names)
+            if current is None:
+                continue
+            generation = int(manifest["generation"]) + 1
+            puts, out = decide(current, _Fixed(generation))
+            if not puts:
+                return out
+            new, keys = self._stage(manifest, generation, puts)
+            try:
+                tag = self._blobs.write(MANIFEST, _dump(new), CREATE if etag is None else etag)
+            except Conflict:
+                for key in keys:
+                    self._blobs.delete(key)
+                time.sleep(random.uniform(0, 0.005 * (attempt + 1)))
+                continue
+            self._committed(tag, new)
+            self._sweep(new, puts)
+            return out
+        raise StoreBusy("the skills kept changing under other writers; try again")
+
+    def _stage(
+        self, manifest: dict[str, Any], generation: int, puts: dict[str, Skill | None]
+    ) -> tuple[dict[str, Any], list[str]]:
+        """Write each new record as a new object; the manifest that would commit them."""
+        skills = dict(manifest["skills"])
+        keys: list[str] = []
+        for name, record in puts.items():
+            if record is None:
+                skills.pop(name, None)
+                continue
+            key = f"{name}/{generation:012d}-{uuid.uuid4().hex[:12]}.json"
+            self._blobs.write(key, skill_to_json(record).encode("utf-8"), CREATE)
+            self._records[key] = record
+            keys.append(key)
+            skills[name] = {"revision": record.revision, "key": key}
+        return {"generation": generation, "skills": skills}, keys
+
+    def _committed(self, etag: str, manifest: dict[str, Any]) -> None:
+        with self._state:
+            self._etag, self._manifest, self._checked = etag, manifest, time.monotonic()
+
+    def _sweep(self, new: dict[str, Any], puts: dict[str, Any]) -> None:
+        """Delete what the commit replaced, and a changed skill's objects no commit names
+        (best effort: what is left is deleted by the next write of that skill)."""
+        try:
+            for name in puts:
+                keep = new["skills"].get(name, {}).get("key")
+                for rest, _ in Blobs(self.remote, f"skills/{name}").names().items():
+                    key = f"{name}/{rest}"
+                    if key != keep and _revision_of(rest) <= int(new["generation"]):
+                        self._blobs.delete(key)
+        except StoreError as exc:
+            logger.warning("old skill records were left in %s: %s", self.remote.uri, exc)
+
+
+class _Fixed:
+    """Every record of one commit gets the commit's generation as its revision."""
+
+    def __init__(self, revision: int) -> None:
+        self.revision = revision
+
+    def __call__(self, _current: Skill | None) -> int:
+        return self.revision
+
+
+def _revision_of(rest: str) -> int:
+    try:
+        return int(rest.split("-", 1)[0])
+    except ValueError:
+        return 1 << 62  # not ours: never deleted
+
+
+def _dump(manifest: dict[str, Any]) -> bytes:
+    return json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode("utf-8")
