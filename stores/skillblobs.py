@@ -139,6 +139,7 @@ class BlobSkills:
     def transact(self, names: Sequence[str], decide: Decide[T]) -> T:
         for attempt in range(RETRIES):
             etag, manifest = self._read_manifest()
+            self._seen(etag, manifest)  # a refused write then shows what is stored now
             current = self._load(manifest, names)
             if current is None:
                 continue
@@ -154,7 +155,7 @@ class BlobSkills:
                     self._blobs.delete(key)
                 time.sleep(random.uniform(0, 0.005 * (attempt + 1)))
                 continue
-            self._committed(tag, new)
+            self._seen(tag, new)
             self._sweep(new, puts)
             return out
         raise StoreBusy("the skills kept changing under other writers; try again")
@@ -176,9 +177,11 @@ class BlobSkills:
             skills[name] = {"revision": record.revision, "key": key}
         return {"generation": generation, "skills": skills}, keys
 
-    def _committed(self, etag: str, manifest: dict[str, Any]) -> None:
+    def _seen(self, etag: str | None, manifest: dict[str, Any]) -> None:
+        """Remember the newest manifest read or written (a concurrent refresh may be newer)."""
         with self._state:
-            self._etag, self._manifest, self._checked = etag, manifest, time.monotonic()
+            if int(manifest["generation"]) >= int(self._manifest["generation"]):
+                self._etag, self._manifest, self._checked = etag, manifest, time.monotonic()
 
     def _sweep(self, new: dict[str, Any], puts: dict[str, Any]) -> None:
         """Delete what the commit replaced, and a changed skill's objects no commit names

@@ -1,0 +1,199 @@
+"""The skills catalog on object storage (SeaweedFS on 127.0.0.1): catalogs with a cache
+directory each, as separate replicas have, sharing one location.
+
+What is provoked: an import, an edit and an archive on one replica read on another within 2 s;
+replicas racing compare-and-set edits of one skill (exactly one lands, the others hear the
+conflict and read the stored text) and racing writes of different skills (the loser of the
+commit decides again: nothing lost); a dream group written whole against a skill another
+replica moved; the undo case, where a revision handed out on one replica must never match a
+writer on another again; the records kept as objects, not in the cache; a record deleted
+under a reader (it reads the new manifest instead).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from dreamwell.stores import ANY_REVISION, NEW, SkillCatalog, SkillChange, SkillConflict, remote
+from dreamwell.stores.blobs import Blobs
+from dreamwell.stores.skillblobs import BlobSkills
+from dreamwell.stores.skillio import read_skills
+from dreamwell.stores.skillport import import_skills
+from dreamwell.stores.skills import ApplyResult
+from tests.s3server import SeaweedS3
+from tests.skill_samples import simple_md, write_skill
+from tests.test_remote_store import eventually
+
+pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
+Replica = Callable[[], SkillCatalog]
+
+
+@pytest.fixture
+def location(s3: SeaweedS3, s3_prefix: str) -> remote.Remote:
+    return remote.Remote.of(s3.uri(s3_prefix), s3.storage_options)
+
+
+@pytest.fixture
+def replica(location: remote.Remote, tmp_path: Path) -> Iterator[Replica]:
+    """Opens another catalog on the test's location, with a cache directory of its own."""
+    count = iter(range(100))
+
+    def open_one() -> SkillCatalog:
+        cache = tmp_path / f"cache{next(count)}"
+        remote.attach(cache, location)
+        return SkillCatalog(cache)
+
+    yield open_one
+
+
+def md(name: str, text: str) -> dict[str, bytes]:
+    return {"SKILL.md": simple_md(name, text).encode()}
+
+
+def test_records_are_objects_and_a_batch_is_one_commit(
+    replica: Replica, location: remote.Remote
+) -> None:
+    a = replica()
+    assert isinstance(a._storage, BlobSkills)
+    a.apply([SkillChange(n, NEW, md(n, n)) for n in ("one", "two")])
+    manifest = json.loads(Blobs(location, "skills").read(".generation")[0])  # type: ignore[index]
+    assert manifest["generation"] == 1 and sorted(manifest["skills"]) == ["one", "two"]
+    assert {e["revision"] for e in manifest["skills"].values()} == {1}
+    assert not (a.layout.skills).exists()  # nothing in the cache directory
+    a.apply([SkillChange("one", 1, md("one", "edited"))])
+    objects = Blobs(location, "skills").names()
+    assert sorted(k.split("/")[0] for k in objects if k != ".generation") == ["one", "two"]
+
+
+def test_import_edit_and_archive_are_seen_by_another_replica(
+    replica: Replica, tmp_path: Path
+) -> None:
+    a, b = replica(), replica()
+    assert b.list() == []
+    folder = write_skill(tmp_path / "src", "cut-release", simple_md("cut-release", "first"))
+    made = import_skills(a, folder)[0]
+    eventually(lambda: (s := b.find("cut-release")) is not None and s.description == "first")
+    edited = b.put(read_skills(folder)[0], expect=made.revision)
+    assert edited.revision > made.revision
+    a.apply([SkillChange("cut-release", edited.revision, md("cut-release", "second"))])
+    eventually(lambda: b.get("cut-release").description == "second")
+    b.archive("cut-release")
+    eventually(lambda: a.get("cut-release").status == "archived")
+    assert a.list("active") == [] and a.generation() == b.generation() == 4
+
+
+def test_racing_edits_of_one_skill_from_two_replicas_land_exactly_once(replica: Replica) -> None:
+    a, b = replica(), replica()
+    base = a.apply([SkillChange("deploy", NEW, md("deploy", "base"))]).written[0]
+    start = threading.Barrier(6)
+    results: dict[str, ApplyResult] = {}
+
+    def race(catalog: SkillCatalog, who: str) -> None:
+        start.wait()
+        results[who] = catalog.apply([SkillChange("deploy", base.revision, md("deploy", who))])
+
+    catalogs = [a, b, a, b, a, b]
+    threads = [threading.Thread(target=race, args=(c, f"w{i}")) for i, c in enumerate(catalogs)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    won = [who for who, result in results.items() if result.written]
+    assert len(results) == 6 and len(won) == 1
+    stored = results[won[0]].written[0]
+    assert stored.description == won[0] and stored.revision > base.revision
+    for i, catalog in enumerate(catalogs):
+        who = f"w{i}"
+        if who == won[0]:
+            continue
+        (conflict,) = results[who].conflicts
+        assert conflict.expected == base.revision and conflict.found == stored.revision
+        assert "changed since it was read" in conflict.reason
+        assert catalog.get("deploy") == stored  # the loser's replica shows the stored text
+
+
+def test_racing_writes_of_different_skills_lose_nothing(replica: Replica) -> None:
+    catalogs = [replica(), replica(), replica()]
+    start = threading.Barrier(6)
+
+    def writer(catalog: SkillCatalog, names: list[str]) -> None:
+        start.wait()
+        for n in names:
+            catalog.apply([SkillChange(n, NEW, md(n, n))])
+
+    threads = [
+        threading.Thread(target=writer, args=(catalogs[i % 3], [f"t{i}-s{j}" for j in range(5)]))
+        for i in range(6)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    fresh = replica()
+    assert len(fresh.list()) == 30 and fresh.generation() == 30
+    assert sorted(s.revision for s in fresh.list()) == list(range(1, 31))
+
+
+def test_a_group_is_written_whole_against_a_skill_another_replica_moved(
+    replica: Replica,
+) -> None:
+    a, b = replica(), replica()
+    a.apply([SkillChange(n, NEW, md(n, n)) for n in ("deploy-web", "deploy-site")])
+    web, site = a.get("deploy-web"), a.get("deploy-site")
+    b.archive("deploy-site")
+    group = [
+        SkillChange("deploy-web", web.revision, see_also=("deploy-site",)),
+        SkillChange("deploy-site", site.revision, status="archived"),
+        SkillChange("deploy-all", NEW, md("deploy-all", "both")),
+    ]
+    done = a.apply(group, refuse_pinned=True, whole=True)
+    assert done.written == () and [c.name for c in done.conflicts] == ["deploy-site"]
+    assert replica().find("deploy-all") is None and replica().get("deploy-web") == web
+    now = replica().get("deploy-site")
+    group[1] = SkillChange("deploy-site", now.revision, status="archived")
+    done = a.apply(group, whole=True)
+    seen = replica()
+    assert [s.name for s in done.written] == ["deploy-web", "deploy-site", "deploy-all"]
+    assert {s.revision for s in seen.list()} == {seen.generation()}  # one commit
+
+
+def test_a_revision_never_comes_back_across_replicas(replica: Replica) -> None:
+    a, b = replica(), replica()
+    made = a.apply([SkillChange("merged", NEW, md("merged", "first"))]).written[0]
+    eventually(lambda: b.find("merged") is not None)
+    moved = b.apply([SkillChange("merged", made.revision, md("merged", "dream"))]).written[0]
+    undone = a.revert([("merged", moved.revision, made)])  # the undo of b's change, on a
+    back = undone.written[0]
+    assert undone.conflicts == () and back.description == "first"
+    assert back.revision > moved.revision > made.revision
+    eventually(lambda: b.get("merged").revision == back.revision)
+    with pytest.raises(SkillConflict):  # a writer on b still holding the undone revision
+        b.archive("merged", expect=moved.revision)
+    # undo of the creation, then the name made again on the other replica
+    assert not a.revert([("merged", back.revision, None)]).conflicts
+    again = b.apply([SkillChange("merged", NEW, md("merged", "again"))]).written[0]
+    assert again.revision > back.revision
+    for old in (made.revision, moved.revision, back.revision):
+        stale = a.apply([SkillChange("merged", old, status="archived")])
+        assert stale.conflicts and stale.conflicts[0].found == again.revision
+    assert a.get("merged").status == "active"
+    assert a.archive("merged", expect=ANY_REVISION).revision > again.revision
+
+
+def test_a_reader_whose_record_was_replaced_reads_the_new_manifest(replica: Replica) -> None:
+    a, b = replica(), replica()
+    a.apply([SkillChange("tea", NEW, md("tea", "v1"))])
+    assert b.get("tea").description == "v1"
+    for text in ("v2", "v3"):  # each commit deletes the record it replaced
+        a.apply([SkillChange("tea", ANY_REVISION, md("tea", text))])
+    fresh = replica()
+    storage = fresh._storage
+    assert isinstance(storage, BlobSkills)
+    storage._refresh(0.0)
+    a.apply([SkillChange("tea", ANY_REVISION, md("tea", "v4"))])  # fresh's manifest is stale
+    assert fresh.get("tea").description == "v4"
