@@ -17,8 +17,10 @@ out twice, whichever replica writes. Records the commit replaced or removed are 
 it; so are objects of a skill at or below the committed generation that the manifest does not
 name (left by a writer that crashed between its records and its commit).
 
-Readers keep the records they have read (an object never changes) and check the manifest's
-ETag with one HEAD: a change by another replica is seen within FRESH seconds by reads, at
+Readers keep the records they have read (an object never changes), in memory and as files in
+the replica's cache directory (`skills/<name>/<revision>-<nonce>.json` there too: a new
+process, a hook say, reads only the manifest from the store), and check the manifest's ETag
+with one HEAD: a change by another replica is seen within FRESH seconds by reads, at
 once by `version()` (the servers' watch) and by this catalog's own writes.
 """
 
@@ -31,13 +33,15 @@ import threading
 import time
 import uuid
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from dreamwell.stores.blobs import CREATE, Blobs, Conflict
 from dreamwell.stores.errors import StoreBusy, StoreError
 from dreamwell.stores.remote import Remote
 from dreamwell.stores.skillrecord import Skill, skill_from_json, skill_to_json
-from dreamwell.stores.skillstorage import Current, Decide, T
+from dreamwell.stores.skillstorage import Current, Decide, T, read_record
+from dreamwell.stores.state import write_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -55,8 +59,9 @@ class _Gone(Exception):
 
 
 class BlobSkills:
-    def __init__(self, remote: Remote) -> None:
+    def __init__(self, remote: Remote, cache: Path) -> None:
         self.remote = remote
+        self._cache = cache
         self._blobs = Blobs(remote, "skills")
         self._etag: str | None = None
         self._manifest = _empty()
@@ -99,19 +104,38 @@ class BlobSkills:
     # ---- records ---------------------------------------------------------------------------
     def _record(self, key: str) -> Skill | None:
         """The record at `key`, None when unreadable; _Gone when a newer commit removed it."""
-        known = self._records.get(key)
+        known = self._records.get(key) or read_record(self._cache / key, quiet=True)
         if known is not None:
+            self._records[key] = known
             return known
         found = self._blobs.read(key)
         if found is None:
             raise _Gone(key)
         try:
-            skill = skill_from_json(found[0].decode("utf-8"))
+            text = found[0].decode("utf-8")
+            skill = skill_from_json(text)
         except (ValueError, KeyError, TypeError, StoreError) as exc:
             logger.warning("skill record %s is unreadable and is skipped: %s", key, exc)
             return None
         self._records[key] = skill
+        self._keep(key, text)
         return skill
+
+    def _keep(self, key: str, text: str) -> None:
+        """A copy in the cache directory (best effort: the store has the record)."""
+        try:
+            (self._cache / key).parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(self._cache / key, text)
+        except OSError as exc:
+            logger.warning("cannot cache skill record %s: %s", key, exc)
+
+    def _forget(self, keys: set[str]) -> None:
+        """Drop the copies of records no longer named (memory and the cache directory)."""
+        self._records = {k: v for k, v in self._records.items() if k in keys}
+        for path in self._cache.glob("*/*.json"):
+            key = path.relative_to(self._cache).as_posix()
+            if key not in keys:
+                path.unlink(missing_ok=True)
 
     def _load(self, manifest: dict[str, Any], names: Sequence[str]) -> Current | None:
         """The named skills' records as the manifest says (None when one has gone since)."""
@@ -128,8 +152,7 @@ class BlobSkills:
             _, manifest = self._refresh(FRESH)
             current = self._load(manifest, sorted(manifest["skills"]))
             if current is not None:
-                keys = {str(e["key"]) for e in manifest["skills"].values()}
-                self._records = {k: v for k, v in self._records.items() if k in keys}
+                self._forget({str(e["key"]) for e in manifest["skills"].values()})
                 skills = {n: s for n, s in current.items() if s is not None}
                 return int(manifest["generation"]), skills
             self._refresh(0.0)  # a record was replaced under us: the manifest has moved
@@ -171,8 +194,10 @@ class BlobSkills:
                 skills.pop(name, None)
                 continue
             key = f"{name}/{generation:012d}-{uuid.uuid4().hex[:12]}.json"
-            self._blobs.write(key, skill_to_json(record).encode("utf-8"), CREATE)
+            text = skill_to_json(record)
+            self._blobs.write(key, text.encode("utf-8"), CREATE)
             self._records[key] = record
+            self._keep(key, text)
             keys.append(key)
             skills[name] = {"revision": record.revision, "key": key}
         return {"generation": generation, "skills": skills}, keys

@@ -62,16 +62,19 @@ def open_storage(layout: DataDir, lock_timeout: float) -> SkillStorage:
         return FileSkills(layout, lock_timeout)
     from dreamwell.stores.skillblobs import BlobSkills
 
-    return BlobSkills(remote)
+    return BlobSkills(remote, layout.skills)
 
 
-def read_record(path: Path) -> Skill | None:
+def read_record(path: Path, quiet: bool = False) -> Skill | None:
+    """The record in `path`; None when there is none or it is unreadable (logged unless
+    `quiet`)."""
     try:
         return skill_from_json(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError, StoreError) as exc:
-        logger.warning("skill record %s is unreadable and is skipped: %s", path, exc)
+        if not quiet:
+            logger.warning("skill record %s is unreadable and is skipped: %s", path, exc)
         return None
 
 

@@ -64,10 +64,16 @@ def test_records_are_objects_and_a_batch_is_one_commit(
     manifest = json.loads(Blobs(location, "skills").read(".generation")[0])  # type: ignore[index]
     assert manifest["generation"] == 1 and sorted(manifest["skills"]) == ["one", "two"]
     assert {e["revision"] for e in manifest["skills"].values()} == {1}
-    assert not (a.layout.skills).exists()  # nothing in the cache directory
+    assert not a.layout.skills_generation.exists()  # no local generation, no lock taken
+    assert not a.layout.skills_lock.exists()
     a.apply([SkillChange("one", 1, md("one", "edited"))])
-    objects = Blobs(location, "skills").names()
+    objects = Blobs(location, "skills").names()  # the record replaced is deleted
     assert sorted(k.split("/")[0] for k in objects if k != ".generation") == ["one", "two"]
+    # a new process on this cache reads the records from its files, only the manifest remotely
+    for key in objects:
+        if key != ".generation":
+            Blobs(location, "skills").delete(key)
+    assert {s.description for s in SkillCatalog(a.layout).list()} == {"edited", "two"}
 
 
 def test_import_edit_and_archive_are_seen_by_another_replica(
