@@ -203,3 +203,16 @@ def test_a_reader_whose_record_was_replaced_reads_the_new_manifest(replica: Repl
     storage._refresh(0.0)
     a.apply([SkillChange("tea", ANY_REVISION, md("tea", "v4"))])  # fresh's manifest is stale
     assert fresh.get("tea").description == "v4"
+
+
+def test_a_tenants_skills_are_its_own_on_every_replica(
+    replica: Replica, location: remote.Remote
+) -> None:
+    a, b = replica(), replica()
+    alice_a = SkillCatalog(a.layout.tenant("alice"))
+    alice_b = SkillCatalog(b.layout.tenant("alice"))
+    alice_a.apply([SkillChange("tea", NEW, md("tea", "alice's tea"))])
+    eventually(lambda: alice_b.find("tea") is not None)
+    assert a.list() == [] and b.list() == [] and SkillCatalog(b.layout.tenant("bob")).list() == []
+    assert Blobs(location.tenant("alice"), "skills").version(".generation") is not None
+    assert Blobs(location, "skills").version(".generation") is None
