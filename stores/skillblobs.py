@@ -14,8 +14,8 @@ writer that lost the race deletes its new objects, reads again and decides again
 compare-and-set that no longer holds is refused with what is stored now). Every record a
 commit writes gets revision N+1, the manifest's new generation: a revision is never handed
 out twice, whichever replica writes. Records the commit replaced or removed are deleted after
-it; so are objects of a skill at or below the committed generation that the manifest does not
-name (left by a writer that crashed between its records and its commit).
+it; every SWEEP_EVERY generations so are objects at or below the committed generation that the
+manifest does not name (left by a writer that crashed between its records and its commit).
 
 Readers keep the records they have read (an object never changes), in memory and as files in
 the replica's cache directory (`skills/<name>/<revision>-<nonce>.json` there too: a new
@@ -33,6 +33,7 @@ import threading
 import time
 import uuid
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,8 @@ logger = logging.getLogger(__name__)
 MANIFEST = ".generation"
 FRESH = 0.5  # seconds a read trusts the manifest it last checked
 RETRIES = 30
+FETCHERS = 8  # records fetched at once by a replica that has none of them yet
+SWEEP_EVERY = 16  # generations between sweeps for records no commit names
 
 
 def _empty() -> dict[str, Any]:
@@ -139,11 +142,13 @@ class BlobSkills:
 
     def _load(self, manifest: dict[str, Any], names: Sequence[str]) -> Current | None:
         """The named skills' records as the manifest says (None when one has gone since)."""
+        keys = {n: str(e["key"]) for n in names if (e := manifest["skills"].get(n)) is not None}
         try:
-            return {
-                n: None if (e := manifest["skills"].get(n)) is None else self._record(e["key"])
-                for n in names
-            }
+            missing = [k for k in keys.values() if k not in self._records]
+            if len(missing) > 1:  # a new replica: fetch them side by side
+                with ThreadPoolExecutor(FETCHERS) as pool:
+                    list(pool.map(self._record, missing))
+            return {n: None if n not in keys else self._record(keys[n]) for n in names}
         except _Gone:
             return None
 
@@ -179,7 +184,7 @@ class BlobSkills:
                 time.sleep(random.uniform(0, 0.005 * (attempt + 1)))
                 continue
             self._seen(tag, new)
-            self._sweep(new, puts)
+            self._sweep(manifest, new)
             return out
         raise StoreBusy("the skills kept changing under other writers; try again")
 
@@ -208,15 +213,19 @@ class BlobSkills:
             if int(manifest["generation"]) >= int(self._manifest["generation"]):
                 self._etag, self._manifest, self._checked = etag, manifest, time.monotonic()
 
-    def _sweep(self, new: dict[str, Any], puts: dict[str, Any]) -> None:
-        """Delete what the commit replaced, and a changed skill's objects no commit names
-        (best effort: what is left is deleted by the next write of that skill)."""
+    def _sweep(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        """Delete the records the commit replaced or removed; every SWEEP_EVERY generations
+        also any record at or below it that no commit names (a writer that crashed between
+        its records and its commit left it). Best effort: the next sweep finds what is left."""
+        named = {str(e["key"]) for e in new["skills"].values()}
+        generation = int(new["generation"])
         try:
-            for name in puts:
-                keep = new["skills"].get(name, {}).get("key")
-                for rest, _ in Blobs(self.remote, f"skills/{name}").names().items():
-                    key = f"{name}/{rest}"
-                    if key != keep and _revision_of(rest) <= int(new["generation"]):
+            for entry in old["skills"].values():
+                if str(entry["key"]) not in named:
+                    self._blobs.delete(str(entry["key"]))
+            if generation % SWEEP_EVERY == 0:
+                for key in self._blobs.names():
+                    if key != MANIFEST and key not in named and _revision_of(key) <= generation:
                         self._blobs.delete(key)
         except StoreError as exc:
             logger.warning("old skill records were left in %s: %s", self.remote.uri, exc)
@@ -232,9 +241,9 @@ class _Fixed:
         return self.revision
 
 
-def _revision_of(rest: str) -> int:
+def _revision_of(key: str) -> int:
     try:
-        return int(rest.split("-", 1)[0])
+        return int(key.rsplit("/", 1)[-1].split("-", 1)[0])
     except ValueError:
         return 1 << 62  # not ours: never deleted
 

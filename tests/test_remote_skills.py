@@ -21,7 +21,7 @@ import pytest
 
 from dreamwell.stores import ANY_REVISION, NEW, SkillCatalog, SkillChange, SkillConflict, remote
 from dreamwell.stores.blobs import Blobs
-from dreamwell.stores.skillblobs import BlobSkills
+from dreamwell.stores.skillblobs import SWEEP_EVERY, BlobSkills
 from dreamwell.stores.skillio import read_skills
 from dreamwell.stores.skillport import import_skills
 from dreamwell.stores.skills import ApplyResult
@@ -216,3 +216,19 @@ def test_a_tenants_skills_are_its_own_on_every_replica(
     assert a.list() == [] and b.list() == [] and SkillCatalog(b.layout.tenant("bob")).list() == []
     assert Blobs(location.tenant("alice"), "skills").version(".generation") is not None
     assert Blobs(location, "skills").version(".generation") is None
+
+
+def test_records_a_crashed_writer_left_are_swept_and_a_writer_in_flight_is_not(
+    replica: Replica, location: remote.Remote
+) -> None:
+    a = replica()
+    objects = Blobs(location, "skills")
+    objects.write("ghost/000000000001-deadbeef0000.json", b"{}", None)  # staged, never committed
+    objects.write("ghost/000000000099-deadbeef0000.json", b"{}", None)  # a commit yet to come
+    for i in range(SWEEP_EVERY):
+        a.apply([SkillChange("tea", NEW if i == 0 else ANY_REVISION, md("tea", f"v{i}"))])
+    left = sorted(objects.names())
+    manifest = json.loads(objects.read(".generation")[0])  # type: ignore[index]
+    assert manifest["generation"] == SWEEP_EVERY
+    tea = manifest["skills"]["tea"]["key"]
+    assert left == [".generation", "ghost/000000000099-deadbeef0000.json", tea]
