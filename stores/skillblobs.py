@@ -191,21 +191,30 @@ class BlobSkills:
     def _stage(
         self, manifest: dict[str, Any], generation: int, puts: dict[str, Skill | None]
     ) -> tuple[dict[str, Any], list[str]]:
-        """Write each new record as a new object; the manifest that would commit them."""
+        """Write each new record as a new object (side by side); the manifest that would
+        commit them."""
         skills = dict(manifest["skills"])
-        keys: list[str] = []
+        staged: dict[str, tuple[Skill, str]] = {}
         for name, record in puts.items():
-            if record is None:
-                skills.pop(name, None)
-                continue
-            key = f"{name}/{generation:012d}-{uuid.uuid4().hex[:12]}.json"
-            text = skill_to_json(record)
-            self._blobs.write(key, text.encode("utf-8"), CREATE)
+            skills.pop(name, None)
+            if record is not None:
+                key = f"{name}/{generation:012d}-{uuid.uuid4().hex[:12]}.json"
+                staged[key] = (record, skill_to_json(record))
+                skills[name] = {"revision": record.revision, "key": key}
+
+        def put(key: str) -> None:
+            self._blobs.write(key, staged[key][1].encode("utf-8"), CREATE)
+
+        if len(staged) > 1:
+            with ThreadPoolExecutor(FETCHERS) as pool:
+                list(pool.map(put, staged))
+        else:
+            for key in staged:
+                put(key)
+        for key, (record, text) in staged.items():
             self._records[key] = record
             self._keep(key, text)
-            keys.append(key)
-            skills[name] = {"revision": record.revision, "key": key}
-        return {"generation": generation, "skills": skills}, keys
+        return {"generation": generation, "skills": skills}, list(staged)
 
     def _seen(self, etag: str | None, manifest: dict[str, Any]) -> None:
         """Remember the newest manifest read or written (a concurrent refresh may be newer)."""
