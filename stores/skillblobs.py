@@ -21,7 +21,8 @@ Readers keep the records they have read (an object never changes), in memory and
 the replica's cache directory (`skills/<name>/<revision>-<nonce>.json` there too: a new
 process, a hook say, reads only the manifest from the store), and check the manifest's ETag
 with one HEAD: a change by another replica is seen within FRESH seconds by reads, at
-once by `version()` (the servers' watch) and by this catalog's own writes.
+once by `version()` (the servers' watch) and by this catalog's own writes. While the store
+cannot be reached, reads keep the catalog last read; writes and `version()` fail in one line.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from typing import Any
 
 from dreamwell.stores.blobs import CREATE, Blobs, Conflict
 from dreamwell.stores.errors import StoreBusy, StoreError
+from dreamwell.stores.lancelog import StoreUnreachable
 from dreamwell.stores.remote import Remote
 from dreamwell.stores.skillrecord import Skill, skill_from_json, skill_to_json
 from dreamwell.stores.skillstorage import Current, Decide, T, read_record
@@ -99,7 +101,17 @@ class BlobSkills:
         return found[1], manifest
 
     def generation(self) -> int:
-        return int(self._refresh(FRESH)[1]["generation"])
+        """The generation; with the store unreachable, the one last read (if any), so
+        readers keep the catalog they had; writes and `version()` fail instead."""
+        try:
+            return int(self._refresh(FRESH)[1]["generation"])
+        except StoreUnreachable as exc:
+            with self._state:
+                if self._checked == float("-inf"):
+                    raise
+                self._checked = time.monotonic()  # the next try after FRESH seconds
+                logger.warning("skills served as last read from %s: %s", self.remote.uri, exc)
+                return int(self._manifest["generation"])
 
     def version(self) -> object:
         return self._refresh(0.0)[0]

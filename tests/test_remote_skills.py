@@ -7,19 +7,29 @@ conflict and read the stored text) and racing writes of different skills (the lo
 commit decides again: nothing lost); a dream group written whole against a skill another
 replica moved; the undo case, where a revision handed out on one replica must never match a
 writer on another again; the records kept as objects, not in the cache; a record deleted
-under a reader (it reads the new manifest instead).
+under a reader (it reads the new manifest instead); records a crashed writer left, swept;
+the object store stopped under a catalog (one-line error, nothing half written, it recovers).
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from dreamwell.stores import ANY_REVISION, NEW, SkillCatalog, SkillChange, SkillConflict, remote
+from dreamwell.stores import (
+    ANY_REVISION,
+    NEW,
+    SkillCatalog,
+    SkillChange,
+    SkillConflict,
+    StoreError,
+    remote,
+)
 from dreamwell.stores.blobs import Blobs
 from dreamwell.stores.skillblobs import SWEEP_EVERY, BlobSkills
 from dreamwell.stores.skillio import read_skills
@@ -232,3 +242,28 @@ def test_records_a_crashed_writer_left_are_swept_and_a_writer_in_flight_is_not(
     assert manifest["generation"] == SWEEP_EVERY
     tea = manifest["skills"]["tea"]["key"]
     assert left == [".generation", "ghost/000000000099-deadbeef0000.json", tea]
+
+
+def test_the_store_away_refuses_writes_in_one_line_and_a_catalog_recovers(
+    tmp_path: Path,
+) -> None:
+    with SeaweedS3() as own:
+        location = remote.Remote.of(own.uri("away"), own.storage_options)
+        remote.attach(tmp_path / "a", location)
+        a = SkillCatalog(tmp_path / "a")
+        a.apply([SkillChange("tea", NEW, md("tea", "v1"))])
+        own.pause()
+        began = time.monotonic()
+        with pytest.raises(StoreError) as failed:
+            a.apply([SkillChange("tea", ANY_REVISION, md("tea", "v2"))])
+        assert time.monotonic() - began < 15  # the call time-out, not a hang
+        assert "\n" not in str(failed.value) and "does not answer" in str(failed.value)
+        with pytest.raises(StoreError):
+            a.version()  # what the servers' watch polls: an error it logs, not a hang
+        assert a.get("tea").description == "v1"  # readers keep the catalog last read
+        with pytest.raises(StoreError):
+            SkillCatalog(tmp_path / "a").list()  # a catalog that never read one: the error
+        own.resume()
+        assert a.get("tea").description == "v1"  # nothing half written
+        assert a.apply([SkillChange("tea", ANY_REVISION, md("tea", "v3"))]).written
+        assert SkillCatalog(tmp_path / "a").get("tea").description == "v3"
