@@ -86,25 +86,31 @@ class SkillsWatch:
             self._catalogs[tenant] = found
         return found
 
-    def note(self, ctx: ServerRequestContext[Any, Any]) -> str | None:
+    async def note(self, ctx: ServerRequestContext[Any, Any]) -> str | None:
         """The caller's tenant (None when its request names no valid one); remembers the
-        tenant for watching and a 2025-era session for notifying."""
+        tenant for watching (its generation read off the event loop: on object storage that
+        is a request) and a 2025-era session for notifying."""
         try:
             tenant = self.runtime.caller(ctx.request)[0]
             self.runtime.tenant_dir(tenant)
         except (StoreError, ValueError):
             return None
         if tenant not in self._tenants:
-            try:
-                self._stat[tenant] = self._stat_of(tenant)
-                self._announced.setdefault(tenant, self.catalog(tenant).generation())
-            except StoreError as exc:  # the object store is away: heard by the next poll
-                logger.warning("cannot read the skills' generation of %r: %s", tenant, exc)
-            self._tenants.add(tenant)
+            await anyio.to_thread.run_sync(self._first_sight, tenant)
         connection = getattr(ctx.session, "_connection", None)
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS and connection is not None:
             self._sessions.setdefault(connection, tenant)
         return tenant
+
+    def _first_sight(self, tenant: str) -> None:
+        if tenant in self._tenants:
+            return
+        try:
+            self._stat[tenant] = self._stat_of(tenant)
+            self._announced.setdefault(tenant, self.catalog(tenant).generation())
+        except StoreError as exc:  # the object store is away: heard by the next poll
+            logger.warning("cannot read the skills' generation of %r: %s", tenant, exc)
+        self._tenants.add(tenant)
 
     def _stat_of(self, tenant: str) -> object:
         return self.catalog(tenant).version()
