@@ -267,3 +267,26 @@ def test_the_store_away_refuses_writes_in_one_line_and_a_catalog_recovers(
         assert a.get("tea").description == "v1"  # nothing half written
         assert a.apply([SkillChange("tea", ANY_REVISION, md("tea", "v3"))]).written
         assert SkillCatalog(tmp_path / "a").get("tea").description == "v3"
+
+
+def test_another_replica_never_reads_half_a_batch(replica: Replica) -> None:
+    a, b = replica(), replica()
+    pair = ("deploy-web", "deploy-site")
+    a.apply([SkillChange(n, NEW, md(n, "v0")) for n in pair])
+    done = threading.Event()
+    seen: set[tuple[str, ...]] = set()
+
+    def read() -> None:
+        while not done.is_set():
+            fresh = SkillCatalog(b.layout)  # reads the manifest now, records from the cache
+            seen.add(tuple(fresh.get(n).description for n in pair))
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        for i in range(1, 16):
+            a.apply([SkillChange(n, ANY_REVISION, md(n, f"v{i}")) for n in pair], whole=True)
+    finally:
+        done.set()
+        reader.join(60)
+    assert len(seen) > 1 and all(x == y for x, y in seen)
