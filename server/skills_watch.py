@@ -88,15 +88,18 @@ class SkillsWatch:
 
     async def note(self, ctx: ServerRequestContext[Any, Any]) -> str | None:
         """The caller's tenant (None when its request names no valid one); remembers the
-        tenant for watching (its generation read off the event loop: on object storage that
-        is a request) and a 2025-era session for notifying."""
+        tenant for watching (its generation read off the event loop when that is a request to
+        an object store; a local stat stays inline) and a 2025-era session for notifying."""
         try:
             tenant = self.runtime.caller(ctx.request)[0]
             self.runtime.tenant_dir(tenant)
         except (StoreError, ValueError):
             return None
         if tenant not in self._tenants:
-            await anyio.to_thread.run_sync(self._first_sight, tenant)
+            if self.catalog(tenant).blocking:
+                await anyio.to_thread.run_sync(self._first_sight, tenant)
+            else:
+                self._first_sight(tenant)
         connection = getattr(ctx.session, "_connection", None)
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS and connection is not None:
             self._sessions.setdefault(connection, tenant)
@@ -144,7 +147,9 @@ class SkillsWatch:
             while True:
                 await anyio.sleep(period)
                 self.wakeups += 1
-                for tenant in await anyio.to_thread.run_sync(self.changed):
+                remote = any(self.catalog(t).blocking for t in list(self._tenants))
+                found = await anyio.to_thread.run_sync(self.changed) if remote else self.changed()
+                for tenant in found:
                     await self.announce(tenant)
         finally:
             self._running = False

@@ -64,6 +64,8 @@ class _Gone(Exception):
 
 
 class BlobSkills:
+    blocking = True
+
     def __init__(self, remote: Remote, cache: Path) -> None:
         self.remote = remote
         self._cache = cache

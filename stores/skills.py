@@ -134,6 +134,11 @@ class SkillCatalog:
         storage): what the servers' watch polls."""
         return self._storage.version()
 
+    @property
+    def blocking(self) -> bool:
+        """Whether `version()` and `generation()` wait on the network (object storage)."""
+        return self._storage.blocking
+
     def _current(self) -> _Snapshot:
         generation = self.generation()
         snap = self._snapshot

@@ -41,6 +41,8 @@ Decide = Callable[[Current, RevisionFor], tuple[dict[str, Skill | None], T]]
 
 
 class SkillStorage(Protocol):
+    blocking: bool  # whether reading the version waits on the network (object storage)
+
     def generation(self) -> int:
         """The catalog's generation (0 before the first write), bumped by every write."""
         ...
@@ -83,6 +85,8 @@ class FileSkills:
     another under one lock hold (temp file + fsync + rename each), then the generation is
     bumped and the folder fsynced: a crash part-way leaves some of them written (each whole),
     never a torn record."""
+
+    blocking = False
 
     def __init__(self, layout: DataDir, lock_timeout: float = 15.0) -> None:
         self.layout = layout
