@@ -117,7 +117,7 @@ class SkillsEdge:
         async def middleware(
             ctx: ServerRequestContext[Any, Any], call_next: CallNext
         ) -> HandlerResult:
-            tenant = self.watch.note(ctx)
+            tenant = await self.watch.note(ctx)
             params = ctx.params or {}
             if (
                 ctx.method == "prompts/get"
@@ -234,14 +234,14 @@ class SkillsEdge:
     async def _skills_list(
         self, ctx: ServerRequestContext[Any, Any], params: Any
     ) -> dict[str, Any]:
-        tenant = self.watch.note(ctx)
+        tenant = await self.watch.note(ctx)
         skills = [] if tenant is None else await self._active(tenant)
         return {"skills": [manifest(s) for s in skills]}
 
     async def _skills_get(
         self, ctx: ServerRequestContext[Any, Any], params: SkillsGetParams
     ) -> dict[str, Any]:
-        tenant = self.watch.note(ctx)
+        tenant = await self.watch.note(ctx)
         uri = params.uri
         name = uri[len(SCHEME) :].split("/", 1)[0] if uri.startswith(SCHEME) else ""
         skill = None if tenant is None or not name else await self._find(tenant, name)

@@ -1,8 +1,10 @@
 """Catalog changes from any process reach every client as list_changed notifications.
 
-Every skills write bumps `skills/.generation` (stores/skills.py). `SkillsWatch.run` stats that
-file for each tenant being served every PERIOD seconds (one `stat` per tenant, no read unless
-it changed), and when the generation moved it sends `notifications/prompts/list_changed` and
+Every skills write bumps the catalog's generation (stores/skills.py). `SkillsWatch.run` polls
+its version for each tenant being served every PERIOD seconds (one `stat` of
+`skills/.generation` per tenant, or one HEAD of that object when the data directory is on
+object storage, so a write on another replica is heard too; no read unless it changed), and
+when the generation moved it sends `notifications/prompts/list_changed` and
 `notifications/resources/list_changed`:
 - 2025-era sessions (stdio, SSE, stateful streamable HTTP): on each session of that tenant,
   remembered (weakly) from the requests it made;
@@ -15,16 +17,16 @@ and the generation each tenant was announced at is shared, so each change is ann
 from __future__ import annotations
 
 import logging
-import os
 import weakref
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.to_thread
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from dreamwell.stores import DataDir, StoreError
+from dreamwell.stores import StoreError
 
 if TYPE_CHECKING:
     from mcp.server.connection import Connection
@@ -50,7 +52,7 @@ class SkillsWatch:
         # connection is what lasts and owns the channel for notifications outside requests)
         self._sessions: weakref.WeakKeyDictionary[Connection, str] = weakref.WeakKeyDictionary()
         self._tenants: set[str] = set()
-        self._stat: dict[str, tuple[int, int, int] | None] = {}
+        self._stat: dict[str, object] = {}
         self._announced: dict[str, int] = {}
         self._mcp: MCPServer[Any] | None = None
         self.wakeups = 0  # loop iterations, for the idle-cost benchmark
@@ -84,40 +86,51 @@ class SkillsWatch:
             self._catalogs[tenant] = found
         return found
 
-    def note(self, ctx: ServerRequestContext[Any, Any]) -> str | None:
+    async def note(self, ctx: ServerRequestContext[Any, Any]) -> str | None:
         """The caller's tenant (None when its request names no valid one); remembers the
-        tenant for watching and a 2025-era session for notifying."""
+        tenant for watching (its generation read off the event loop when that is a request to
+        an object store; a local stat stays inline) and a 2025-era session for notifying."""
         try:
             tenant = self.runtime.caller(ctx.request)[0]
             self.runtime.tenant_dir(tenant)
         except (StoreError, ValueError):
             return None
         if tenant not in self._tenants:
-            self._tenants.add(tenant)
-            self._stat[tenant] = self._stat_of(tenant)
-            self._announced.setdefault(tenant, self.catalog(tenant).generation())
+            if self.catalog(tenant).blocking:
+                await anyio.to_thread.run_sync(self._first_sight, tenant)
+            else:
+                self._first_sight(tenant)
         connection = getattr(ctx.session, "_connection", None)
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS and connection is not None:
             self._sessions.setdefault(connection, tenant)
         return tenant
 
-    def _stat_of(self, tenant: str) -> tuple[int, int, int] | None:
-        path = DataDir(self.runtime.tenant_dir(tenant)).skills_generation
+    def _first_sight(self, tenant: str) -> None:
+        if tenant in self._tenants:
+            return
         try:
-            st = os.stat(path)
-        except OSError:
-            return None
-        return st.st_ino, st.st_mtime_ns, st.st_size
+            self._stat[tenant] = self._stat_of(tenant)
+            self._announced.setdefault(tenant, self.catalog(tenant).generation())
+        except StoreError as exc:  # the object store is away: heard by the next poll
+            logger.warning("cannot read the skills' generation of %r: %s", tenant, exc)
+        self._tenants.add(tenant)
+
+    def _stat_of(self, tenant: str) -> object:
+        return self.catalog(tenant).version()
 
     def changed(self) -> list[str]:
         """Tenants whose generation moved since it was last announced (a stat each)."""
         out = []
         for tenant in list(self._tenants):
-            found = self._stat_of(tenant)
-            if found == self._stat.get(tenant):
+            try:
+                found = self._stat_of(tenant)
+                if found == self._stat.get(tenant):
+                    continue
+                generation = self.catalog(tenant).generation()
+            except StoreError as exc:
+                logger.warning("cannot poll the skills of %r: %s", tenant or "the root", exc)
                 continue
             self._stat[tenant] = found
-            generation = self.catalog(tenant).generation()
             if generation != self._announced.get(tenant):
                 self._announced[tenant] = generation
                 out.append(tenant)
@@ -134,7 +147,9 @@ class SkillsWatch:
             while True:
                 await anyio.sleep(period)
                 self.wakeups += 1
-                for tenant in self.changed():
+                remote = any(self.catalog(t).blocking for t in list(self._tenants))
+                found = await anyio.to_thread.run_sync(self.changed) if remote else self.changed()
+                for tenant in found:
                     await self.announce(tenant)
         finally:
             self._running = False

@@ -18,7 +18,8 @@
     hooks/entries.sqlite     the memories' text for hooks, which never open LanceDB
     tenants/<name>/          a tenant: the same layout again
     remote.json              present when this directory caches an object-store location
-                             (`stores/remote.py`): the log is then kept there, not in wal/
+                             (`stores/remote.py`): the log is then kept there, not in wal/,
+                             and the skills (stores/skillblobs.py; skills/ holds copies)
 """
 
 from __future__ import annotations

@@ -15,41 +15,37 @@ Content comes in as files (path -> bytes) and is validated by skillio.make_folde
 per SPEC §7, its name equal to the change's name): bad content raises InvalidSkill before
 anything is written. Usage is not here: stores/skillusage.py (SkillUsage.record_use / stats).
 
-Writes take `skills.lock` (safe with several processes), check each skill's `revision`
-against the one the writer read, write each record as temp file + fsync + rename, then bump
-`skills/.generation` and fsync the folder. `apply` writes its records one after another under
-one lock hold: a crash part-way leaves some of them written (each whole), never a torn record;
-a moved revision leaves that skill out and reports it, the others are written.
+Where the records live is the storage's (stores/skillstorage.py): files under `skills.lock`
+in a local data directory, objects committed through one manifest on object storage
+(stores/skillblobs.py). Either way each write checks each skill's `revision` against the one
+the writer read: a moved revision leaves that skill out and reports it, the others are
+written (with `whole`, none is).
 """
 
 from __future__ import annotations
 
 import builtins
 import logging
-import os
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from filelock import FileLock, Timeout
-
-from dreamwell.stores.errors import InvalidInput, NotFound, StoreBusy, StoreError, WriteFailed
+from dreamwell.stores.errors import InvalidInput, NotFound, StoreError
 from dreamwell.stores.layout import DataDir
 from dreamwell.stores.model import new_id, utcnow
 from dreamwell.stores.skillfmt import SkillFolder, check_name
 from dreamwell.stores.skillio import make_folder
 from dreamwell.stores.skillrecord import Skill as Skill  # re-exported: the public name
-from dreamwell.stores.skillrecord import skill_from_json, skill_to_json
-from dreamwell.stores.state import write_atomic
+from dreamwell.stores.skillstorage import Current, RevisionFor, open_storage
 
 if TYPE_CHECKING:
     from dreamwell.stores.embedding import Embedder
     from dreamwell.stores.skillsearch import SkillIndex, VectorCache
 
 logger = logging.getLogger(__name__)
+Puts = dict[str, Skill | None]
 
 STATUSES = ("active", "candidate", "archived")
 ORIGINS = ("user", "dream", "import")
@@ -120,7 +116,7 @@ class SkillCatalog:
         min_similarity: float = 0.0,
     ) -> None:
         self.layout = data_dir if isinstance(data_dir, DataDir) else DataDir(data_dir)
-        self._lock = FileLock(str(self.layout.skills_lock), timeout=lock_timeout)
+        self._storage = open_storage(self.layout, lock_timeout)
         self._snapshot = _Snapshot(-1, {})
         self._index: tuple[int, SkillIndex] | None = None
         self._embedder = embedder
@@ -130,11 +126,18 @@ class SkillCatalog:
 
     # ---- reading ---------------------------------------------------------------------------
     def generation(self) -> int:
-        """The catalog's generation (0 before the first write); one small file read."""
-        try:
-            return int(self.layout.skills_generation.read_text(encoding="ascii").strip() or 0)
-        except (OSError, ValueError):
-            return 0
+        """The catalog's generation (0 before the first write); one small read."""
+        return self._storage.generation()
+
+    def version(self) -> object:
+        """A cheap token that moves when the generation may have (a stat, or a HEAD on object
+        storage): what the servers' watch polls."""
+        return self._storage.version()
+
+    @property
+    def blocking(self) -> bool:
+        """Whether `version()` and `generation()` wait on the network (object storage)."""
+        return self._storage.blocking
 
     def _current(self) -> _Snapshot:
         generation = self.generation()
@@ -143,28 +146,8 @@ class SkillCatalog:
             return snap
         with self._reading:
             if self._snapshot.generation != generation:
-                self._snapshot = _Snapshot(generation, self._read_all())
+                self._snapshot = _Snapshot(*self._storage.read_all())
             return self._snapshot
-
-    def _read_all(self) -> dict[str, Skill]:
-        out: dict[str, Skill] = {}
-        folder = self.layout.skills
-        if not folder.is_dir():
-            return out
-        for path in sorted(folder.glob("*.json")):
-            skill = self._read(path)
-            if skill is not None:
-                out[skill.name] = skill
-        return out
-
-    def _read(self, path: Path) -> Skill | None:
-        try:
-            return skill_from_json(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError, KeyError, TypeError, StoreError) as exc:
-            logger.warning("skill record %s is unreadable and is skipped: %s", path, exc)
-            return None
 
     def list(self, status: str | Iterable[str] | None = None) -> list[Skill]:
         """Skills by name; `status`: one status or several, None for all."""
@@ -200,92 +183,65 @@ class SkillCatalog:
         return [(k, s) for k, s in found if k.status in wanted][:limit]
 
     # ---- writing ---------------------------------------------------------------------------
-    @contextmanager
-    def _locked(self) -> Iterator[None]:
-        try:
-            self._lock.acquire()
-        except Timeout as exc:
-            raise StoreBusy("the skills are being written by another process; try again") from exc
-        except OSError as exc:
-            raise WriteFailed(f"cannot lock the skills ({exc.strerror or exc})") from exc
-        try:
-            yield
-        finally:
-            self._lock.release()
-
     def apply(
         self, changes: Sequence[SkillChange], *, refuse_pinned: bool = False, whole: bool = False
     ) -> ApplyResult:
-        """Write several skills under one lock, each compare-and-set: a change whose skill
-        moved (or, with `refuse_pinned`, is pinned) is left out and reported as a conflict; the
-        others are written (with `whole`, none is: the changes stand or fall together). Bad
-        content (InvalidInput) refuses the whole call, nothing written."""
+        """Write several skills at once, each compare-and-set: a change whose skill moved (or,
+        with `refuse_pinned`, is pinned) is left out and reported as a conflict; the others
+        are written (with `whole`, none is: the changes stand or fall together). Bad content
+        (InvalidInput) refuses the whole call, nothing written."""
         folders = {c.name: self._validated(c) for c in changes}
         if len(folders) != len(changes):
             raise InvalidInput("each skill may appear once in a batch of changes")
-        written: builtins.list[Skill] = []  # `list` is a method of this class
-        conflicts: builtins.list[Conflict] = []
-        with self._locked():
-            try:
-                self.layout.skills.mkdir(parents=True, exist_ok=True)
-                found = [self._read(self.layout.skills / f"{c.name}.json") for c in changes]
-                problems = [
-                    _conflict(c, f, refuse_pinned) for c, f in zip(changes, found, strict=True)
-                ]
-                if whole and any(problems):
-                    return ApplyResult((), tuple(p for p in problems if p is not None))
-                for change, current, problem in zip(changes, found, problems, strict=True):
-                    if problem is not None:
-                        conflicts.append(problem)
-                        continue
-                    path = self.layout.skills / f"{change.name}.json"
-                    if change.remove:
-                        path.unlink(missing_ok=True)
-                        written += [current] if current is not None else []
-                        continue
-                    skill = _changed(change, current, folders[change.name])
-                    skill = replace(skill, revision=self._next_revision(current))
-                    write_atomic(path, skill_to_json(skill))
-                    written.append(skill)
-                if written:
-                    self._bump()
-            except OSError as exc:
-                raise WriteFailed(
-                    f"the skills could not be written ({exc.strerror or exc}); check the data "
-                    "directory's free space and permissions"
-                ) from exc
-        return ApplyResult(tuple(written), tuple(conflicts))
+
+        def decide(current: Current, revision_for: RevisionFor) -> tuple[Puts, ApplyResult]:
+            problems = [_conflict(c, current[c.name], refuse_pinned) for c in changes]
+            if whole and any(problems):
+                return {}, ApplyResult((), tuple(p for p in problems if p is not None))
+            puts: Puts = {}
+            written: builtins.list[Skill] = []  # `list` is a method of this class
+            for change, problem in zip(changes, problems, strict=True):
+                found = current[change.name]
+                if problem is not None:
+                    continue
+                if change.remove:
+                    if found is not None:
+                        puts[change.name] = None
+                        written.append(found)
+                    continue
+                skill = _changed(change, found, folders[change.name])
+                skill = replace(skill, revision=revision_for(found))
+                puts[change.name] = skill
+                written.append(skill)
+            return puts, ApplyResult(tuple(written), tuple(p for p in problems if p))
+
+        return self._storage.transact([c.name for c in changes], decide)
 
     def revert(self, records: Sequence[tuple[str, int | None, Skill | None]]) -> ApplyResult:
         """Put skills back as they were, under a new revision (the undo of a dream cycle):
         each (name, the revision it must have now, None: it must not exist; the record to write
         back, None: remove the record). A skill that moved since is left as it is and
         reported."""
-        written: builtins.list[Skill] = []
-        conflicts: builtins.list[Conflict] = []
-        with self._locked():
-            try:
-                self.layout.skills.mkdir(parents=True, exist_ok=True)
-                for name, expect, record in records:
-                    path = self.layout.skills / f"{name}.json"
-                    current = self._read(path)
-                    found = None if current is None else current.revision
-                    if found != expect:
-                        why = f"skill {name!r} changed since (revision {expect}, now {found})"
-                        conflicts.append(Conflict(name, expect, found, why))
-                    elif record is None:
-                        path.unlink(missing_ok=True)
-                    else:  # the old content under a new revision: a revision never comes back
-                        record = replace(record, revision=self._next_revision(current))
-                        write_atomic(path, skill_to_json(record))
-                        written.append(record)
-                if len(conflicts) < len(records):
-                    self._bump()
-            except OSError as exc:
-                raise WriteFailed(
-                    f"the skills could not be written ({exc.strerror or exc})"
-                ) from exc
-        return ApplyResult(tuple(written), tuple(conflicts))
+
+        def decide(current: Current, revision_for: RevisionFor) -> tuple[Puts, ApplyResult]:
+            now = dict(current)
+            puts: Puts = {}
+            written: builtins.list[Skill] = []
+            conflicts: builtins.list[Conflict] = []
+            for name, expect, record in records:
+                had = now[name]
+                found = None if had is None else had.revision
+                if found != expect:
+                    why = f"skill {name!r} changed since (revision {expect}, now {found})"
+                    conflicts.append(Conflict(name, expect, found, why))
+                    continue
+                if record is not None:  # the old content under a new revision
+                    record = replace(record, revision=revision_for(had))
+                    written.append(record)
+                puts[name] = now[name] = record
+            return puts, ApplyResult(tuple(written), tuple(conflicts))
+
+        return self._storage.transact(builtins.list(dict.fromkeys(r[0] for r in records)), decide)
 
     @staticmethod
     def _validated(change: SkillChange) -> SkillFolder | None:
@@ -295,22 +251,6 @@ class SkillCatalog:
         if change.files is None:
             return None
         return make_folder(change.name, change.files, f"skill {change.name!r}")
-
-    def _next_revision(self, current: Skill | None) -> int:
-        """The revision a write gives a skill: one past its current one, and for a skill that
-        is (re)created, past every revision the catalog has handed out (its generation), so a
-        writer holding a revision of a removed or reverted skill never matches again."""
-        if current is not None:
-            return current.revision + 1
-        return self.generation() + 1
-
-    def _bump(self) -> None:
-        write_atomic(self.layout.skills_generation, str(self.generation() + 1))
-        fd = os.open(self.layout.skills, os.O_RDONLY)
-        try:
-            os.fsync(fd)  # the renames of the records and of the generation are durable
-        finally:
-            os.close(fd)
 
     def _one(self, change: SkillChange) -> Skill:
         result = self.apply([change])
