@@ -39,8 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from dreamwell.stores.blobs import CREATE, Blobs, Conflict
-from dreamwell.stores.errors import StoreBusy, StoreError
-from dreamwell.stores.lancelog import StoreUnreachable
+from dreamwell.stores.errors import StoreBusy, StoreError, StoreUnreachable
 from dreamwell.stores.remote import Remote
 from dreamwell.stores.skillrecord import Skill, skill_from_json, skill_to_json
 from dreamwell.stores.skillstorage import Current, Decide, T, read_record
