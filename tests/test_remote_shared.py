@@ -11,7 +11,6 @@ the log's bound; and nothing of it in the local cache.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -23,6 +22,7 @@ import pytest
 from dreamwell.stores import FEEDBACK, RECALL, JsonlLog, NotFound, WorkingMemory, utcnow
 from dreamwell.stores.blobs import Blobs
 from dreamwell.stores.remote import Remote, attach
+from tests.racing import race
 from tests.s3server import SeaweedS3
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
@@ -92,24 +92,12 @@ def test_writes_overwrites_evictions_and_expiry_are_seen_by_another_replica(
 
 def test_replicas_racing_saves_into_one_segment_lose_nothing(caches: Callable[[], Path]) -> None:
     replicas = [WorkingMemory(caches(), max_per_namespace=100) for _ in range(2)]
-    errors: list[BaseException] = []
 
     def saver(wm: WorkingMemory, who: str) -> None:
         for i in range(8):
-            try:
-                wm.save(f"session/{who}", f"k{i}", f"{who} value {i}", ttl_minutes=30)
-            except BaseException as exc:
-                errors.append(exc)
+            wm.save(f"session/{who}", f"k{i}", f"{who} value {i}", ttl_minutes=30)
 
-    threads = [
-        threading.Thread(target=saver, args=(wm, f"r{n}t{t}"))
-        for n, wm in enumerate(replicas)
-        for t in range(3)
-    ]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors = race(replicas, saver)
     assert errors == []
     reader = WorkingMemory(caches())
     keys = {e.key for e in reader.listing("session")}
@@ -130,24 +118,12 @@ def test_log_appends_racing_from_two_replicas_are_each_consumed_once(
     caches: Callable[[], Path],
 ) -> None:
     dirs = [caches(), caches()]
-    errors: list[BaseException] = []
 
     def appender(data: Path, who: str) -> None:
         for i in range(10):
-            try:
-                JsonlLog(data, FEEDBACK).append({"session": who, "kind": "helpful", "n": i})
-            except BaseException as exc:
-                errors.append(exc)
+            JsonlLog(data, FEEDBACK).append({"session": who, "kind": "helpful", "n": i})
 
-    threads = [
-        threading.Thread(target=appender, args=(d, f"r{n}t{t}"))
-        for n, d in enumerate(dirs)
-        for t in range(3)
-    ]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors = race(dirs, appender)
     assert errors == []
     third = caches()
     read = JsonlLog(third, FEEDBACK).read()

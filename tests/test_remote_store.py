@@ -20,6 +20,7 @@ import pytest
 from dreamwell.server.config import Settings
 from dreamwell.stores import lancelog, remote, snapshot
 from dreamwell.stores.longterm import LongTermStore, Write
+from tests.racing import race
 from tests.s3server import SeaweedS3
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
@@ -88,28 +89,15 @@ def test_racing_replicas_lose_nothing_and_write_nothing_twice(
     its place in the log decides again; every acknowledged save is in both, exactly once."""
     stores = [replica(), replica()]
     acknowledged: list[str] = []
-    errors: list[BaseException] = []
     lock = threading.Lock()
 
     def saver(store: LongTermStore, who: str) -> None:
         for i in range(15):
-            try:
-                result = store.save(f"note {i} written by {who}", f"race/{who}")
-            except BaseException as exc:
-                errors.append(exc)
-                return
+            result = store.save(f"note {i} written by {who}", f"race/{who}")
             with lock:
                 acknowledged.append(result.entry.id)
 
-    threads = [
-        threading.Thread(target=saver, args=(s, f"r{k}t{t}"))
-        for k, s in enumerate(stores)
-        for t in range(3)
-    ]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors = race(stores, saver)
     assert errors == []
     assert len(acknowledged) == len(set(acknowledged)) == 90
     for store in stores:

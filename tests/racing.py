@@ -1,0 +1,34 @@
+"""Racing writers for the replica tests: threads per replica, each with a name, errors kept."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def race(
+    replicas: Sequence[T], work: Callable[[T, str], None], threads: int = 3
+) -> list[BaseException]:
+    """Run `work(replica, "r<k>t<t>")` in `threads` threads per replica, all at once; returns
+    what any of them raised (a thread stops at its first error)."""
+    errors: list[BaseException] = []
+
+    def run(replica: T, who: str) -> None:
+        try:
+            work(replica, who)
+        except BaseException as exc:
+            errors.append(exc)
+
+    started = [
+        threading.Thread(target=run, args=(r, f"r{k}t{t}"))
+        for k, r in enumerate(replicas)
+        for t in range(threads)
+    ]
+    for thread in started:
+        thread.start()
+    for thread in started:
+        thread.join()
+    return errors
