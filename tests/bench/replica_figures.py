@@ -14,7 +14,9 @@ local SeaweedFS, against the raw limits measured in the same run.
 
 from __future__ import annotations
 
+import atexit
 import random
+import shutil
 import tempfile
 import threading
 import time
@@ -69,8 +71,15 @@ def text(rng: random.Random, size: int = 2800) -> str:
     return " ".join(out)
 
 
+def scratch(prefix: str) -> Path:
+    """A temporary directory removed when the bench exits."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, path, True)
+    return path
+
+
 def open_replica(s3: Any, prefix: str) -> LongTermStore:
-    cache = Path(tempfile.mkdtemp(prefix="dw-replica-"))
+    cache = scratch("dw-replica-")
     remote.attach(cache, remote.Remote.of(s3.uri(prefix), s3.storage_options))
     return LongTermStore(cache)
 
@@ -111,7 +120,7 @@ def measure_save(s3: Any, prefix: str, ops: int) -> list[float]:
 def measure_search(s3: Any, prefix: str, ops: int) -> tuple[list[float], list[float]]:
     """(remote, local) per-query ms over the same memories."""
     far = open_replica(s3, prefix + "/search")
-    near = LongTermStore(Path(tempfile.mkdtemp(prefix="dw-local-")))
+    near = LongTermStore(scratch("dw-local-"))
     for store in (far, near):
         fill(store, 2000)
         store.checkpoint()
@@ -171,7 +180,7 @@ def measure_throughput(s3: Any, prefix: str, replicas: int, seconds: float) -> f
 
     from tests.replicas import Replica, client
 
-    base = Path(tempfile.mkdtemp(prefix="dw-serve-"))
+    base = scratch("dw-serve-")
     started = [Replica(s3, f"{prefix}/tp{replicas}", base / f"r{i}") for i in range(replicas)]
     for r in started:
         r.start(wait=False)
