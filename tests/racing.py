@@ -1,8 +1,10 @@
-"""Racing writers for the replica tests: threads per replica, each with a name, errors kept."""
+"""For the replica tests: writers racing from every replica (threads with names, errors kept),
+and waiting until another replica sees a write."""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -32,3 +34,13 @@ def race(
     for thread in started:
         thread.join()
     return errors
+
+
+def eventually(check: Callable[[], bool], within: float = 2.0) -> float:
+    """Seconds until `check()` held (polled every 20 ms); fails when it did not within
+    `within` seconds."""
+    began = time.monotonic()
+    while not check():
+        assert time.monotonic() - began < within, "not seen in time"
+        time.sleep(0.02)
+    return time.monotonic() - began

@@ -27,6 +27,7 @@ from dreamwell.dream.report import list_reports, load_report
 from dreamwell.stores import LongTermStore, lancelog, remote
 from dreamwell.stores.blobs import Blobs
 from dreamwell.stores.lease import Lease
+from tests.racing import eventually
 from tests.s3server import SeaweedS3
 from tests.test_dream_cycle import seed
 
@@ -52,13 +53,6 @@ def replica(location: remote.Remote, tmp_path: Path) -> Iterator[Callable[[], Lo
     for store in opened:
         if isinstance(store._wal, lancelog.LanceLog):
             store._wal.close()
-
-
-def eventually(check: Callable[[], bool], within: float) -> None:
-    began = time.monotonic()
-    while not check():
-        assert time.monotonic() - began < within, "not in time"
-        time.sleep(0.05)
 
 
 def test_of_holders_racing_for_one_lease_exactly_one_takes_it(location: remote.Remote) -> None:

@@ -22,7 +22,7 @@ import pytest
 from dreamwell.stores import FEEDBACK, RECALL, JsonlLog, NotFound, WorkingMemory, utcnow
 from dreamwell.stores.blobs import Blobs
 from dreamwell.stores.remote import Remote, attach
-from tests.racing import race
+from tests.racing import eventually, race
 from tests.s3server import SeaweedS3
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
@@ -46,14 +46,6 @@ def caches(location: Remote, tmp_path: Path) -> Callable[[], Path]:
         return cache
 
     return another
-
-
-def eventually(check: Callable[[], bool], within: float = 2.0) -> float:
-    began = time.monotonic()
-    while not check():
-        assert time.monotonic() - began < within, "not seen in time"
-        time.sleep(0.02)
-    return time.monotonic() - began
 
 
 def value_or_none(wm: WorkingMemory, key: str) -> str | None:

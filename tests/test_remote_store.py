@@ -10,7 +10,6 @@ snapshot covers (it rebuilds its cache and resurrects nothing); the location giv
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -20,7 +19,7 @@ import pytest
 from dreamwell.server.config import Settings
 from dreamwell.stores import lancelog, remote, snapshot
 from dreamwell.stores.longterm import LongTermStore, Write
-from tests.racing import race
+from tests.racing import eventually, race
 from tests.s3server import SeaweedS3
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
@@ -44,15 +43,6 @@ def replica(s3: SeaweedS3, s3_prefix: str, tmp_path: Path) -> Iterator[Callable[
         log = store._wal
         if isinstance(log, lancelog.LanceLog):
             log.close()
-
-
-def eventually(check: Callable[[], bool], within: float = 2.0) -> float:
-    """Seconds until `check()` held; fails when it did not within `within`."""
-    began = time.monotonic()
-    while not check():
-        assert time.monotonic() - began < within, "not seen in time"
-        time.sleep(0.02)
-    return time.monotonic() - began
 
 
 def test_the_log_is_kept_in_the_object_store_not_the_cache(
