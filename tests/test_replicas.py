@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import anyio
 import pytest
@@ -19,6 +20,7 @@ import pytest
 from tests.conftest import call, ok
 from tests.replicas import SAVED, Replica, client, warm
 from tests.s3server import SeaweedS3
+from tests.skill_samples import simple_md, write_skill
 
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::ResourceWarning")]
 
@@ -184,3 +186,31 @@ async def test_the_object_store_stopped_for_10_s_gives_clear_errors_then_recover
     for r in replicas:
         held = r.ids()
         assert {before, *after.values()} <= held
+
+
+async def test_working_memory_and_a_skill_written_on_one_replica_are_read_on_another(
+    replicas: list[Replica], tmp_path: Path
+) -> None:
+    """A working-memory write on replica 0 is read (by its full key) on replica 1, and a
+    skill imported with `dreamwell skills import` on replica 2 is a prompt of replica 0,
+    each within 2 s."""
+    await warm(replicas)
+    async with client(replicas[0].url) as c:
+        text = await ok(c, "save_to_working_memory", key="handoff", data="ticket 4711 is next")
+    key = text.split("'")[1]  # the full key, in the writer's own namespace
+    began = time.monotonic()
+    async with client(replicas[1].url) as c:
+        while True:
+            error, got = await call(c, "get_from_working_memory", key=key)
+            if not error and "ticket 4711" in got:
+                break
+            assert time.monotonic() - began < 2.0, got
+            await anyio.sleep(0.05)
+    folder = write_skill(tmp_path, "cut-release", simple_md("cut-release", "How to cut a release"))
+    done = replicas[2].cli("skills", "import", str(folder))
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    began = time.monotonic()
+    async with client(replicas[0].url) as c:
+        while "cut-release" not in {p.name for p in (await c.list_prompts()).prompts}:
+            assert time.monotonic() - began < 2.0, "the skill was not served in time"
+            await anyio.sleep(0.05)
