@@ -174,3 +174,25 @@ def test_live_refresh_shows_another_writer_and_keeps_what_is_typed(
         assert row.locator("textarea").input_value() == "Half-typed edit"
         row.locator(".cancel").click()  # done editing: the list catches up
         page.wait_for_selector(".mem:has-text('A second memory from elsewhere')")
+
+
+def test_a_delete_right_after_a_save_uses_the_saved_revision(seeded: tuple[str, Path]) -> None:
+    """The list reloads after a save; a delete clicked before it has (held back here) used the
+    card's old revision and was refused as stale (seen in CI: no "Deleted.")."""
+    url, data = seeded
+    store = LongTermStore(data, embedder=None)
+    (tea,) = [e for e in store.entries() if "tea" in e.content]
+    with chromium() as browser:
+        page = open_page(browser, url)
+        row = page.locator(f".mem[data-id='{tea.id}']")
+        row.locator(".edit").click()
+        row.locator("textarea").fill("Prefers white tea")
+        held: list[object] = []
+        page.route("**/ui/api/memories?*", lambda route: held.append(route))
+        row.locator("button[type='submit']").click()
+        page.wait_for_selector("#status-text:text-is('Saved.')")
+        row.locator(".archive").click()
+        page.wait_for_selector("#status-text:text-is('Deleted.')")
+        assert held  # the reload was still held back when the delete went through
+        entry = store.get(tea.id)
+        assert entry is not None and not entry.live and entry.content == "Prefers white tea"

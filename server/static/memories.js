@@ -85,7 +85,8 @@ function editor(li, m) {
   form.onkeydown = (event) => { if (event.key === "Escape") { close(); li.querySelector(".edit").focus(); } };
   const save = async (body) => {
     try {
-      await api(`/ui/api/memories/${m.id}/edit`, body);
+      const { memory } = await api(`/ui/api/memories/${m.id}/edit`, body);
+      Object.assign(m, memory);  // its new revision: a delete before the list reloads is not stale
       close(); status("Saved."); await refresh();
     } catch (error) { clash(li, m, form, error); }
   };
