@@ -10,6 +10,7 @@ from pathlib import Path
 
 import httpx2
 import pytest
+from playwright.sync_api import Locator, Page
 
 from dreamwell.server.config import Settings
 from dreamwell.server.runtime import Runtime
@@ -108,6 +109,14 @@ def test_two_tabs_edit_the_same_memory_and_neither_edit_is_lost(
         assert [e.content for e in store.entries() if "tea" in e.content] == ["Prefers jasmine tea"]
 
 
+def editing(page: Page, entry_id: str, text: str) -> Locator:
+    """The memory's row, its editor open with `text` typed in (not yet saved)."""
+    row = page.locator(f".mem[data-id='{entry_id}']")
+    row.locator(".edit").click()
+    row.locator("textarea").fill(text)
+    return row
+
+
 def test_editing_a_memory_deleted_elsewhere_says_so_and_keeps_the_text(
     seeded: tuple[str, Path],
 ) -> None:
@@ -116,9 +125,7 @@ def test_editing_a_memory_deleted_elsewhere_says_so_and_keeps_the_text(
     (tea,) = [e for e in store.entries() if "tea" in e.content]
     with chromium() as browser:
         page = open_page(browser, url)
-        row = page.locator(f".mem[data-id='{tea.id}']")
-        row.locator(".edit").click()
-        row.locator("textarea").fill("Prefers black tea")
+        row = editing(page, tea.id, "Prefers black tea")
         store.delete(tea.id)  # another process: an agent's delete_memory
         row.locator("button[type='submit']").click()
         conflict = row.locator(".conflict")
@@ -184,9 +191,7 @@ def test_a_delete_right_after_a_save_uses_the_saved_revision(seeded: tuple[str, 
     (tea,) = [e for e in store.entries() if "tea" in e.content]
     with chromium() as browser:
         page = open_page(browser, url)
-        row = page.locator(f".mem[data-id='{tea.id}']")
-        row.locator(".edit").click()
-        row.locator("textarea").fill("Prefers white tea")
+        row = editing(page, tea.id, "Prefers white tea")
         held: list[object] = []
         page.route("**/ui/api/memories?*", lambda route: held.append(route))
         row.locator("button[type='submit']").click()
