@@ -38,7 +38,8 @@ KEEP_RECORDS = 256  # records kept below a drop point, for replicas a little beh
 
 @contextlib.contextmanager
 def reaching(remote: Remote, doing: str) -> Iterator[None]:
-    """Object-store errors as one line a client can read (nothing was written)."""
+    """Object-store errors as one line a client can read. The write was not acknowledged (a
+    commit that timed out may still have landed; retrying a save then reinforces it)."""
     try:
         yield
     except (LogConflict, LogGap, StoreError):
