@@ -15,6 +15,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 
+from dreamwell.server import background
 from dreamwell.server.arguments import check_prompt, tool_refusal
 from dreamwell.server.config import Settings
 from dreamwell.server.dream_edge import register_dream
@@ -160,7 +161,7 @@ async def backfill_forever(
         done, full, failed, busy = 0, False, False, False
         for tenant in runtime.opened():
             try:
-                found = await anyio.to_thread.run_sync(_backfill, tenant, abandon_on_cancel=True)
+                found = await background.run(_backfill, tenant)
                 busy = busy or found is None
                 done, full = done + (found or 0), full or (found or 0) >= BACKFILL_BATCH
             except (StoreError, OSError) as exc:  # e.g. the store is busy: later

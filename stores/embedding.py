@@ -34,6 +34,11 @@ E5_MAX_TOKENS = 512  # e5-small-v2 and the reranker were trained up to 512 posit
 # A batch's activations grow with its count x its longest text (attention with its square):
 # 64 texts of 512 tokens in batches of 32 took 2.3 GB. Long texts go in smaller batches.
 BATCH_CHARS = 16_384  # ~4,000 tokens of English
+# An embedder runs each call on the calling thread alone (no ORT pool): a query's embedding
+# then never waits behind a backfill batch in the same session, and a backfill on a thread of
+# lower priority (server/background.py) really runs at that priority. One e5 query: 4.7 ms
+# alone and 4.8 beside a busy core; with a pool of 2, 3.4 alone and 9.0 beside it.
+EMBED_THREADS = 1
 
 
 class EmbedderError(Exception):
@@ -114,6 +119,10 @@ class _OnnxModel:
                     opts = ort.SessionOptions()
                     opts.intra_op_num_threads = self._threads
                     opts.inter_op_num_threads = 1
+                    # ORT's pool threads spin after each run, which on a shared machine takes
+                    # the core another process's search needs (e5 query p50 3.4 -> 9.0 ms
+                    # beside one busy core with 2 spinning threads; 4.8 with 1 thread)
+                    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
                     # ORT's arena keeps a process's largest batch's activations for good
                     # (+2.3 GB RSS after 64 texts of 512 tokens; +133 MB without it);
                     # without it short texts embed as fast (tests/bench/embedder_bench.py)
@@ -166,7 +175,9 @@ class _OnnxEmbedder:
     name = ""
     _max_tokens = MAX_TOKENS
 
-    def __init__(self, model_dir: Path, *, threads: int = 2, batch_size: int = 32) -> None:
+    def __init__(
+        self, model_dir: Path, *, threads: int = EMBED_THREADS, batch_size: int = 32
+    ) -> None:
         _check_sizes(threads, batch_size)
         self._model = _OnnxModel(model_dir, self.name, threads, self._max_tokens)
         self._batch_size = batch_size
@@ -214,7 +225,7 @@ class OnnxMiniLM(_OnnxEmbedder):
     name = "minilm-l6-v2-int8"
 
     def __init__(
-        self, model_dir: Path = MODEL_DIR, *, threads: int = 2, batch_size: int = 32
+        self, model_dir: Path = MODEL_DIR, *, threads: int = EMBED_THREADS, batch_size: int = 32
     ) -> None:
         super().__init__(model_dir, threads=threads, batch_size=batch_size)
 
@@ -241,7 +252,9 @@ class OnnxE5(_OnnxEmbedder):
     name = "e5-small-v2-int8"
     _max_tokens = E5_MAX_TOKENS
 
-    def __init__(self, model_dir: Path = E5_DIR, *, threads: int = 2, batch_size: int = 32) -> None:
+    def __init__(
+        self, model_dir: Path = E5_DIR, *, threads: int = EMBED_THREADS, batch_size: int = 32
+    ) -> None:
         super().__init__(model_dir, threads=threads, batch_size=batch_size)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:

@@ -40,13 +40,14 @@ from dreamwell.stores.log import Log
 from dreamwell.stores.mirror import Mirror
 from dreamwell.stores.model import MemoryEntry, Vector
 from dreamwell.stores.parts import Parts
+from dreamwell.stores.postings import Postings
 from dreamwell.stores.ranking import KEYWORD_WEIGHT
 from dreamwell.stores.remotesnap import CacheKeeper, SharedSnapshots
 from dreamwell.stores.repair import Repair
 from dreamwell.stores.search import Hit, Searcher, Tuning, matches
 from dreamwell.stores.state import StateFile
 from dreamwell.stores.table import MemoryTable
-from dreamwell.stores.text_index import DocTerms, TextIndex
+from dreamwell.stores.text_index import TextIndex
 from dreamwell.stores.vectors import Vectors
 from dreamwell.stores.view import Rows
 from dreamwell.stores.wal import Wal
@@ -301,7 +302,7 @@ class LongTermStore:
         return self._parts.mirror.rows
 
     @property
-    def _terms(self) -> dict[str, DocTerms]:
+    def _terms(self) -> Postings:
         return self._parts.mirror.terms
 
     def _fold(self, start: int, end: int) -> set[str]:

@@ -18,8 +18,9 @@ from types import MappingProxyType
 from dreamwell.stores import ops
 from dreamwell.stores.log import Op, Record
 from dreamwell.stores.model import MemoryEntry, text_hash
+from dreamwell.stores.postings import Postings
 from dreamwell.stores.table import StoredVector
-from dreamwell.stores.text_index import DocTerms, IndexDoc
+from dreamwell.stores.text_index import IndexDoc
 from dreamwell.stores.view import Rows, View
 
 Pending = Mapping[str, tuple[int, float]]  # id -> (seq of its last change, monotonic time)
@@ -39,7 +40,7 @@ class Mirror:
         self.lock = threading.RLock()  # in-memory changes only, never held during I/O
         self.view = View()
         self.pending: Pending = MappingProxyType({})
-        self.terms: dict[str, DocTerms] = {}
+        self.terms = Postings()  # the pending entries' analysed terms
         self.rows = Rows()
         self.unlogged: set[str] = set()  # vectors a search computed, not yet in the log
         self.dups: dict[int, str] = {}
@@ -63,7 +64,7 @@ class Mirror:
         self.rows = Rows(max(1024, len(entries) + 1024))
         self.dups = {}
         self.pending = MappingProxyType({})
-        self.terms = {}
+        self.terms = Postings()
         self.foreign = {}  # what was there when this process looked is fair game
         for e in entries:
             self.rows.put(e)
@@ -82,7 +83,7 @@ class Mirror:
         self.pending = MappingProxyType({i: p for i, p in self.pending.items() if p[0] > through})
         # the terms of checkpointed entries are in the index now: drop them, or this cache
         # would hold every entry ever searched while pending
-        self.terms = {i: t for i, t in self.terms.items() if i in self.pending}
+        self.terms.keep_only(self.pending)
 
     def apply(self, records: Sequence[Record]) -> None:
         """Apply log records (caller holds the lock) as one change: the view, the pending map
@@ -125,13 +126,13 @@ class Mirror:
             self._change_one(entry_id, view.get(entry_id), new)
             if seq > 0:
                 pending[entry_id] = (seq, pending.get(entry_id, (0, now))[1])
-                self.terms.pop(entry_id, None)
+                self.terms.drop(entry_id)
         if seq > 0 and self.rows.linked:  # their contextual field changed too
             for entry_id in changes:
                 for other in self.rows.neighbours(entry_id):
                     if other not in changes and view.get(other) is not None:
                         pending[other] = (seq, pending.get(other, (0, now))[1])
-                        self.terms.pop(other, None)
+                        self.terms.drop(other)
         self.view = view.with_changes(changes)
         self.pending = MappingProxyType(pending)
         if self.model is not None and any(  # not for another process's saves: it embeds them

@@ -18,7 +18,6 @@ from dreamwell.stores.embedding import Embedder, EmbedderError, Reranker
 from dreamwell.stores.model import MemoryEntry, check_category, check_query, check_tags
 from dreamwell.stores.parts import Parts
 from dreamwell.stores.ranking import CONTEXT_WEIGHT, rank_hits
-from dreamwell.stores.text_index import DocTerms
 from dreamwell.stores.vectors import Vectors
 from dreamwell.stores.view import Rows, View
 
@@ -137,17 +136,19 @@ class Searcher:
         if len(indexed) < len(hits) == CANDIDATES:
             hits = index.search(text, CANDIDATES + len(pending), category, tags)
             indexed = [h for h in hits if h[0] not in pending]
-        docs: dict[str, DocTerms] = {}
-        for entry_id in pending:
+        for entry_id in [i for i in pending if i not in m.terms]:  # not analysed yet
             entry = view.get(entry_id)
-            if entry is None or not matches(entry, category, tags):
-                continue
-            terms = m.terms.get(entry_id)
-            if terms is None:
+            if entry is not None and entry.live:
                 terms = index.doc_terms(m.doc(entry))
-                m.terms[entry_id] = terms
-            docs[entry_id] = terms
-        merged = indexed + index.score_docs(text, docs)
+                with m.lock:  # not if the entry changed meanwhile: its new text is pending
+                    if m.view.get(entry_id) is entry:
+                        m.terms.put(entry_id, terms)
+
+        def keep(entry_id: str) -> bool:
+            entry = view.get(entry_id)
+            return entry_id in pending and entry is not None and matches(entry, category, tags)
+
+        merged = indexed + index.score_docs(text, m.terms, keep)
         merged.sort(key=lambda h: (-h[1], h[0]))
         return merged[:CANDIDATES]
 

@@ -12,16 +12,20 @@ import os
 import re
 import shutil
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import tantivy
 
 from dreamwell.stores.damaged import aside_name
 from dreamwell.stores.model import category_prefixes
 from dreamwell.stores.stopwords import ENGLISH_STOPWORDS
+
+if TYPE_CHECKING:
+    from dreamwell.stores.postings import Postings
 
 logger = logging.getLogger(__name__)
 
@@ -241,30 +245,37 @@ class TextIndex:
         context = self._analyzer.analyze(_prepare(doc.context)) if doc.context else []
         return DocTerms(Counter(tokens), len(tokens), Counter(context), len(context))
 
-    def score_docs(self, query: str, docs: Mapping[str, DocTerms]) -> list[tuple[str, float]]:
+    def score_docs(
+        self,
+        query: str,
+        docs: Mapping[str, DocTerms] | Postings,
+        keep: Callable[[str], bool] | None = None,
+    ) -> list[tuple[str, float]]:
         """BM25 of documents that are not in the index yet, with the index's own statistics
-        (document frequencies and count) plus theirs, so the scores compare with search()'s."""
+        (document frequencies and count) plus theirs, so the scores compare with search()'s.
+        Only the documents holding a query term are looked at; `keep` filters those."""
+        from dreamwell.stores.postings import Postings
+
         terms = self.terms(query)
-        if not terms or not docs:
+        if not terms or not len(docs):
             return []
+        postings = docs if isinstance(docs, Postings) else Postings(docs)
         searcher = self._index.searcher()
-        total = searcher.num_docs + len(docs)
-        body = _bm25(
-            searcher, "body", terms, total, {i: (d.counts, d.length) for i, d in docs.items()}
-        )
-        context = _bm25(
-            searcher,
-            "ctx",
-            terms,
-            total,
-            {i: (d.context, d.context_length) for i, d in docs.items()},
-        )
-        out = []
-        for doc_id in docs:
-            score = body.get(doc_id, 0.0) + CONTEXT_BOOST * context.get(doc_id, 0.0)
-            if score > 0:
-                out.append((doc_id, score))
-        return out
+        total = searcher.num_docs + len(postings)
+        scores: dict[str, float] = {}
+        for name, boost in (("body", 1.0), ("ctx", CONTEXT_BOOST)):
+            avg = postings.average_length(name, at_least=8) or _AVG_LEN
+            for term in terms:
+                holding = postings.holding(name, term)
+                if not holding:
+                    continue
+                df = searcher.doc_freq(name, term) + len(holding)
+                idf = math.log(1 + (total - df + 0.5) / (df + 0.5))
+                for doc_id, (count, length) in holding.items():
+                    norm = _K1 * (1 - _B + _B * length / avg)
+                    score = boost * idf * count * (_K1 + 1) / (count + norm)
+                    scores[doc_id] = scores.get(doc_id, 0.0) + score
+        return [(i, v) for i, v in scores.items() if v > 0 and (keep is None or keep(i))]
 
     def terms(self, text: str) -> list[str]:
         """The distinct index terms of query `text`, in order, capped: English stop-words are
@@ -327,28 +338,3 @@ class TextIndex:
         for tag in tags:
             out.append((tantivy.Occur.Must, tantivy.Query.term_query(schema, "tag", tag)))
         return out
-
-
-def _bm25(
-    searcher: tantivy.Searcher,
-    field: str,
-    terms: list[str],
-    total: int,
-    docs: Mapping[str, tuple[Mapping[str, int], int]],
-) -> dict[str, float]:
-    """BM25 of `field` for documents outside the index, with the index's statistics."""
-    lengths = [length for _, length in docs.values() if length]
-    avg = sum(lengths) / len(lengths) if len(lengths) >= 8 else _AVG_LEN
-    idf = {}
-    for term in terms:
-        df = searcher.doc_freq(field, term) + sum(1 for c, _ in docs.values() if term in c)
-        idf[term] = math.log(1 + (total - df + 0.5) / (df + 0.5))
-    out: dict[str, float] = {}
-    for doc_id, (counts, length) in docs.items():
-        if not length:
-            continue
-        norm = _K1 * (1 - _B + _B * length / avg)
-        out[doc_id] = sum(
-            idf[t] * counts[t] * (_K1 + 1) / (counts[t] + norm) for t in terms if t in counts
-        )
-    return out

@@ -24,7 +24,15 @@ from dreamwell.stores.view import View, from_bf16
 
 logger = logging.getLogger(__name__)
 
-SEARCH_EMBEDS = 512  # a search embeds at most this many entries the backfill has not reached
+# A search embeds entries the backfill has not reached only while their text is this short in
+# all (~40 ms of e5 on one core): embedding 512 entries in a search, as it once could, took
+# seconds of a tool call during a backfill (issue 24). Beyond that they wait for the backfill.
+SEARCH_EMBED_CHARS = 1_000  # ~40 ms
+SEARCH_EMBEDS = 8  # and this many entries at most (8 short ones: ~33 ms on one core)
+# While they wait, they are ranked by keywords in a hybrid search, unless they are more than
+# this share of the live entries: the blend would then favour the entries that have a vector,
+# and a keyword-only search is the fairer ranking (e.g. right after an import).
+WAITING_SHARE = 0.1
 
 
 class Vectors:
@@ -126,32 +134,41 @@ class Vectors:
         return m.view.live_count - m.rows.vector_count() + len(m.unlogged)
 
     def complete(self, view: View) -> bool:
-        """Whether every live entry has a vector, embedding the few the background backfill
-        has not reached yet (in memory only: a search writes nothing). A partial set of
-        vectors would distort the blend, so with many missing the search is BM25 only."""
+        """Whether to blend vectors into this search. A few short entries the backfill has
+        not reached are embedded here (in memory only: a search writes nothing); entries
+        another process embeds, or too much text, are ranked by keywords until their vectors
+        arrive; with too many of those, the search is keyword-only."""
         m = self.parts.mirror
         if self.embedder is None or not m.vectors_ready:
             return False
         if not self.wait_for_model and not getattr(self.embedder, "ready", True):
             return False  # the model is still loading: keywords now rather than a wait
         rows = m.rows
-        claimed = m.claimed()  # another process embeds these: ranked by keywords meanwhile
-        found = rows.without_vector(SEARCH_EMBEDS + 1 + len(claimed))
-        missing = [i for i in found if i not in claimed]
-        if not missing:
-            return bool(rows.n) and (not claimed or rows.vector_count() > 0)
-        if len(missing) > SEARCH_EMBEDS:
-            return False
-        entries = [e for i in missing if (e := view.get(i)) is not None and e.live]
+        claimed = m.claimed()  # another process embeds these
+        waiting = view.live_count - rows.vector_count() - len(claimed)
+        if 0 < waiting <= SEARCH_EMBEDS:  # a few of this process's own: embed them here?
+            entries = [
+                e
+                for i in rows.without_vector(len(claimed) + waiting)
+                if i not in claimed and (e := view.get(i)) is not None and e.live
+            ]
+            if sum(len(e.content) for e in entries) <= SEARCH_EMBED_CHARS:
+                self._embed_here(entries)
+                waiting -= len(entries)
+        return rows.vector_count() > 0 and waiting <= WAITING_SHARE * view.live_count
+
+    def _embed_here(self, entries: list[MemoryEntry]) -> None:
+        """Give these entries vectors in memory; the backfill logs them without embedding."""
+        assert self.embedder is not None
+        m = self.parts.mirror
         try:
             vectors = self.embedder.embed([e.content for e in entries])
         except EmbedderError as exc:
-            logger.warning("embedding at search time failed (%s); keyword search only", exc)
-            return False
+            logger.warning("embedding at search time failed (%s); ranked by keywords", exc)
+            return
         with m.lock:
             for entry, vector in zip(entries, vectors, strict=True):
                 current = m.view.get(entry.id)
                 if current is not None and current.content == entry.content:
                     m.rows.set_vector(entry.id, self.embedder.name, vector)
                     m.unlogged.add(entry.id)
-        return True

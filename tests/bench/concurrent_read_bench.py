@@ -10,7 +10,7 @@ this machine in the same run: one e5 query embedding in process and the same sea
 BM25-only server (DREAMWELL_EMBEDDER=none) on the quiet store.
 
 Run: python tests/bench/concurrent_read_bench.py [--seed 20] [--searches 300]
-     [--embedder e5|none]
+     [--embedder e5|none] [--profile DIR]
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import random
+import signal
 import statistics
 import sys
 import tempfile
@@ -41,8 +42,8 @@ def sentence(rng: random.Random, i: int) -> str:
     )
 
 
-def params(data: Path, embedder: str) -> StdioServerParameters:
-    env = {**os.environ}
+def params(data: Path, embedder: str, sample: Path | None = None) -> StdioServerParameters:
+    env = {**os.environ, **sampler_env(sample)}
     if embedder == "none":
         env["DREAMWELL_EMBEDDER"] = "none"
     else:
@@ -128,10 +129,10 @@ async def run(data: Path, args: argparse.Namespace) -> None:
     out = sys.stdout
     rng = random.Random(5)
     before = serve_pids(data)
-    async with Client(params(data, args.embedder)) as reader:
+    async with Client(params(data, args.embedder, args.profile)) as reader:
         await call(reader, "list_memory_categories")
         (reader_pid,) = serve_pids(data) - before
-        async with Client(params(data, args.embedder)) as writer:
+        async with Client(params(data, args.embedder, args.profile)) as writer:
             await call(writer, "list_memory_categories")
             (writer_pid,) = serve_pids(data) - before - {reader_pid}
             pids = {"reader": reader_pid, "writer": writer_pid}
@@ -140,7 +141,9 @@ async def run(data: Path, args: argparse.Namespace) -> None:
             await searches(reader, 20, 1)  # the reader loads its model and vectors
             await until_idle(list(pids.values()))
             phase = Phase(pids)
+            profile(pids, args.profile, signal.SIGUSR1)
             quiet = await searches(reader, args.searches, 2)
+            profile(pids, args.profile, signal.SIGUSR2)
             out.write(phase.report("quiet"))
             saves: list[float] = []
             loud: list[float] = []
@@ -158,9 +161,11 @@ async def run(data: Path, args: argparse.Namespace) -> None:
                 done.set()
 
             phase = Phase(pids)
+            profile(pids, args.profile, signal.SIGUSR1)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(write)
                 tg.start_soon(read)
+            profile(pids, args.profile, signal.SIGUSR2)
             out.write(phase.report("foreign writer"))
             wall = time.perf_counter() - phase.started
             await until_idle(list(pids.values()))
@@ -181,6 +186,26 @@ async def run(data: Path, args: argparse.Namespace) -> None:
     out.write(f"vector records per memory in the log on disk: {dict(sorted(counts.items()))}\n")
 
 
+def sampler_env(where: Path | None) -> dict[str, str]:
+    """With --profile DIR: the servers load tests/bench/sampler and sample their stacks."""
+    if where is None:
+        return {}
+    where.mkdir(parents=True, exist_ok=True)
+    path = [str(Path(__file__).parent / "sampler"), os.environ.get("PYTHONPATH", "")]
+    return {
+        "PYTHONPATH": os.pathsep.join(p for p in path if p),
+        "DREAMWELL_SAMPLE": str(where / "stacks"),
+    }
+
+
+def profile(pids: dict[str, int], where: Path | None, sig: signal.Signals) -> None:
+    """Start (SIGUSR1) or stop and write (SIGUSR2) each server's sampler: DIR/stacks.<pid>.1
+    (quiet), .2 (under the writer)."""
+    if where is not None:
+        for pid in pids.values():
+            os.kill(pid, sig)
+
+
 async def bm25_only(data: Path, args: argparse.Namespace) -> list[float]:
     async with Client(params(data, "none")) as client:
         await searches(client, 20, 1)
@@ -193,6 +218,7 @@ def main() -> None:
     parser.add_argument("--searches", type=int, default=300)
     parser.add_argument("--embedder", default="e5", choices=["e5", "none"])
     parser.add_argument("--data-dir", type=Path, help="keep the data here (must be empty)")
+    parser.add_argument("--profile", type=Path, help="sample both servers' stacks under the writer")
     args = parser.parse_args()
     sys.stdout.write(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n")
     with tempfile.TemporaryDirectory() as tmp:
