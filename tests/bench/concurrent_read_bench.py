@@ -7,10 +7,12 @@ reader's search p50/p90/p99/max on the quiet store and under the foreign writer,
 the writer's save p50, each server's CPU seconds per phase, the vector records in the log per
 memory (2 would mean both processes embedded it), the load average, and the raw limits of
 this machine in the same run: one e5 query embedding in process and the same searches in a
-BM25-only server (DREAMWELL_EMBEDDER=none) on the quiet store.
+BM25-only server (DREAMWELL_EMBEDDER=none) on the quiet store. Then the reader takes a burst
+of saves itself and searches while its own backfill embeds them, and searches once more when
+all is quiet (the store has grown by then).
 
 Run: python tests/bench/concurrent_read_bench.py [--seed 20] [--searches 300]
-     [--embedder e5|none] [--profile DIR]
+     [--burst 1000] [--embedder e5|none] [--profile DIR]
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from typing import TextIO
 
 import anyio
 from mcp import Client, StdioServerParameters
@@ -169,21 +172,54 @@ async def run(data: Path, args: argparse.Namespace) -> None:
             out.write(phase.report("foreign writer"))
             wall = time.perf_counter() - phase.started
             await until_idle(list(pids.values()))
+            during = await own_backfill(reader, pids, args.burst, args.searches, out)
+            after = await searches(reader, args.searches, 2)
     bm25 = await bm25_only(data, args)
     q, w = stats(quiet), stats(loud)
     out.write(line("quiet", q, len(quiet)))
     out.write(line("under foreign writer", w, len(loud)))
+    out.write(line("during own backfill", stats(during), len(during)))
+    out.write(line("quiet again, store grown", stats(after), len(after)))
     out.write(
         f"ratio under writer / quiet: p50 {w['p50'] / q['p50']:.2f}x, p99 "
         f"{w['p99'] / q['p99']:.2f}x, max {w['max'] / q['max']:.2f}x\n"
+        f"ratio during own backfill / quiet: p50 {stats(during)['p50'] / q['p50']:.2f}x\n"
         f"writer: {len(saves)} saves, p50 {statistics.median(saves):.1f} ms, p99 "
         f"{pct(saves, 0.99):.1f} ms ({len(saves) / wall:.0f}/s)\n"
     )
     out.write(line("raw: BM25-only server", stats(bm25), len(bm25)))
     if args.embedder != "none":
-        out.write(f"raw: e5 query embedding in process p50 {e5_query_ms():.2f} ms\n")
+        rng = random.Random(2)  # the searches' own queries
+        texts = [query(rng) for _ in range(args.searches)]
+        out.write(f"raw: e5 query embedding in process p50 {e5_query_ms(texts):.2f} ms\n")
     counts = Counter(vector_records(data).values())
     out.write(f"vector records per memory in the log on disk: {dict(sorted(counts.items()))}\n")
+
+
+async def own_backfill(
+    reader: Client, pids: dict[str, int], burst: int, n: int, out: TextIO
+) -> list[float]:
+    """The reader itself takes `burst` saves from 8 concurrent callers, then searches while
+    its backfill embeds them; prints how long the backfill went on after the searches."""
+    rng = random.Random(9)
+    texts = [sentence(rng, 100_000 + i) for i in range(burst)]
+
+    async def saver(k: int) -> None:
+        for text in texts[k::8]:
+            await call(reader, "save_memory", content=text)
+
+    phase = Phase(pids)
+    async with anyio.create_task_group() as tg:
+        for k in range(8):
+            tg.start_soon(saver, k)
+    out.write(phase.report(f"burst of {burst} saves"))
+    phase = Phase(pids)
+    during = await searches(reader, n, 3)
+    out.write(phase.report("searches during own backfill"))
+    ended = time.perf_counter()
+    await until_idle(list(pids.values()))
+    out.write(f"  backfill went on {time.perf_counter() - ended - 1:.1f} s after the searches\n")
+    return during
 
 
 def sampler_env(where: Path | None) -> dict[str, str]:
@@ -216,6 +252,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=20, help="memories saved before timing")
     parser.add_argument("--searches", type=int, default=300)
+    parser.add_argument("--burst", type=int, default=1000, help="saves before own backfill")
     parser.add_argument("--embedder", default="e5", choices=["e5", "none"])
     parser.add_argument("--data-dir", type=Path, help="keep the data here (must be empty)")
     parser.add_argument("--profile", type=Path, help="sample both servers' stacks under the writer")
