@@ -156,7 +156,9 @@ async def backfill_forever(
     `gather` seconds after the saves that call for it, so that a stream of saves is embedded
     and logged a batch at a time: woken by each save, the rounds embedded one memory each,
     every one with its own log write and fsync, and an ingest of 100 saves a second kept
-    both cores busy."""
+    both cores busy. When a run of rounds ends, the heap is handed back: the model's
+    activations for 64 memories of 2.8 KB left 199 MiB freed but mapped (issue 24)."""
+    untrimmed = 0  # memories embedded since the heap was last handed back
     while True:
         done, full, failed, busy = 0, False, False, False
         for tenant in runtime.opened():
@@ -170,6 +172,10 @@ async def backfill_forever(
             except Exception:  # never take the server down: keyword search still works
                 failed = True
                 logger.exception("backfill in %s failed; will retry", tenant.data_dir)
+        untrimmed += done
+        if untrimmed and not done:  # a run of rounds is over: its activations are freed
+            await background.run(give_back_freed)
+            untrimmed = 0
         if failed:
             await anyio.sleep(idle)  # not at once: that would spin on a lasting failure
         elif busy and not done:  # another process is embedding: look again after it

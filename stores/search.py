@@ -15,9 +15,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from dreamwell.stores.embedding import Embedder, EmbedderError, Reranker
+from dreamwell.stores.mirror import Pending
 from dreamwell.stores.model import MemoryEntry, check_category, check_query, check_tags
 from dreamwell.stores.parts import Parts
 from dreamwell.stores.ranking import CONTEXT_WEIGHT, rank_hits
+from dreamwell.stores.text_index import DocTerms
 from dreamwell.stores.vectors import Vectors
 from dreamwell.stores.view import Rows, View
 
@@ -136,21 +138,42 @@ class Searcher:
         if len(indexed) < len(hits) == CANDIDATES:
             hits = index.search(text, CANDIDATES + len(pending), category, tags)
             indexed = [h for h in hits if h[0] not in pending]
+        merged = indexed + self._pending(text, view, pending, category, tags)
+        merged.sort(key=lambda h: (-h[1], h[0]))
+        return merged[:CANDIDATES]
+
+    def _pending(
+        self, text: str, view: View, pending: Pending, category: str | None, tags: Sequence[str]
+    ) -> Scored:
+        """BM25 of the pending entries (as `view` has them) holding a query term. Their terms
+        are analysed once and kept in the mirror's postings, unless the entry changed
+        meanwhile; those, and any whose terms a change dropped since, are scored from terms
+        analysed for this search alone."""
+        m = self.parts.mirror
+        index = self.parts.index
+        extra: dict[str, DocTerms] = {}
         for entry_id in [i for i in pending if i not in m.terms]:  # not analysed yet
             entry = view.get(entry_id)
             if entry is not None and entry.live:
                 terms = index.doc_terms(m.doc(entry))
-                with m.lock:  # not if the entry changed meanwhile: its new text is pending
-                    if m.view.get(entry_id) is entry:
+                with m.lock:
+                    if m.view.get(entry_id) is entry and entry_id in m.pending:
                         m.terms.put(entry_id, terms)
+                    else:
+                        extra[entry_id] = terms
 
         def keep(entry_id: str) -> bool:
             entry = view.get(entry_id)
             return entry_id in pending and entry is not None and matches(entry, category, tags)
 
-        merged = indexed + index.score_docs(text, m.terms, keep)
-        merged.sort(key=lambda h: (-h[1], h[0]))
-        return merged[:CANDIDATES]
+        with m.lock:  # no change drops terms while they are scored
+            for entry_id in pending:
+                entry = view.get(entry_id)
+                known = entry_id in m.terms or entry_id in extra
+                if entry is not None and entry.live and not known:
+                    extra[entry_id] = index.doc_terms(m.doc(entry))
+            scored = index.score_docs(text, m.terms, lambda i: i not in extra and keep(i))
+        return scored + index.score_docs(text, extra, keep) if extra else scored
 
     def _query_vector(self, text: str) -> list[float] | None:
         if self.embedder is None:

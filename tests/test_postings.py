@@ -15,7 +15,7 @@ from dreamwell.stores import LongTermStore
 from dreamwell.stores.postings import Postings
 from dreamwell.stores.text_index import _AVG_LEN, _B, _K1, CONTEXT_BOOST, DocTerms, TextIndex
 
-WORDS = "kayak harbour tide anchor sail rope lantern gull pier buoy".split()
+WORDS = ["kayak", "harbour", "tide", "anchor", "sail", "rope", "lantern", "gull", "pier", "buoy"]
 
 
 def scan(index: TextIndex, query: str, docs: dict[str, DocTerms]) -> dict[str, float]:
@@ -112,3 +112,28 @@ def test_terms_of_text_that_changed_while_it_was_analysed_are_not_kept(tmp_path:
     store.search("lantern")
     assert store.search("lantern") == []
     assert [h.entry.id for h in store.search("buoy")] == [entry.id]
+
+
+def test_a_pending_entry_that_changes_while_a_search_analyses_it_is_still_found(
+    tmp_path: Path,
+) -> None:
+    """Seen in the multi-process suite: another process's change of a pending entry (here
+    its importance) landed while a search analysed it; the search neither kept those terms
+    nor scored the entry, and the index's copy is left out for a pending entry, so a search
+    for the entry's own unique word found nothing."""
+    store = LongTermStore(tmp_path)
+    entry = store.save("the lantern hangs on the pier").entry
+    index = store._parts.index
+    doc_terms = index.doc_terms
+    changed = []
+
+    def changing_meanwhile(doc: object) -> DocTerms:
+        terms = doc_terms(doc)  # type: ignore[arg-type]
+        if not changed:
+            changed.append(True)
+            store.apply([replace(entry, importance=0.9)])
+        return terms
+
+    index.doc_terms = changing_meanwhile  # type: ignore[method-assign]
+    assert [h.entry.id for h in store.search("lantern")] == [entry.id]
+    assert [h.entry.id for h in store.search("lantern")] == [entry.id]
