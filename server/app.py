@@ -260,7 +260,7 @@ def _backfill(tenant: Tenant) -> int | None:
     except Timeout:
         return None
     try:
-        return tenant.longterm.backfill(BACKFILL_BATCH)
+        return tenant.longterm.backfill(BACKFILL_BATCH, background.on_two_threads)
     finally:
         claim.release()
 

@@ -19,7 +19,7 @@ import os
 import queue
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
@@ -34,13 +34,14 @@ Job = tuple[Callable[..., Any], tuple[Any, ...], "Future[Any]"]
 
 
 def lower_this_thread(niceness: int = NICENESS) -> bool:
-    """Raise the calling thread's nice value by `niceness` (Linux: per thread). False where
+    """Make the calling thread's nice value `niceness` above the main thread's (Linux: per
+    thread; a thread starts with its creator's, which may be lowered already). False where
     the platform has no per-thread priority or refuses it."""
     if not sys.platform.startswith("linux"):
         return False
-    tid = threading.get_native_id()
     try:
-        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + niceness)
+        main = os.getpriority(os.PRIO_PROCESS, os.getpid())  # the main thread's id is the pid
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), min(main + niceness, 19))
     except OSError as exc:
         logger.info("background work runs at normal priority: %s", exc)
         return False
@@ -83,6 +84,31 @@ class _Pool:
 
 
 _pool = _Pool()
+_halves = _Pool()  # their own: a job here never waits on another, so none can deadlock
+
+SPLIT_AT = 16  # texts: fewer are embedded on the calling thread alone
+
+
+def on_two_threads(
+    embed: Callable[[Sequence[str]], list[list[float]]], texts: Sequence[str]
+) -> list[list[float]]:
+    """`embed(texts)` as two halves at once, one on the calling thread and one on a thread of
+    lower priority: the embedders run each call on one core (stores/embedding.py), and a
+    backfill on one core took 1.8x as long as on two, which a search right after an ingest
+    spends ranking by keywords alone. Halves alternate through the texts by length, so that
+    each gets as much to do."""
+    if len(texts) < SPLIT_AT:
+        return embed(texts)
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    mine, theirs = order[0::2], order[1::2]
+    future: Future[list[list[float]]] = Future()
+    _halves.submit((embed, ([texts[i] for i in theirs],), future))
+    out: list[list[float]] = [[] for _ in texts]
+    for i, vector in zip(mine, embed([texts[i] for i in mine]), strict=True):
+        out[i] = vector
+    for i, vector in zip(theirs, future.result(), strict=True):
+        out[i] = vector
+    return out
 
 
 async def run(fn: Callable[..., T], *args: Any) -> T:

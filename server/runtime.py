@@ -42,6 +42,10 @@ CURRENT_REQUEST: ContextVar[Any] = ContextVar("dreamwell_request", default=None)
 # cosines sit high, so any floor up to 0.75 changes nothing and 0.8 costs 0.4-1.8 points.
 MIN_SIMILARITY = {"e5": 0.7, "minilm": 0.2, "ollama": 0.5}
 KEYWORD_WEIGHT = {"e5": 0.4, "minilm": 0.6, "ollama": 0.6}
+# A save waits while more of the server's own memories than this wait for their vector (and
+# its backfill is logging them): two backfill batches. A burst then runs at the embedder's
+# pace and a search after it finds nearly every vector (see `Vectors.hold_save`).
+SAVE_BACKLOG = 128
 
 
 class Nudge:
@@ -217,6 +221,7 @@ class Runtime:
             contextual=s.contextual,
             wait_for_model=False,  # the runtime warms the model after the handshake
             on_vectors_wanted=self.vectors_wanted,
+            save_backlog=SAVE_BACKLOG,  # its backfill_forever logs the vectors
         )
 
     async def tenant(self, name: str = "") -> Tenant:

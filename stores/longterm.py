@@ -48,7 +48,7 @@ from dreamwell.stores.search import Hit, Searcher, Tuning, matches
 from dreamwell.stores.state import StateFile
 from dreamwell.stores.table import MemoryTable
 from dreamwell.stores.text_index import TextIndex
-from dreamwell.stores.vectors import Vectors
+from dreamwell.stores.vectors import Embed, Vectors
 from dreamwell.stores.view import Rows
 from dreamwell.stores.wal import Wal
 from dreamwell.stores.writer import ANY, SaveResult, Write, Writer
@@ -80,6 +80,7 @@ class LongTermStore:
         wait_for_model: bool = True,
         on_vectors_wanted: Callable[[], None] | None = None,
         log: Log | None = None,
+        save_backlog: int | None = None,
     ) -> None:
         """Opening only reads. `embedder` adds vector recall; with `embed_on_save` a save
         embeds its text before it replies, else `backfill()` embeds in the background. With
@@ -89,13 +90,16 @@ class LongTermStore:
         loading (a server warming it after start-up) ranks by keywords instead of waiting.
         `on_vectors_wanted` is called, from whichever thread, when `vectors_wanted` becomes
         set: the background backfill can sleep until then instead of polling. `log` is the
-        durable log (default: the write-ahead log in the data directory). The settings are
+        durable log (default: the write-ahead log in the data directory). With `save_backlog`,
+        a save waits while more of this process's memories than that wait for a vector and a
+        backfill is logging them (`Vectors.hold_save`). The settings are
         fixed when the store is opened (the attributes of the same names only say them)."""
         self.dirs = DataDir(Path(data_dir))
         self.dirs.ensure()
         self.data_dir = self.dirs.root
         self.embedder = embedder
         self.embed_on_save = embed_on_save
+        self.save_backlog = save_backlog
         self.min_similarity = min_similarity
         self.keyword_weight = keyword_weight
         self.reranker = reranker
@@ -164,6 +168,8 @@ class LongTermStore:
         """Save a memory, or reinforce the live entry with the same folded text and category.
         `caller` (the saver's namespace) links it to that caller's previous memory when it
         came at most CONTEXT_SECONDS before, in the same category (contextual memories)."""
+        if self.save_backlog is not None:
+            self._vectors.hold_save(self.save_backlog)
         return self._writer.save(content, category, tags, metadata, now, caller)
 
     def delete(self, entry_id: str) -> MemoryEntry:
@@ -192,11 +198,11 @@ class LongTermStore:
         meanwhile are keyword-only). Vectors of edited text are left out and re-embedded."""
         self._vectors.load()
 
-    def backfill(self, batch: int = 64) -> int:
+    def backfill(self, batch: int = 64, embed: Embed | None = None) -> int:
         """Embed up to `batch` live entries that have no vector from the current embedder and
         log the vectors. Returns how many got one; 0 when nothing is missing or the embedder
-        is unavailable."""
-        return self._vectors.backfill(batch)
+        is unavailable. `embed` runs the embedder's `embed` (e.g. on several threads)."""
+        return self._vectors.backfill(batch, embed)
 
     def vectors(self, model: str) -> dict[str, Vector]:
         """Every entry's vector made by `model`: the current embedder's as held in memory

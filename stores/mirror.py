@@ -56,6 +56,8 @@ class Mirror:
         self.mine: set[str] = set()  # ids this process is logging a put for right now
         self.foreign: dict[str, float] = {}  # id -> when another process's save of it arrived
         self.foreign_progress = 0.0  # when a vector another process logged last arrived
+        self.vector_progress = 0.0  # when a vector of this model last arrived in the log
+        self.vectors_came = threading.Condition(self.lock)  # notified as they arrive
 
     def reset(self, entries: Sequence[MemoryEntry]) -> None:
         """Start again from `entries` (as read from LanceDB; caller holds the lock)."""
@@ -103,6 +105,9 @@ class Mirror:
             self.change(changes, seq)
         for op in vectors:  # another embedder's vectors are not this process's business
             self._take_vector(op)
+        if any(op["m"] == self.model for op in vectors):
+            self.vector_progress = time.monotonic()
+            self.vectors_came.notify_all()
 
     def _take_vector(self, op: Op) -> None:
         if op["m"] == self.model and self.foreign.pop(str(op["id"]), None) is not None:

@@ -16,7 +16,7 @@ R@10 0.719. A third list, the cosine of each memory read together with the one s
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 
 KEYWORD_WEIGHT = 0.6
 CONTEXT_WEIGHT = 0.2  # tuned on the dev split: tests/bench/tune_hybrid.py
@@ -41,13 +41,17 @@ def rank_hits(
     keyword_weight: float = KEYWORD_WEIGHT,
     contextual: Sequence[tuple[str, float]] = (),
     context_weight: float = CONTEXT_WEIGHT,
+    without_vector: Container[str] = (),
 ) -> list[tuple[str, float]]:
     """Union of keyword, vector and contextual-vector candidates, best first, each scored
     `(wk·bm25' + wv·cos' + wc·ctx') × (0.5 + 0.5·importance)` with every part min-max
     normalised. `wk = keyword_weight`; with contextual cosines (the vectors of each memory
     read with the one saved before it) `wc = min(context_weight, 1 − wk)` and `wv = 1 − wk − wc`,
     without them `wv = 1 − wk`. A part with no candidates gives its weight to the others in
-    proportion (so BM25-only is plain BM25). Cosines below `min_similarity` are dropped."""
+    proportion (so BM25-only is plain BM25). Cosines below `min_similarity` are dropped.
+    An entry in `without_vector` (its vector not computed yet) is scored by the parts it can
+    be scored in, its keywords: a missing cosine is not counted as the lowest (which sank
+    every memory of an ingest the backfill had not reached below the ones it had)."""
     if not (0.0 <= keyword_weight <= 1.0 and 0.0 <= context_weight <= 1.0):
         raise ValueError("keyword_weight and context_weight must lie in [0, 1]")
     context_weight = min(context_weight, 1.0 - keyword_weight)
@@ -67,6 +71,11 @@ def rank_hits(
     for scores, weight in present:
         for i, s in scores.items():
             scored[i] = scored.get(i, 0.0) + weight / total * s
+    keywords = parts[0]
+    if keywords[0] and total > keywords[1] > 0:
+        for i, s in keywords[0].items():
+            if i in without_vector:  # its keyword part alone, at full weight
+                scored[i] = s
     for i in scored:
         scored[i] *= 0.5 + 0.5 * importance.get(i, 0.5)
     return sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))

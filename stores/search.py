@@ -94,6 +94,7 @@ class Searcher:
             t.keyword_weight,
             contextual=[h for h in context if h[0] in ok],
             context_weight=CONTEXT_WEIGHT,
+            without_vector={i for i in ok if not rows.has_vector(i)} if cosine else (),
         )
         if t.reranker is not None:
             ranked = self._rerank(t.reranker, text, ranked, ok)
