@@ -8,8 +8,8 @@ the writer's save p50, each server's CPU seconds per phase, the vector records i
 memory (2 would mean both processes embedded it), the load average, and the raw limits of
 this machine in the same run: one e5 query embedding in process and the same searches in a
 BM25-only server (DREAMWELL_EMBEDDER=none) on the quiet store. Then the reader takes a burst
-of saves itself and searches while its own backfill embeds them, and searches once more when
-all is quiet (the store has grown by then).
+of saves itself and searches beside it (its own backfill embeds them meanwhile) and right after
+it, and searches once more when all is quiet (the store has grown by then).
 
 Run: python tests/bench/concurrent_read_bench.py [--seed 20] [--searches 300]
      [--burst 1000] [--embedder e5|none] [--profile DIR]
@@ -172,18 +172,20 @@ async def run(data: Path, args: argparse.Namespace) -> None:
             out.write(phase.report("foreign writer"))
             wall = time.perf_counter() - phase.started
             await until_idle(list(pids.values()))
-            during = await own_backfill(reader, pids, args.burst, args.searches, out)
+            during, right_after = await own_backfill(reader, pids, args.burst, args.searches, out)
             after = await searches(reader, args.searches, 2)
     bm25 = await bm25_only(data, args)
     q, w = stats(quiet), stats(loud)
     out.write(line("quiet", q, len(quiet)))
     out.write(line("under foreign writer", w, len(loud)))
-    out.write(line("during own backfill", stats(during), len(during)))
+    out.write(line("during own burst", stats(during), len(during)))
+    out.write(line("right after own burst", stats(right_after), len(right_after)))
     out.write(line("quiet again, store grown", stats(after), len(after)))
     out.write(
         f"ratio under writer / quiet: p50 {w['p50'] / q['p50']:.2f}x, p99 "
         f"{w['p99'] / q['p99']:.2f}x, max {w['max'] / q['max']:.2f}x\n"
-        f"ratio during own backfill / quiet: p50 {stats(during)['p50'] / q['p50']:.2f}x\n"
+        f"ratio during own burst / quiet: p50 {stats(during)['p50'] / q['p50']:.2f}x; "
+        f"right after it: {stats(right_after)['p50'] / q['p50']:.2f}x\n"
         f"writer: {len(saves)} saves, p50 {statistics.median(saves):.1f} ms, p99 "
         f"{pct(saves, 0.99):.1f} ms ({len(saves) / wall:.0f}/s)\n"
     )
@@ -198,28 +200,42 @@ async def run(data: Path, args: argparse.Namespace) -> None:
 
 async def own_backfill(
     reader: Client, pids: dict[str, int], burst: int, n: int, out: TextIO
-) -> list[float]:
-    """The reader itself takes `burst` saves from 8 concurrent callers, then searches while
-    its backfill embeds them; prints how long the backfill went on after the searches."""
+) -> tuple[list[float], list[float]]:
+    """The reader itself takes `burst` saves from 8 concurrent callers while it searches
+    (its backfill embeds them meanwhile), and searches `n` more times right after the burst;
+    prints the saves' pace and how long the backfill went on after the searches."""
     rng = random.Random(9)
     texts = [sentence(rng, 100_000 + i) for i in range(burst)]
+    during: list[float] = []
+    saved = anyio.Event()
 
     async def saver(k: int) -> None:
         for text in texts[k::8]:
             await call(reader, "save_memory", content=text)
 
+    async def burst_then_stop() -> None:
+        async with anyio.create_task_group() as savers:
+            for k in range(8):
+                savers.start_soon(saver, k)
+        saved.set()
+
+    async def search_until_saved() -> None:
+        rng = random.Random(3)
+        while not saved.is_set():
+            during.append((await call(reader, "search_memory", query=query(rng)))[0])
+
     phase = Phase(pids)
     async with anyio.create_task_group() as tg:
-        for k in range(8):
-            tg.start_soon(saver, k)
-    out.write(phase.report(f"burst of {burst} saves"))
+        tg.start_soon(burst_then_stop)
+        tg.start_soon(search_until_saved)
+    out.write(phase.report(f"burst of {burst} saves with searches beside it"))
     phase = Phase(pids)
-    during = await searches(reader, n, 3)
-    out.write(phase.report("searches during own backfill"))
+    after = await searches(reader, n, 4)
+    out.write(phase.report("searches right after the burst"))
     ended = time.perf_counter()
     await until_idle(list(pids.values()))
     out.write(f"  backfill went on {time.perf_counter() - ended - 1:.1f} s after the searches\n")
-    return during
+    return during, after
 
 
 def sampler_env(where: Path | None) -> dict[str, str]:
