@@ -92,26 +92,33 @@ def test_a_search_looks_only_at_the_pending_entries_holding_a_query_term(tmp_pat
     assert looked == [kayak.id]
 
 
-def test_terms_of_text_that_changed_while_it_was_analysed_are_not_kept(tmp_path: Path) -> None:
-    """The search analyses a pending entry from its view; an edit landing meanwhile must not
-    leave the old text's terms behind (the next search would find the entry by old words)."""
+def changed_while_analysed(tmp_path: Path, **change: object) -> tuple[LongTermStore, str]:
+    """A store holding one pending entry whose first analysis by a search is met by `change`
+    landing (as another process's change would, through the store)."""
     store = LongTermStore(tmp_path)
     entry = store.save("the lantern hangs on the pier").entry
     index = store._parts.index
     doc_terms = index.doc_terms
-    edited = []
+    landed = []
 
-    def editing_meanwhile(doc: object) -> DocTerms:
+    def changing_meanwhile(doc: object) -> DocTerms:
         terms = doc_terms(doc)  # type: ignore[arg-type]
-        if not edited:
-            edited.append(True)
-            store.apply([replace(entry, content="the buoy floats by the anchor")])
+        if not landed:
+            landed.append(True)
+            store.apply([replace(entry, **change)])  # type: ignore[arg-type]
         return terms
 
-    index.doc_terms = editing_meanwhile  # type: ignore[method-assign]
+    index.doc_terms = changing_meanwhile  # type: ignore[method-assign]
+    return store, entry.id
+
+
+def test_terms_of_text_that_changed_while_it_was_analysed_are_not_kept(tmp_path: Path) -> None:
+    """The search analyses a pending entry from its view; an edit landing meanwhile must not
+    leave the old text's terms behind (the next search would find the entry by old words)."""
+    store, entry_id = changed_while_analysed(tmp_path, content="the buoy floats by the anchor")
     store.search("lantern")
     assert store.search("lantern") == []
-    assert [h.entry.id for h in store.search("buoy")] == [entry.id]
+    assert [h.entry.id for h in store.search("buoy")] == [entry_id]
 
 
 def test_a_pending_entry_that_changes_while_a_search_analyses_it_is_still_found(
@@ -121,19 +128,6 @@ def test_a_pending_entry_that_changes_while_a_search_analyses_it_is_still_found(
     its importance) landed while a search analysed it; the search neither kept those terms
     nor scored the entry, and the index's copy is left out for a pending entry, so a search
     for the entry's own unique word found nothing."""
-    store = LongTermStore(tmp_path)
-    entry = store.save("the lantern hangs on the pier").entry
-    index = store._parts.index
-    doc_terms = index.doc_terms
-    changed = []
-
-    def changing_meanwhile(doc: object) -> DocTerms:
-        terms = doc_terms(doc)  # type: ignore[arg-type]
-        if not changed:
-            changed.append(True)
-            store.apply([replace(entry, importance=0.9)])
-        return terms
-
-    index.doc_terms = changing_meanwhile  # type: ignore[method-assign]
-    assert [h.entry.id for h in store.search("lantern")] == [entry.id]
-    assert [h.entry.id for h in store.search("lantern")] == [entry.id]
+    store, entry_id = changed_while_analysed(tmp_path, importance=0.9)
+    assert [h.entry.id for h in store.search("lantern")] == [entry_id]
+    assert [h.entry.id for h in store.search("lantern")] == [entry_id]
