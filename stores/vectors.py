@@ -30,9 +30,9 @@ logger = logging.getLogger(__name__)
 # all (~40 ms of e5 on one core): embedding 512 entries in a search, as it once could, took
 # seconds of a tool call during a backfill (issue 24). Beyond that they wait for the backfill.
 SEARCH_EMBED_CHARS = 1_000  # ~40 ms
-HOLD_STALL = 2.0  # seconds without a new vector after which a held save goes ahead
 SEARCH_EMBEDS = 8  # and this many entries at most (8 short ones: ~33 ms on one core)
 # While they wait, a hybrid search ranks them by their keywords (`rank_hits`' without_vector).
+HOLD_STALL = 2.0  # seconds without a new vector after which a held save goes ahead
 
 
 Embed = Callable[[Callable[[Sequence[str]], list[list[float]]], Sequence[str]], list[list[float]]]
