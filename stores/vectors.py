@@ -33,6 +33,10 @@ SEARCH_EMBED_CHARS = 1_000  # ~40 ms
 SEARCH_EMBEDS = 8  # and this many entries at most (8 short ones: ~33 ms on one core)
 # While they wait, a hybrid search ranks them by their keywords (`rank_hits`' without_vector).
 HOLD_STALL = 2.0  # seconds without a new vector after which a held save goes ahead
+HOLD_MAX = 2.0  # seconds a save waits at most (a slow embedder: Ollama on a CPU)
+# A backlog over this many times the bound is not a burst to pace but an import or a new
+# embedder working through the store: waiting for it would hold every save for minutes.
+HOLD_SCALE = 10
 
 
 Embed = Callable[[Callable[[Sequence[str]], list[list[float]]], Sequence[str]], list[list[float]]]
@@ -139,8 +143,9 @@ class Vectors:
 
     def hold_save(self, backlog: int, stall: float = HOLD_STALL) -> None:
         """Before a save: while more than `backlog` of this process's memories wait for a
-        vector, wait for the backfill, as long as it logs vectors at least every `stall`
-        seconds (an embedder that is down or a process without a backfill holds nothing).
+        vector, wait for the backfill (HOLD_MAX seconds at most), as long as it logs vectors
+        at least every `stall` seconds (an embedder that is down or a process without a
+        backfill holds nothing) and the backlog is a burst's (at most HOLD_SCALE x `backlog`).
         A burst of saves is then paid for by its saver, at the embedder's pace, instead of by
         every search after it: those rank hundreds of memories by keywords alone until the
         backfill is through them (issue 24: LoCoMo R@5 0.687 -> 0.596 with questions right
@@ -148,13 +153,17 @@ class Vectors:
         m = self.parts.mirror
         if self.embedder is None:
             return
+        deadline = time.monotonic() + HOLD_MAX
         with m.vectors_came:
             while True:
-                waiting = m.view.live_count - m.rows.vector_count() - len(m.claimed())
-                quiet = time.monotonic() - m.vector_progress
-                if waiting <= backlog or quiet >= stall:
+                now = time.monotonic()
+                quiet = now - m.vector_progress
+                if quiet >= stall or now >= deadline:
                     return
-                m.vectors_came.wait(stall - quiet)
+                waiting = m.view.live_count - m.rows.vector_count() - len(m.claimed())
+                if not backlog < waiting <= HOLD_SCALE * backlog:
+                    return
+                m.vectors_came.wait(min(stall - quiet, deadline - now))
 
     def missing(self) -> int:
         if self.embedder is None:

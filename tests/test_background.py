@@ -373,3 +373,69 @@ def test_a_burst_of_saves_waits_for_the_backfill_and_no_save_waits_without_one(
     for i in range(40):
         idle.save(f"unembedded note {i}")
     assert time.monotonic() - started < 2.0 and idle.missing_vectors() == 40
+
+
+class _Slow:
+    """A fake embedder taking 0.1 s a text, and a backfill thread logging one vector at a
+    time with it (vectors keep arriving: a held save waits for them)."""
+
+    @staticmethod
+    def store(path: Path) -> LongTermStore:
+        import time
+
+        from tests.test_recall import HashEmbedder
+
+        class Slow(HashEmbedder):
+            def embed(self, texts: Sequence[str]) -> list[list[float]]:
+                time.sleep(0.1 * len(texts))
+                return super().embed(texts)
+
+        return LongTermStore(path, embedder=Slow())
+
+    @staticmethod
+    def timed_save_beside_the_backfill(store: LongTermStore) -> float:
+        import time
+
+        stop = threading.Event()
+
+        def backfill() -> None:
+            while not stop.is_set():
+                store.backfill(1)
+
+        worker = threading.Thread(target=backfill)
+        worker.start()
+        try:
+            time.sleep(0.3)  # vectors are arriving
+            started = time.monotonic()
+            store.save("one more note")
+            return time.monotonic() - started
+        finally:
+            stop.set()
+            worker.join()
+
+
+def test_no_save_is_held_while_a_whole_store_is_being_embedded(tmp_path: Path) -> None:
+    """The hold paces a burst. 100 memories waiting (an import, a new embedder working
+    through the store) is over 10 x the bound of 4: holding would keep every save waiting
+    until the store is embedded (here 10 s)."""
+    plain = LongTermStore(tmp_path)
+    for i in range(100):
+        plain.save(f"imported note {i}")
+    store = _Slow.store(tmp_path)
+    store.save_backlog = 4
+    assert _Slow.timed_save_beside_the_backfill(store) < 0.5
+
+
+def test_a_held_save_waits_hold_max_at_most(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """30 of the store's own memories wait for a slow embedder (10 a second), bound 4: the
+    save waits for it, but HOLD_MAX at most, not the 3 s the backlog takes."""
+    import dreamwell.stores.vectors as vectors
+
+    monkeypatch.setattr(vectors, "HOLD_MAX", 0.3)
+    store = _Slow.store(tmp_path)
+    for i in range(30):
+        store.save(f"burst note {i}")
+    store.save_backlog = 4
+    assert 0.25 <= _Slow.timed_save_beside_the_backfill(store) < 1.5
