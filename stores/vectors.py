@@ -141,10 +141,10 @@ class Vectors:
         stored = self.parts.table.vectors(model)
         return {i: np.asarray(v.values, dtype=np.float32) for i, v in stored.items()}
 
-    def hold_save(self, backlog: int, stall: float = HOLD_STALL) -> None:
+    def hold_save(self, backlog: int) -> None:
         """Before a save: while more than `backlog` of this process's memories wait for a
         vector, wait for the backfill (HOLD_MAX seconds at most), as long as it logs vectors
-        at least every `stall` seconds (an embedder that is down or a process without a
+        at least every HOLD_STALL seconds (an embedder that is down or a process without a
         backfill holds nothing) and the backlog is a burst's (at most HOLD_SCALE x `backlog`).
         A burst of saves is then paid for by its saver, at the embedder's pace, instead of by
         every search after it: those rank hundreds of memories by keywords alone until the
@@ -157,7 +157,7 @@ class Vectors:
         with m.vectors_came:
             while True:
                 now = time.monotonic()
-                quiet = now - m.vector_progress
+                stall, quiet = HOLD_STALL, now - m.vector_progress
                 if quiet >= stall or now >= deadline:
                     return
                 waiting = m.view.live_count - m.rows.vector_count() - len(m.claimed())

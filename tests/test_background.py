@@ -338,7 +338,7 @@ async def test_the_heap_is_handed_back_once_a_run_of_backfill_rounds_is_over(
 
 
 def test_a_burst_of_saves_waits_for_the_backfill_and_no_save_waits_without_one(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 24: saves at 330/s ran far ahead of the embedder (11 ms a LoCoMo turn on one core),
     and every search after the burst ranked most memories by keywords alone (R@5 0.687 ->
@@ -346,8 +346,13 @@ def test_a_burst_of_saves_waits_for_the_backfill_and_no_save_waits_without_one(
     logging vectors (an embedder that is down), nothing waits."""
     import time
 
+    import dreamwell.stores.vectors as vectors
     from tests.test_recall import HashEmbedder
 
+    # the bounds that let a save go ahead are not what this test is about: on a loaded
+    # machine one backfill round (its log write and fsync) took long enough to reach them
+    monkeypatch.setattr(vectors, "HOLD_MAX", 60.0)
+    monkeypatch.setattr(vectors, "HOLD_STALL", 60.0)
     store = LongTermStore(tmp_path / "a", embedder=HashEmbedder(), save_backlog=4)
     backlogs: list[int] = []
     stop = threading.Event()
@@ -360,13 +365,17 @@ def test_a_burst_of_saves_waits_for_the_backfill_and_no_save_waits_without_one(
     worker = threading.Thread(target=backfill)
     worker.start()
     try:
+        store.save("a first note")
+        deadline = time.monotonic() + 30
+        while store.missing_vectors() and time.monotonic() < deadline:
+            time.sleep(0.01)  # the backfill has logged a vector: it is running
         for i in range(40):
             store.save(f"burst note {i}")
             backlogs.append(store.missing_vectors())
     finally:
         stop.set()
         worker.join()
-    assert max(backlogs[5:]) <= 5  # the bound, and the save that went past it
+    assert max(backlogs) <= 5  # the bound, and the save that went past it
     assert len(store.search("burst note")) == 20
     idle = LongTermStore(tmp_path / "b", embedder=HashEmbedder(), save_backlog=4)
     started = time.monotonic()
