@@ -25,6 +25,10 @@ class Postings:
         self._post: dict[str, dict[str, dict[str, int]]] = {f: {} for f in FIELDS}
         self._length = dict.fromkeys(FIELDS, 0)  # the documents' summed lengths
         self._counted = dict.fromkeys(FIELDS, 0)  # documents with a non-empty field
+        # a document's drops since the last keep_only, and keep_only's count: terms analysed
+        # before a drop (a neighbour's deletion changes a document's context field) are stale
+        self._epoch: dict[str, int] = {}
+        self._era = 0
         for doc_id, terms in (docs or {}).items():
             self.put(doc_id, terms)
 
@@ -40,8 +44,17 @@ class Postings:
     def get(self, doc_id: str) -> DocTerms | None:
         return self._docs.get(doc_id)
 
-    def put(self, doc_id: str, terms: DocTerms) -> None:
+    def ticket(self, doc_id: str) -> tuple[int, int]:
+        """Take before analysing a document; `put` refuses the terms if it was dropped since."""
         with self._lock:
+            return self._era, self._epoch.get(doc_id, 0)
+
+    def put(self, doc_id: str, terms: DocTerms, ticket: tuple[int, int] | None = None) -> bool:
+        """Keep `terms` for `doc_id`; False (nothing kept) if the document was dropped since
+        `ticket` was taken."""
+        with self._lock:
+            if ticket is not None and ticket != (self._era, self._epoch.get(doc_id, 0)):
+                return False
             self._drop(doc_id)
             self._docs[doc_id] = terms
             for field, (counts, length) in _fields(terms).items():
@@ -50,16 +63,21 @@ class Postings:
                     post.setdefault(term, {})[doc_id] = count
                 self._length[field] += length
                 self._counted[field] += length > 0
+            return True
 
     def drop(self, doc_id: str) -> None:
         with self._lock:
             self._drop(doc_id)
+            self._epoch[doc_id] = self._epoch.get(doc_id, 0) + 1
 
     def keep_only(self, ids: Mapping[str, object]) -> None:
-        """Drop every document not in `ids` (those the index holds now)."""
+        """Drop every document not in `ids` (those the index holds now). Every ticket taken
+        before is void."""
         with self._lock:
             for doc_id in [i for i in self._docs if i not in ids]:
                 self._drop(doc_id)
+            self._era += 1
+            self._epoch.clear()
 
     def _drop(self, doc_id: str) -> None:
         terms = self._docs.pop(doc_id, None)

@@ -147,20 +147,20 @@ class Searcher:
         self, text: str, view: View, pending: Pending, category: str | None, tags: Sequence[str]
     ) -> Scored:
         """BM25 of the pending entries (as `view` has them) holding a query term. Their terms
-        are analysed once and kept in the mirror's postings, unless the entry changed
-        meanwhile; those, and any whose terms a change dropped since, are scored from terms
-        analysed for this search alone."""
+        are analysed once and kept in the mirror's postings, unless the entry or a neighbour
+        (whose text is in its context field) changed meanwhile; those, and any whose terms a
+        change dropped since, are scored from terms analysed for this search alone."""
         m = self.parts.mirror
         index = self.parts.index
         extra: dict[str, DocTerms] = {}
         for entry_id in [i for i in pending if i not in m.terms]:  # not analysed yet
             entry = view.get(entry_id)
             if entry is not None and entry.live:
+                ticket = m.terms.ticket(entry_id)  # before its neighbours' text is read
                 terms = index.doc_terms(m.doc(entry))
                 with m.lock:
-                    if m.view.get(entry_id) is entry and entry_id in m.pending:
-                        m.terms.put(entry_id, terms)
-                    else:
+                    current = m.view.get(entry_id) is entry and entry_id in m.pending
+                    if not (current and m.terms.put(entry_id, terms, ticket)):
                         extra[entry_id] = terms
 
         def keep(entry_id: str) -> bool:

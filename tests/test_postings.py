@@ -131,3 +131,35 @@ def test_a_pending_entry_that_changes_while_a_search_analyses_it_is_still_found(
     store, entry_id = changed_while_analysed(tmp_path, importance=0.9)
     assert [h.entry.id for h in store.search("lantern")] == [entry_id]
     assert [h.entry.id for h in store.search("lantern")] == [entry_id]
+
+
+def test_a_neighbour_deleted_while_a_search_analyses_an_entry_leaves_no_words_behind(
+    tmp_path: Path,
+) -> None:
+    """Seen in a CI run of the multi-process suite: a search analysed a pending entry, whose
+    context field holds its neighbour's text, while another process's deletion of that
+    neighbour landed; the terms were kept, and every later search for the deleted memory's
+    own word found the neighbour through them."""
+    store = LongTermStore(tmp_path)
+    gone = store.save("the lantern hangs on the pier", caller="session/a").entry
+    kept = store.save("the buoy floats by the anchor", caller="session/a").entry
+    # linked: the neighbour's words are in the kept memory's context field
+    assert [h.entry.id for h in store.search("lantern")] == [gone.id, kept.id]
+    store.checkpoint()
+    store.apply([replace(kept, importance=0.9)])  # kept is pending again, its terms not cached
+    index = store._parts.index
+    doc_terms = index.doc_terms
+    deleted = []
+
+    def deleting_meanwhile(doc: object) -> DocTerms:
+        terms = doc_terms(doc)  # type: ignore[arg-type]
+        if not deleted and getattr(doc, "id", None) == kept.id:
+            deleted.append(True)
+            store.delete(gone.id)
+        return terms
+
+    index.doc_terms = deleting_meanwhile  # type: ignore[method-assign]
+    store.search("anchor")
+    assert deleted
+    assert store.search("lantern") == []
+    assert [h.entry.id for h in store.search("anchor")] == [kept.id]
