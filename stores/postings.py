@@ -11,7 +11,7 @@ catch-up drops the changed ones.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 
 from dreamwell.stores.text_index import DocTerms
 
@@ -37,9 +37,6 @@ class Postings:
 
     def __contains__(self, doc_id: object) -> bool:
         return doc_id in self._docs
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(list(self._docs))
 
     def get(self, doc_id: str) -> DocTerms | None:
         return self._docs.get(doc_id)
