@@ -10,6 +10,7 @@ checkpoints wrote (or everything).
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from dreamwell.stores.errors import StoreBusy
 from dreamwell.stores.log import Log, LogGap, Record
@@ -46,7 +47,7 @@ class Follower:
             if m.model is not None:
                 m.vectors_ready = False
 
-    def _read_consistent(self) -> tuple[State, list[MemoryEntry], int, list[Record]]:
+    def _read_consistent(self) -> tuple[State, Sequence[MemoryEntry], int, list[Record]]:
         """The state, LanceDB's entries and the log after them, from one checkpoint."""
         for _ in range(20):
             state = self.state.read()

@@ -57,9 +57,10 @@ class Mirror:
         self.foreign_progress = 0.0  # when a vector another process logged last arrived
 
     def reset(self, entries: Sequence[MemoryEntry]) -> None:
-        """Start again from `entries` (as read from LanceDB; caller holds the lock)."""
-        self.loaded_live = sum(1 for e in entries if e.live)
+        """Start again from `entries` (as read from LanceDB, packed; caller holds the lock).
+        Each entry is rebuilt here for a moment only: the view keeps the packed records."""
         self.view = View.of(entries)
+        self.loaded_live = self.view.live_count
         self.rows = Rows(max(1024, len(entries) + 1024))
         self.dups = {}
         self.pending = MappingProxyType({})

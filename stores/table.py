@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dreamwell.stores.model import NO_METADATA, MemoryEntry, VectorLike, text_hash
+from dreamwell.stores.packed import PackedEntries
 
 logger = logging.getLogger(__name__)
 
@@ -258,10 +259,17 @@ class MemoryTable:
     def version(self) -> int:
         return int(self._table.version)
 
-    def entries(self) -> list[MemoryEntry]:
-        # a batch of row dicts at a time: 100,000 of them at once would take 60 MB for a moment
+    def entries(self) -> PackedEntries:
+        """Every entry, held packed (`stores/packed.py`): each row becomes an entry and then one
+        bytes object before the next is read, so the whole table is never held as entries
+        (the mirror keeps these records), and a batch of row dicts at a time (100,000 of them
+        at once would take 60 MB for a moment)."""
         table = self._scan(_RECORD_COLUMNS)
-        return [_entry(row) for batch in table.to_batches(4096) for row in batch.to_pylist()]
+        held = PackedEntries()
+        for batch in table.to_batches(4096):
+            for row in batch.to_pylist():
+                held.append(_entry(row))
+        return held
 
     def get(self, ids: Sequence[str]) -> list[MemoryEntry]:
         if not ids:

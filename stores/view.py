@@ -37,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dreamwell.stores.model import FOLLOWS, MemoryEntry, VectorLike
+from dreamwell.stores.packed import Brief, Packed, brief, entries_of, is_live, pack, unpack
 
 Matrix = npt.NDArray[np.float32]
 Bf16 = npt.NDArray[np.uint16]  # bfloat16 bit patterns
@@ -72,7 +73,10 @@ def sign_words(vectors: npt.NDArray[Any]) -> npt.NDArray[np.uint64]:
 
 @dataclass(frozen=True)
 class View:
-    base: Mapping[str, MemoryEntry] = field(default_factory=lambda: MappingProxyType({}))
+    """The entries: `base` holds them packed (`stores/packed.py`: one bytes object each, an
+    entry rebuilt when read), `over` the changes since the last fold as entries."""
+
+    base: Mapping[str, Packed] = field(default_factory=lambda: MappingProxyType({}))
     over: Mapping[str, MemoryEntry | None] = field(default_factory=lambda: MappingProxyType({}))
     categories: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     live_count: int = 0
@@ -81,12 +85,22 @@ class View:
     def get(self, entry_id: str) -> MemoryEntry | None:
         if entry_id in self.over:
             return self.over[entry_id]
-        return self.base.get(entry_id)
+        record = self.base.get(entry_id)
+        return None if record is None else unpack(entry_id, record)
+
+    def brief(self, entry_id: str) -> Brief | None:
+        """What a search filters and ranks on (live, category, tags, importance), without
+        rebuilding the entry."""
+        if entry_id in self.over:
+            entry = self.over[entry_id]
+            return None if entry is None else brief(entry)
+        record = self.base.get(entry_id)
+        return None if record is None else brief(record)
 
     def values(self) -> Iterator[MemoryEntry]:
-        for entry_id, entry in self.base.items():
+        for entry_id, record in self.base.items():
             if entry_id not in self.over:
-                yield entry
+                yield unpack(entry_id, record)
         for changed in self.over.values():
             if changed is not None:
                 yield changed
@@ -96,7 +110,7 @@ class View:
         counts = dict(self.categories)
         live, size = self.live_count, self.size
         for entry_id, new in changes.items():
-            old = self.get(entry_id)
+            old = self.brief(entry_id)
             size += (new is not None) - (old is not None)
             if old is not None and old.live:
                 live -= 1
@@ -116,14 +130,25 @@ class View:
             if new is None:
                 base.pop(entry_id, None)
             else:
-                base[entry_id] = new
+                base[entry_id] = pack(new)
         return View(
             MappingProxyType(base), MappingProxyType({}), MappingProxyType(counts), live, size
         )
 
     @staticmethod
-    def of(entries: Iterable[MemoryEntry]) -> View:
-        return View().with_changes({e.id: e for e in entries})
+    def of(entries: Sequence[MemoryEntry]) -> View:
+        """The view of `entries` (a PackedEntries' records are taken as they are)."""
+        base: dict[str, Packed] = dict(entries_of(entries))  # the last of an id wins
+        counts: dict[str, int] = {}
+        live = 0
+        for record in base.values():
+            if is_live(record):
+                live += 1
+                category = brief(record).category
+                if category:
+                    counts[category] = counts.get(category, 0) + 1
+        frozen = MappingProxyType(base)
+        return View(frozen, categories=MappingProxyType(counts), live_count=live, size=len(base))
 
 
 class Rows:
