@@ -38,6 +38,7 @@ import numpy.typing as npt
 
 from dreamwell.stores.model import FOLLOWS, MemoryEntry, VectorLike
 from dreamwell.stores.packed import Brief, Packed, brief, entries_of, is_live, pack, unpack
+from dreamwell.stores.tagsets import TagSets
 
 Matrix = npt.NDArray[np.float32]
 Bf16 = npt.NDArray[np.uint16]  # bfloat16 bit patterns
@@ -182,8 +183,7 @@ class Rows:
         self.model: str | None = None
         self.cat_names: list[str] = []
         self._cat_id: dict[str, int] = {}
-        self.tag_rows: dict[str, set[int]] = {}
-        self._tags: list[tuple[str, ...]] = []  # per row (a list: a dict took 5 MiB at 100k)
+        self.tags = TagSets(capacity)
 
     @property
     def n(self) -> int:
@@ -202,7 +202,6 @@ class Rows:
         if row >= len(self.live):
             self._grow(2 * len(self.live))
         self.ids.append(entry_id)
-        self._tags.append(())
         self.row_of[entry_id] = row
         return row
 
@@ -222,6 +221,7 @@ class Rows:
         self.prev = grown(self.prev, -1)
         self.next = grown(self.next, -1)
         self.ctx_norm = grown(self.ctx_norm, 1.0)
+        self.tags.grow(capacity)
         if self.vec is not None:
             self.vec = grown(self.vec, 0.0)
         if self.codes is not None:
@@ -241,13 +241,7 @@ class Rows:
                 self.cat_names.append(entry.category)
                 self._cat_id[entry.category] = cat
         self.cat[row] = cat
-        old_tags = self._tags[row]
-        if old_tags != entry.tags:
-            for tag in old_tags:
-                self.tag_rows.get(tag, set()).discard(row)
-            for tag in entry.tags:
-                self.tag_rows.setdefault(tag, set()).add(row)
-            self._tags[row] = entry.tags
+        self.tags.put(row, entry.tags, self.n)
         self.live[row] = entry.live
         follows = entry.metadata.get(FOLLOWS)
         self._link(row, self._row(follows) if follows and follows != entry.id else -1)
@@ -418,10 +412,7 @@ class Rows:
             ]
             mask &= np.isin(self.cat[:n], np.asarray(allowed, dtype=np.int32))
         for tag in tags:
-            rows = np.fromiter(list(self.tag_rows.get(tag, ())), dtype=np.int64)
-            tagged = np.zeros(n, dtype=bool)
-            tagged[rows[rows < n]] = True
-            mask &= tagged
+            mask &= self.tags.mask(tag, n)
         return mask
 
     def vector_top(
