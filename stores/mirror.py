@@ -15,7 +15,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 
+import numpy as np
+
 from dreamwell.stores import ops
+from dreamwell.stores.dupindex import DupIndex
 from dreamwell.stores.log import Op, Record
 from dreamwell.stores.model import MemoryEntry, text_hash
 from dreamwell.stores.table import StoredVector
@@ -42,7 +45,7 @@ class Mirror:
         self.terms: dict[str, DocTerms] = {}
         self.rows = Rows()
         self.unlogged: set[str] = set()  # vectors a search computed, not yet in the log
-        self.dups: dict[int, str] = {}
+        self.dups = DupIndex()
         self.generation = -1  # the last checkpoint whose changes this process has applied
         self.indexed = 0  # the checkpoint the Tantivy searcher reflects
         self.vectors_ready = model is None
@@ -62,14 +65,18 @@ class Mirror:
         self.view = View.of(entries)
         self.loaded_live = self.view.live_count
         self.rows = Rows(max(1024, len(entries) + 1024))
-        self.dups = {}
         self.pending = MappingProxyType({})
         self.terms = {}
         self.foreign = {}  # what was there when this process looked is fair game
+        keys = np.zeros(len(entries), dtype=np.uint64)  # the duplicate map's, live entries'
+        ids = np.empty(len(entries), dtype=object)
+        live = 0
         for e in entries:
             self.rows.put(e)
             if e.live:
-                self.dups[ops.dup_key(e.category, e.content)] = e.id
+                keys[live], ids[live] = ops.dup_key(e.category, e.content), e.id
+                live += 1
+        self.dups = DupIndex(keys[:live], ids[:live])
 
     def want_vectors(self) -> None:
         if not self.vectors_wanted.is_set():  # the hook only on a change: not on every save
