@@ -32,6 +32,7 @@ Packed: TypeAlias = "bytes | MemoryEntry"  # a record, or the entry itself when 
 _HEAD = struct.Struct("<7q2d3I")
 _BRIEF = struct.Struct("<40xq8xd8x3I")  # archived, importance, the three lengths
 _ARCHIVED = struct.Struct("<40xq")
+_WEIGHT = struct.Struct("<40xq8xd")  # archived, importance
 _NONE = -(2**63)
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _US = timedelta(microseconds=1)
@@ -162,6 +163,16 @@ def brief(record: Packed) -> Brief:
     category = _category(record[at : at + cat_len])
     tags = _tags(record[at + cat_len : at + cat_len + tag_len])
     return Brief(archived == _NONE, category, tags, importance)
+
+
+def live_importance(record: Packed) -> float | None:
+    """The importance of a live entry, None for an archived one (the cheapest read: a search
+    without a filter weighs each candidate by it)."""
+    if type(record) is not bytes:
+        assert isinstance(record, MemoryEntry)
+        return record.importance if record.live else None
+    archived, importance = _WEIGHT.unpack_from(record)
+    return float(importance) if archived == _NONE else None
 
 
 def is_live(record: Packed) -> bool:

@@ -54,6 +54,20 @@ def matches(e: MemoryEntry | Brief, category: str | None, tags: Sequence[str]) -
     return category is None or cat == category or cat.startswith(category + "/")
 
 
+def _weights(
+    view: View, candidates: Scored, category: str | None, tags: Sequence[str]
+) -> dict[str, float]:
+    """The importance of each candidate that is live and passes the filter, read from the
+    view's packed records: only the hits are rebuilt as entries."""
+    if category is None and not tags:
+        return {i: w for i, _ in candidates if (w := view.importance(i)) is not None}
+    return {
+        i: b.importance
+        for i, _ in candidates
+        if (b := view.brief(i)) is not None and matches(b, category, tags)
+    }
+
+
 class Searcher:
     def __init__(
         self, parts: Parts, vectors: Vectors, embedder: Embedder | None, tuning: Tuning
@@ -84,13 +98,11 @@ class Searcher:
         bm25 = self._keyword(text, view, category, tag_list) if t.keyword_weight > 0 else []
         cosine, context = self._cosine(text, view, rows, category, tag_list)
         candidates = [*bm25, *cosine, *context]
-        # filtered and weighed on the packed records: only the hits are rebuilt as entries
-        briefs = {i: b for i, _ in candidates if (b := view.brief(i)) is not None}
-        ok = {i: b for i, b in briefs.items() if matches(b, category, tag_list)}
+        ok = _weights(view, candidates, category, tag_list)
         ranked = rank_hits(
             [h for h in bm25 if h[0] in ok],
             [h for h in cosine if h[0] in ok],
-            {i: e.importance for i, e in ok.items()},
+            ok,
             t.min_similarity,
             t.keyword_weight,
             contextual=[h for h in context if h[0] in ok],

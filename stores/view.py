@@ -37,7 +37,16 @@ import numpy as np
 import numpy.typing as npt
 
 from dreamwell.stores.model import FOLLOWS, MemoryEntry, VectorLike
-from dreamwell.stores.packed import Brief, Packed, brief, entries_of, is_live, pack, unpack
+from dreamwell.stores.packed import (
+    Brief,
+    Packed,
+    brief,
+    entries_of,
+    is_live,
+    live_importance,
+    pack,
+    unpack,
+)
 from dreamwell.stores.tagsets import TagSets
 
 Matrix = npt.NDArray[np.float32]
@@ -97,6 +106,14 @@ class View:
             return None if entry is None else brief(entry)
         record = self.base.get(entry_id)
         return None if record is None else brief(record)
+
+    def importance(self, entry_id: str) -> float | None:
+        """The importance of a live entry; None when it is gone or archived."""
+        if entry_id in self.over:
+            entry = self.over[entry_id]
+            return entry.importance if entry is not None and entry.live else None
+        record = self.base.get(entry_id)
+        return None if record is None else live_importance(record)
 
     def values(self) -> Iterator[MemoryEntry]:
         for entry_id, record in self.base.items():

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from dreamwell.stores import LongTermStore
 from dreamwell.stores.model import FOLLOWS, MemoryEntry, entry_to_dict, utcnow
-from dreamwell.stores.packed import PackedEntries, brief, is_live, pack, unpack
+from dreamwell.stores.packed import PackedEntries, brief, is_live, live_importance, pack, unpack
 from dreamwell.stores.view import View
 
 UTC = timezone.utc
@@ -57,6 +57,7 @@ def test_an_entry_packs_to_bytes_and_unpacks_equal_field_for_field(entry: Memory
     assert entry_to_dict(back) == entry_to_dict(entry)  # times print the same (UTC)
     assert brief(record) == (entry.live, entry.category, entry.tags, entry.importance)
     assert is_live(record) == entry.live
+    assert live_importance(record) == (entry.importance if entry.live else None)
 
 
 def test_an_entry_that_would_not_come_back_exactly_is_kept_as_it_is() -> None:

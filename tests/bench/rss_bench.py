@@ -60,7 +60,28 @@ async def serve_rss(data: Path, n: int, searches: int) -> tuple[float, float, fl
             assert not result.is_error, result
         total = await settled_rss(pid)
         anon, file = rss_mib(pid, "RssAnon"), rss_mib(pid, "RssFile")
+        sys.stdout.write(f"  by mapping (MiB): {by_mapping(pid)}\n")
     return total, anon, file, statistics.median(times)
+
+
+def by_mapping(pid: int, top: int = 8) -> str:
+    """The largest parts of the process's RSS by what is mapped (/proc/PID/smaps): anonymous
+    memory, and each library package's files (their code, shared with the page cache)."""
+    sizes: dict[str, int] = {}
+    name = "anonymous"
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+        head = line.split()
+        if "-" in head[0] and len(head) >= 5 and not head[0].endswith(":"):
+            path = head[5] if len(head) > 5 else ""
+            name = "anonymous" if not path.startswith("/") else path
+            if "/site-packages/" in name:
+                name = name.split("/site-packages/")[1].split("/")[0]
+            elif name != "anonymous":
+                name = "other files"
+        elif head[0] == "Rss:":
+            sizes[name] = sizes.get(name, 0) + int(head[1])
+    ordered = sorted(sizes.items(), key=lambda kv: -kv[1])[:top]
+    return ", ".join(f"{k} {v / 1024:.0f}" for k, v in ordered)
 
 
 def store_for(root: Path, n: int) -> Path:
