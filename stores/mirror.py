@@ -23,7 +23,7 @@ from dreamwell.stores.log import Op, Record
 from dreamwell.stores.model import MemoryEntry, text_hash
 from dreamwell.stores.table import StoredVector
 from dreamwell.stores.text_index import DocTerms, IndexDoc
-from dreamwell.stores.view import Rows, View
+from dreamwell.stores.view import Matrix, Rows, View, to_bf16
 
 Pending = Mapping[str, tuple[int, float]]  # id -> (seq of its last change, monotonic time)
 
@@ -205,6 +205,23 @@ class Mirror:
                 continue
             if text_hash(entry.content) == vector.text_hash:
                 self.rows.set_vector(entry_id, self.model, vector.values)
+
+    def adopt_block(self, ids: Sequence[str], hashes: Sequence[str], matrix: Matrix) -> None:
+        """`adopt` for a block of stored vectors read in bulk (caller holds the lock): rows
+        are matched to entries by the digest of their packed text, without rebuilding them."""
+        assert self.model is not None
+        rows_of, view, rows = self.rows.row_of, self.view, self.rows
+        picked: list[int] = []
+        at: list[int] = []
+        for k, (entry_id, digest) in enumerate(zip(ids, hashes, strict=True)):
+            row = rows_of.get(entry_id)
+            if row is None or rows.has_vec[row] or view.text_hash(entry_id) != digest:
+                continue
+            picked.append(k)
+            at.append(row)
+        if picked:
+            block = to_bf16(matrix[np.asarray(picked, dtype=np.int64)])
+            rows.set_vectors(self.model, block, np.asarray(at, dtype=np.int64))
 
     def doc(self, entry: MemoryEntry) -> IndexDoc:
         """The index document of `entry`: its text, and the text of the live memories saved

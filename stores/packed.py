@@ -15,6 +15,7 @@ the view takes its records as they are.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import struct
 import sys
@@ -22,7 +23,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import NamedTuple, TypeAlias, overload
 
-from dreamwell.stores.model import NO_METADATA, MemoryEntry, Metadata
+from dreamwell.stores.model import NO_METADATA, MemoryEntry, Metadata, text_hash
 
 Packed: TypeAlias = "bytes | MemoryEntry"  # a record, or the entry itself when it cannot pack
 
@@ -173,6 +174,16 @@ def live_importance(record: Packed) -> float | None:
         return record.importance if record.live else None
     archived, importance = _WEIGHT.unpack_from(record)
     return float(importance) if archived == _NONE else None
+
+
+def text_digest(record: Packed) -> str:
+    """`model.text_hash` of the entry's text, from its UTF-8 bytes as held."""
+    if type(record) is not bytes:
+        assert isinstance(record, MemoryEntry)
+        return text_hash(record.content)
+    *_, cat_len, tag_len, meta_len = _HEAD.unpack_from(record)
+    text = record[_HEAD.size + cat_len + tag_len + meta_len :]
+    return hashlib.sha256(text).hexdigest()[:16]
 
 
 def is_live(record: Packed) -> bool:

@@ -7,13 +7,14 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -307,6 +308,31 @@ class MemoryTable:
             f"{where} AND id IN ({_quote(ids)})",
             lambda r: r["vector_model"] == model and r["id"] in wanted,
         )
+
+    def vector_blocks(
+        self, model: str, rows: int = 4096
+    ) -> Iterator[tuple[list[str], list[str], npt.NDArray[np.float32]]]:
+        """Every vector `model` made, a block of up to `rows` at a time in the table's order:
+        (ids, text hashes, matrix). For loading them all: no object per vector (a dict of
+        100,000 StoredVector took 145 MB for a moment, and left the heap 15 MB larger)."""
+        table = self._scan(
+            ["id", "content", "vector", "vector_model"],
+            f"vector_model = {_quote([model])}",
+            lambda r: r["vector_model"] == model,
+        )
+        for batch in table.to_batches(rows):
+            vectors = batch.column("vector")
+            lengths = pc.fill_null(pc.list_value_length(vectors), 0).to_numpy()
+            for length in np.unique(lengths[lengths > 0]).tolist():
+                picked = np.flatnonzero(lengths == length)
+                same = batch if len(picked) == len(batch) else batch.take(pa.array(picked))
+                matrix = same.column("vector").flatten().to_numpy().astype(np.float32)
+                contents = same.column("content").to_pylist()
+                yield (
+                    same.column("id").to_pylist(),
+                    [text_hash(c) for c in contents],
+                    matrix.reshape(len(picked), length),
+                )
 
     def stored_vectors(self, ids: Sequence[str]) -> dict[str, StoredVector]:
         """Whatever vectors `ids` have, of any model."""

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dreamwell.stores.model import FOLLOWS, MemoryEntry, VectorLike
+from dreamwell.stores.model import FOLLOWS, MemoryEntry, VectorLike, text_hash
 from dreamwell.stores.packed import (
     Brief,
     Packed,
@@ -45,6 +45,7 @@ from dreamwell.stores.packed import (
     is_live,
     live_importance,
     pack,
+    text_digest,
     unpack,
 )
 from dreamwell.stores.tagsets import TagSets
@@ -114,6 +115,14 @@ class View:
             return entry.importance if entry is not None and entry.live else None
         record = self.base.get(entry_id)
         return None if record is None else live_importance(record)
+
+    def text_hash(self, entry_id: str) -> str | None:
+        """`model.text_hash` of an entry's text (None: no such entry), without rebuilding it."""
+        if entry_id in self.over:
+            entry = self.over[entry_id]
+            return None if entry is None else text_hash(entry.content)
+        record = self.base.get(entry_id)
+        return None if record is None else text_digest(record)
 
     def values(self) -> Iterator[MemoryEntry]:
         for entry_id, record in self.base.items():
@@ -342,6 +351,45 @@ class Rows:
         elif self._set > self.rescore:
             self._centre()
         self._refresh(row)
+
+    def set_vectors(self, model: str, block: Bf16, rows: npt.NDArray[np.int64]) -> None:
+        """Set the vectors of `rows` (bfloat16, as held) as `set_vector` would one after the
+        other, in that order: the centre is recomputed at the same counts, so the sign bits,
+        and with them every search, come out the same. Loading a store's vectors this way
+        makes no object per vector."""
+        if len(rows) == 0:
+            return
+        if self.model != model or self.vec is None or self.vec.shape[1] != block.shape[1]:
+            self.set_vector(self.ids[int(rows[0])], model, from_bf16(block[0]))
+            block, rows = block[1:], rows[1:]
+        assert self.vec is not None
+        done = 0
+        while done < len(rows):
+            if self.codes is None:  # centred once the count passes RESCORE
+                room = max(self.rescore + 1 - self._set, 1)
+            else:  # and again when it reaches four times the count at the last centring
+                room = max(4 * self._centred_at - self._set, 1)
+            part = slice(done, done + room)
+            self.vec[rows[part]] = block[part]
+            self.has_vec[rows[part]] = True
+            self._set += len(rows[part])
+            done += room
+            if self.codes is not None and self._set < 4 * self._centred_at:
+                centre, bits = self.codes
+                bits[:, rows[part]] = sign_words(from_bf16(block[part]) - centre).T
+            elif self._set > self.rescore:
+                self._centre()
+        self._refresh_many(rows)
+
+    def _refresh_many(self, rows: npt.NDArray[np.int64]) -> None:
+        """The contextual norms of linked `rows` and of the rows whose context holds them."""
+        has_link = (self.prev[rows] >= 0) | (self.next[rows] >= 0)
+        self.ctx_norm[rows[~has_link]] = 1.0  # its own context, as _ctx_norm has it
+        touched: set[int] = set()
+        for row in rows[has_link].tolist():
+            touched.update((row, *self._around(row)))
+        for row in sorted(touched):
+            self.ctx_norm[row] = self._ctx_norm(row)
 
     def _centre(self) -> None:
         """(Re)compute the centre as the mean vector and every row's sign bits from it: when
