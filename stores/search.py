@@ -61,10 +61,10 @@ def _weights(
     view's packed records: only the hits are rebuilt as entries."""
     if category is None and not tags:
         return {i: w for i, _ in candidates if (w := view.importance(i)) is not None}
+    cat = category.encode("utf-8", "surrogatepass") if category is not None else None
+    wanted = [t.encode("utf-8", "surrogatepass") for t in tags]
     return {
-        i: b.importance
-        for i, _ in candidates
-        if (b := view.brief(i)) is not None and matches(b, category, tags)
+        i: w for i, _ in candidates if (w := view.filtered_importance(i, cat, wanted)) is not None
     }
 
 

@@ -42,6 +42,7 @@ from dreamwell.stores.packed import (
     Packed,
     brief,
     entries_of,
+    filtered_importance,
     is_live,
     live_importance,
     pack,
@@ -124,6 +125,18 @@ class View:
         record = self.base.get(entry_id)
         return None if record is None else text_digest(record)
 
+    def filtered_importance(
+        self, entry_id: str, category: bytes | None, tags: Sequence[bytes]
+    ) -> float | None:
+        """`importance` for an entry under `category` (a prefix at a segment boundary)
+        carrying every one of `tags` (both UTF-8); None otherwise."""
+        if entry_id in self.over:
+            return _entry_weight(self.over[entry_id], category, tags)
+        record = self.base.get(entry_id)
+        if isinstance(record, bytes):
+            return filtered_importance(record, category, tags)
+        return _entry_weight(record, category, tags)  # None, or an entry kept as it is
+
     def values(self) -> Iterator[MemoryEntry]:
         for entry_id, record in self.base.items():
             if entry_id not in self.over:
@@ -176,6 +189,21 @@ class View:
                     counts[category] = counts.get(category, 0) + 1
         frozen = MappingProxyType(base)
         return View(frozen, categories=MappingProxyType(counts), live_count=live, size=len(base))
+
+
+def _entry_weight(
+    entry: MemoryEntry | None, category: bytes | None, tags: Sequence[bytes]
+) -> float | None:
+    """`View.filtered_importance` of an entry held as an object."""
+    if entry is None or not entry.live:
+        return None
+    if any(t.decode("utf-8", "surrogatepass") not in entry.tags for t in tags):
+        return None
+    if category is not None:
+        held = (entry.category or "").encode("utf-8", "surrogatepass")
+        if held != category and not held.startswith(category + b"/"):
+            return None
+    return entry.importance
 
 
 class Rows:

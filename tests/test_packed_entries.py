@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from dreamwell.stores import LongTermStore
 from dreamwell.stores.model import FOLLOWS, MemoryEntry, entry_to_dict, utcnow
 from dreamwell.stores.packed import PackedEntries, brief, is_live, live_importance, pack, unpack
+from dreamwell.stores.search import matches
 from dreamwell.stores.view import View
 
 UTC = timezone.utc
@@ -58,6 +59,25 @@ def test_an_entry_packs_to_bytes_and_unpacks_equal_field_for_field(entry: Memory
     assert brief(record) == (entry.live, entry.category, entry.tags, entry.importance)
     assert is_live(record) == entry.live
     assert live_importance(record) == (entry.importance if entry.live else None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(entries(), st.none() | _category, _tags, st.booleans())
+def test_a_filter_on_a_packed_record_or_a_held_entry_passes_what_matches_passes(
+    entry: MemoryEntry, category: str | None, tags: list[str], overlay: bool
+) -> None:
+    if entry.tags and tags:
+        tags = [*tags[:1], entry.tags[0]]  # often a tag the entry has
+    if entry.category and category is None and overlay:
+        category = entry.category.split("/")[0]  # often a prefix of its own category
+    view = View.of([entry])
+    if overlay:
+        view = View().with_changes({entry.id: entry})
+    want = entry.importance if matches(entry, category, tags) else None
+    cat = category.encode() if category is not None else None
+    got = view.filtered_importance(entry.id, cat, [t.encode() for t in tags])
+    assert got == want
+    assert view.importance(entry.id) == (entry.importance if entry.live else None)
 
 
 def test_an_entry_that_would_not_come_back_exactly_is_kept_as_it_is() -> None:
