@@ -10,7 +10,7 @@ checkpoints wrote (or everything).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from dreamwell.stores.errors import StoreBusy, StoreUnreachable
 from dreamwell.stores.log import Log, LogGap, Record
@@ -50,7 +50,7 @@ class Follower:
             if m.model is not None:
                 m.vectors_ready = False
 
-    def _read_consistent(self) -> tuple[State, list[MemoryEntry], int, list[Record]]:
+    def _read_consistent(self) -> tuple[State, Sequence[MemoryEntry], int, list[Record]]:
         """The state, LanceDB's entries and the log after them, from one checkpoint."""
         for _ in range(20):
             state = self.state.read()

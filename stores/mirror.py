@@ -15,13 +15,16 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 
+import numpy as np
+
 from dreamwell.stores import ops
+from dreamwell.stores.dupindex import DupIndex
 from dreamwell.stores.log import Op, Record
 from dreamwell.stores.model import MemoryEntry, text_hash
 from dreamwell.stores.postings import Postings
 from dreamwell.stores.table import StoredVector
 from dreamwell.stores.text_index import IndexDoc
-from dreamwell.stores.view import Rows, View
+from dreamwell.stores.view import Matrix, Rows, View, to_bf16
 
 Pending = Mapping[str, tuple[int, float]]  # id -> (seq of its last change, monotonic time)
 
@@ -43,7 +46,7 @@ class Mirror:
         self.terms = Postings()  # the pending entries' analysed terms
         self.rows = Rows()
         self.unlogged: set[str] = set()  # vectors a search computed, not yet in the log
-        self.dups: dict[int, str] = {}
+        self.dups = DupIndex()
         self.generation = -1  # the last checkpoint whose changes this process has applied
         self.indexed = 0  # the checkpoint the Tantivy searcher reflects
         self.vectors_ready = model is None
@@ -60,18 +63,23 @@ class Mirror:
         self.vectors_came = threading.Condition(self.lock)  # notified as they arrive
 
     def reset(self, entries: Sequence[MemoryEntry]) -> None:
-        """Start again from `entries` (as read from LanceDB; caller holds the lock)."""
-        self.loaded_live = sum(1 for e in entries if e.live)
+        """Start again from `entries` (as read from LanceDB, packed; caller holds the lock).
+        Each entry is rebuilt here for a moment only: the view keeps the packed records."""
         self.view = View.of(entries)
+        self.loaded_live = self.view.live_count
         self.rows = Rows(max(1024, len(entries) + 1024))
-        self.dups = {}
         self.pending = MappingProxyType({})
         self.terms = Postings()
         self.foreign = {}  # what was there when this process looked is fair game
+        keys = np.zeros(len(entries), dtype=np.uint64)  # the duplicate map's, live entries'
+        ids = np.empty(len(entries), dtype=object)
+        live = 0
         for e in entries:
             self.rows.put(e)
             if e.live:
-                self.dups[ops.dup_key(e.category, e.content)] = e.id
+                keys[live], ids[live] = ops.dup_key(e.category, e.content), e.id
+                live += 1
+        self.dups = DupIndex(keys[:live], ids[:live])
 
     def want_vectors(self) -> None:
         if not self.vectors_wanted.is_set():  # the hook only on a change: not on every save
@@ -203,6 +211,23 @@ class Mirror:
                 continue
             if text_hash(entry.content) == vector.text_hash:
                 self.rows.set_vector(entry_id, self.model, vector.values)
+
+    def adopt_block(self, ids: Sequence[str], hashes: Sequence[str], matrix: Matrix) -> None:
+        """`adopt` for a block of stored vectors read in bulk (caller holds the lock): rows
+        are matched to entries by the digest of their packed text, without rebuilding them."""
+        assert self.model is not None
+        rows_of, view, rows = self.rows.row_of, self.view, self.rows
+        picked: list[int] = []
+        at: list[int] = []
+        for k, (entry_id, digest) in enumerate(zip(ids, hashes, strict=True)):
+            row = rows_of.get(entry_id)
+            if row is None or rows.has_vec[row] or view.text_hash(entry_id) != digest:
+                continue
+            picked.append(k)
+            at.append(row)
+        if picked:
+            block = to_bf16(matrix[np.asarray(picked, dtype=np.int64)])
+            rows.set_vectors(self.model, block, np.asarray(at, dtype=np.int64))
 
     def doc(self, entry: MemoryEntry) -> IndexDoc:
         """The index document of `entry`: its text, and the text of the live memories saved

@@ -11,12 +11,13 @@ takes no lock and writes nothing.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from dreamwell.stores.embedding import Embedder, EmbedderError, Reranker
 from dreamwell.stores.mirror import Pending
 from dreamwell.stores.model import MemoryEntry, check_category, check_query, check_tags
+from dreamwell.stores.packed import Brief
 from dreamwell.stores.parts import Parts
 from dreamwell.stores.ranking import CONTEXT_WEIGHT, rank_hits
 from dreamwell.stores.text_index import DocTerms
@@ -46,12 +47,26 @@ class Tuning:
     rerank_depth: int
 
 
-def matches(e: MemoryEntry, category: str | None, tags: Sequence[str]) -> bool:
+def matches(e: MemoryEntry | Brief, category: str | None, tags: Sequence[str]) -> bool:
     """Live, under the category prefix (segment boundary) and carrying every tag."""
     if not e.live or not all(t in e.tags for t in tags):
         return False
     cat = e.category or ""
     return category is None or cat == category or cat.startswith(category + "/")
+
+
+def _weights(
+    view: View, candidates: Scored, category: str | None, tags: Sequence[str]
+) -> dict[str, float]:
+    """The importance of each candidate that is live and passes the filter, read from the
+    view's packed records: only the hits are rebuilt as entries."""
+    if category is None and not tags:
+        return {i: w for i, _ in candidates if (w := view.importance(i)) is not None}
+    cat = category.encode("utf-8", "surrogatepass") if category is not None else None
+    wanted = [t.encode("utf-8", "surrogatepass") for t in tags]
+    return {
+        i: w for i, _ in candidates if (w := view.filtered_importance(i, cat, wanted)) is not None
+    }
 
 
 class Searcher:
@@ -84,12 +99,11 @@ class Searcher:
         bm25 = self._keyword(text, view, category, tag_list) if t.keyword_weight > 0 else []
         cosine, context = self._cosine(text, view, rows, category, tag_list)
         candidates = [*bm25, *cosine, *context]
-        entries = {i: e for i, _ in candidates if (e := view.get(i)) is not None}
-        ok = {i: e for i, e in entries.items() if matches(e, category, tag_list)}
+        ok = _weights(view, candidates, category, tag_list)
         ranked = rank_hits(
             [h for h in bm25 if h[0] in ok],
             [h for h in cosine if h[0] in ok],
-            {i: e.importance for i, e in ok.items()},
+            ok,
             t.min_similarity,
             t.keyword_weight,
             contextual=[h for h in context if h[0] in ok],
@@ -97,8 +111,8 @@ class Searcher:
             without_vector={i for i in ok if not rows.has_vector(i)} if cosine else (),
         )
         if t.reranker is not None:
-            ranked = self._rerank(t.reranker, text, ranked, ok)
-        return [Hit(ok[i], s) for i, s in ranked[:limit]]
+            ranked = self._rerank(t.reranker, text, ranked, view)
+        return [Hit(e, s) for i, s in ranked[:limit] if (e := view.get(i)) is not None]
 
     def _cosine(
         self, text: str, view: View, rows: Rows, category: str | None, tags: Sequence[str]
@@ -112,14 +126,14 @@ class Searcher:
                 )
         return [], []
 
-    def _rerank(
-        self, reranker: Reranker, text: str, ranked: Scored, entries: Mapping[str, MemoryEntry]
-    ) -> Scored:
+    def _rerank(self, reranker: Reranker, text: str, ranked: Scored, view: View) -> Scored:
         """Deep search: the cross-encoder re-orders the top `rerank_depth` hits."""
         depth = self.tuning.rerank_depth
-        head = ranked[:depth]
+        head = ranked[:depth]  # ids of `view`'s entries (`ok` was read from it)
         try:
-            scores = reranker.score(text, [entries[i].content for i, _ in head])
+            scores = reranker.score(
+                text, [e.content if (e := view.get(i)) else "" for i, _ in head]
+            )
         except EmbedderError as exc:
             logger.warning("reranking failed (%s); hybrid order kept", exc)
             return ranked

@@ -63,9 +63,10 @@ class Vectors:
         m = self.parts.mirror
         if self.embedder is None or m.vectors_ready:
             return
-        stored = self.parts.table.vectors(self.embedder.name)
+        for ids, hashes, matrix in self.parts.table.vector_blocks(self.embedder.name):
+            with m.lock:
+                m.adopt_block(ids, hashes, matrix)
         with m.lock:
-            m.adopt(stored)
             m.vectors_ready = True
         if self.missing():
             m.want_vectors()

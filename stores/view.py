@@ -36,7 +36,20 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dreamwell.stores.model import FOLLOWS, MemoryEntry, VectorLike
+from dreamwell.stores.model import FOLLOWS, MemoryEntry, VectorLike, text_hash
+from dreamwell.stores.packed import (
+    Brief,
+    Packed,
+    brief,
+    entries_of,
+    filtered_importance,
+    is_live,
+    live_importance,
+    pack,
+    text_digest,
+    unpack,
+)
+from dreamwell.stores.tagsets import TagSets
 
 Matrix = npt.NDArray[np.float32]
 Bf16 = npt.NDArray[np.uint16]  # bfloat16 bit patterns
@@ -72,7 +85,10 @@ def sign_words(vectors: npt.NDArray[Any]) -> npt.NDArray[np.uint64]:
 
 @dataclass(frozen=True)
 class View:
-    base: Mapping[str, MemoryEntry] = field(default_factory=lambda: MappingProxyType({}))
+    """The entries: `base` holds them packed (`stores/packed.py`: one bytes object each, an
+    entry rebuilt when read), `over` the changes since the last fold as entries."""
+
+    base: Mapping[str, Packed] = field(default_factory=lambda: MappingProxyType({}))
     over: Mapping[str, MemoryEntry | None] = field(default_factory=lambda: MappingProxyType({}))
     categories: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     live_count: int = 0
@@ -81,12 +97,50 @@ class View:
     def get(self, entry_id: str) -> MemoryEntry | None:
         if entry_id in self.over:
             return self.over[entry_id]
-        return self.base.get(entry_id)
+        record = self.base.get(entry_id)
+        return None if record is None else unpack(entry_id, record)
+
+    def brief(self, entry_id: str) -> Brief | None:
+        """What a search filters and ranks on (live, category, tags, importance), without
+        rebuilding the entry."""
+        if entry_id in self.over:
+            entry = self.over[entry_id]
+            return None if entry is None else brief(entry)
+        record = self.base.get(entry_id)
+        return None if record is None else brief(record)
+
+    def importance(self, entry_id: str) -> float | None:
+        """The importance of a live entry; None when it is gone or archived."""
+        if entry_id in self.over:
+            entry = self.over[entry_id]
+            return entry.importance if entry is not None and entry.live else None
+        record = self.base.get(entry_id)
+        return None if record is None else live_importance(record)
+
+    def text_hash(self, entry_id: str) -> str | None:
+        """`model.text_hash` of an entry's text (None: no such entry), without rebuilding it."""
+        if entry_id in self.over:
+            entry = self.over[entry_id]
+            return None if entry is None else text_hash(entry.content)
+        record = self.base.get(entry_id)
+        return None if record is None else text_digest(record)
+
+    def filtered_importance(
+        self, entry_id: str, category: bytes | None, tags: Sequence[bytes]
+    ) -> float | None:
+        """`importance` for an entry under `category` (a prefix at a segment boundary)
+        carrying every one of `tags` (both UTF-8); None otherwise."""
+        if entry_id in self.over:
+            return _entry_weight(self.over[entry_id], category, tags)
+        record = self.base.get(entry_id)
+        if isinstance(record, bytes):
+            return filtered_importance(record, category, tags)
+        return _entry_weight(record, category, tags)  # None, or an entry kept as it is
 
     def values(self) -> Iterator[MemoryEntry]:
-        for entry_id, entry in self.base.items():
+        for entry_id, record in self.base.items():
             if entry_id not in self.over:
-                yield entry
+                yield unpack(entry_id, record)
         for changed in self.over.values():
             if changed is not None:
                 yield changed
@@ -96,7 +150,7 @@ class View:
         counts = dict(self.categories)
         live, size = self.live_count, self.size
         for entry_id, new in changes.items():
-            old = self.get(entry_id)
+            old = self.brief(entry_id)
             size += (new is not None) - (old is not None)
             if old is not None and old.live:
                 live -= 1
@@ -116,14 +170,40 @@ class View:
             if new is None:
                 base.pop(entry_id, None)
             else:
-                base[entry_id] = new
+                base[entry_id] = pack(new)
         return View(
             MappingProxyType(base), MappingProxyType({}), MappingProxyType(counts), live, size
         )
 
     @staticmethod
-    def of(entries: Iterable[MemoryEntry]) -> View:
-        return View().with_changes({e.id: e for e in entries})
+    def of(entries: Sequence[MemoryEntry]) -> View:
+        """The view of `entries` (a PackedEntries' records are taken as they are)."""
+        base: dict[str, Packed] = dict(entries_of(entries))  # the last of an id wins
+        counts: dict[str, int] = {}
+        live = 0
+        for record in base.values():
+            if is_live(record):
+                live += 1
+                category = brief(record).category
+                if category:
+                    counts[category] = counts.get(category, 0) + 1
+        frozen = MappingProxyType(base)
+        return View(frozen, categories=MappingProxyType(counts), live_count=live, size=len(base))
+
+
+def _entry_weight(
+    entry: MemoryEntry | None, category: bytes | None, tags: Sequence[bytes]
+) -> float | None:
+    """`View.filtered_importance` of an entry held as an object."""
+    if entry is None or not entry.live:
+        return None
+    if any(t.decode("utf-8", "surrogatepass") not in entry.tags for t in tags):
+        return None
+    if category is not None:
+        held = (entry.category or "").encode("utf-8", "surrogatepass")
+        if held != category and not held.startswith(category + b"/"):
+            return None
+    return entry.importance
 
 
 class Rows:
@@ -157,8 +237,7 @@ class Rows:
         self.model: str | None = None
         self.cat_names: list[str] = []
         self._cat_id: dict[str, int] = {}
-        self.tag_rows: dict[str, set[int]] = {}
-        self._tags: list[tuple[str, ...]] = []  # per row (a list: a dict took 5 MiB at 100k)
+        self.tags = TagSets(capacity)
 
     @property
     def n(self) -> int:
@@ -177,7 +256,6 @@ class Rows:
         if row >= len(self.live):
             self._grow(2 * len(self.live))
         self.ids.append(entry_id)
-        self._tags.append(())
         self.row_of[entry_id] = row
         return row
 
@@ -197,6 +275,7 @@ class Rows:
         self.prev = grown(self.prev, -1)
         self.next = grown(self.next, -1)
         self.ctx_norm = grown(self.ctx_norm, 1.0)
+        self.tags.grow(capacity)
         if self.vec is not None:
             self.vec = grown(self.vec, 0.0)
         if self.codes is not None:
@@ -216,13 +295,7 @@ class Rows:
                 self.cat_names.append(entry.category)
                 self._cat_id[entry.category] = cat
         self.cat[row] = cat
-        old_tags = self._tags[row]
-        if old_tags != entry.tags:
-            for tag in old_tags:
-                self.tag_rows.get(tag, set()).discard(row)
-            for tag in entry.tags:
-                self.tag_rows.setdefault(tag, set()).add(row)
-            self._tags[row] = entry.tags
+        self.tags.put(row, entry.tags, self.n)
         self.live[row] = entry.live
         follows = entry.metadata.get(FOLLOWS)
         self._link(row, self._row(follows) if follows and follows != entry.id else -1)
@@ -306,6 +379,45 @@ class Rows:
         elif self._set > self.rescore:
             self._centre()
         self._refresh(row)
+
+    def set_vectors(self, model: str, block: Bf16, rows: npt.NDArray[np.int64]) -> None:
+        """Set the vectors of `rows` (bfloat16, as held) as `set_vector` would one after the
+        other, in that order: the centre is recomputed at the same counts, so the sign bits,
+        and with them every search, come out the same. Loading a store's vectors this way
+        makes no object per vector."""
+        if len(rows) == 0:
+            return
+        if self.model != model or self.vec is None or self.vec.shape[1] != block.shape[1]:
+            self.set_vector(self.ids[int(rows[0])], model, from_bf16(block[0]))
+            block, rows = block[1:], rows[1:]
+        assert self.vec is not None
+        done = 0
+        while done < len(rows):
+            if self.codes is None:  # centred once the count passes RESCORE
+                room = max(self.rescore + 1 - self._set, 1)
+            else:  # and again when it reaches four times the count at the last centring
+                room = max(4 * self._centred_at - self._set, 1)
+            part = slice(done, done + room)
+            self.vec[rows[part]] = block[part]
+            self.has_vec[rows[part]] = True
+            self._set += len(rows[part])
+            done += room
+            if self.codes is not None and self._set < 4 * self._centred_at:
+                centre, bits = self.codes
+                bits[:, rows[part]] = sign_words(from_bf16(block[part]) - centre).T
+            elif self._set > self.rescore:
+                self._centre()
+        self._refresh_many(rows)
+
+    def _refresh_many(self, rows: npt.NDArray[np.int64]) -> None:
+        """The contextual norms of linked `rows` and of the rows whose context holds them."""
+        has_link = (self.prev[rows] >= 0) | (self.next[rows] >= 0)
+        self.ctx_norm[rows[~has_link]] = 1.0  # its own context, as _ctx_norm has it
+        touched: set[int] = set()
+        for row in rows[has_link].tolist():
+            touched.update((row, *self._around(row)))
+        for row in sorted(touched):
+            self.ctx_norm[row] = self._ctx_norm(row)
 
     def _centre(self) -> None:
         """(Re)compute the centre as the mean vector and every row's sign bits from it: when
@@ -393,10 +505,7 @@ class Rows:
             ]
             mask &= np.isin(self.cat[:n], np.asarray(allowed, dtype=np.int32))
         for tag in tags:
-            rows = np.fromiter(list(self.tag_rows.get(tag, ())), dtype=np.int64)
-            tagged = np.zeros(n, dtype=bool)
-            tagged[rows[rows < n]] = True
-            mask &= tagged
+            mask &= self.tags.mask(tag, n)
         return mask
 
     def vector_top(
