@@ -3,15 +3,19 @@ the only module that imports lancedb/pyarrow."""
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import json
 import logging
 import os
 import re
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -31,6 +35,64 @@ logger = logging.getLogger(__name__)
 # malloc, with the server's two arenas and its trims after checkpoints (server/heap.py),
 # gives the memory back.
 pa.set_memory_pool(pa.system_memory_pool())
+
+# LanceDB imports the REST client of Lance's namespace service whether or not a namespace is
+# used: 150 generated pydantic models and nine API classes, each of whose methods is a pydantic
+# `validate_call`. The API classes alone took 0.55 s of LanceDB's 1.0 s import and 14 MiB that
+# stayed resident. The client package's own body (which imports them all) is deferred until
+# something asks the package itself for a name; its models, which `lance_namespace` imports
+# from their own module, load as before, and an embedded store never asks for the API.
+_DEFERRED_PACKAGE = "lance_namespace_urllib3_client"
+
+
+class _Deferred(importlib.abc.Loader):
+    """Runs a package's body on the first name asked of it that it does not have yet."""
+
+    def __init__(self, real: importlib.abc.Loader) -> None:
+        self._real = real
+        self._lock = threading.Lock()
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        return None  # the default module, with the package's __path__
+
+    def exec_module(self, module: ModuleType) -> None:
+        def __getattr__(name: str) -> Any:
+            if name.startswith("__"):
+                raise AttributeError(name)
+            with self._lock:
+                if "__getattr__" in vars(module):
+                    del module.__getattr__
+                    self._real.exec_module(module)
+            return getattr(module, name)
+
+        module.__getattr__ = __getattr__  # type: ignore[method-assign]
+
+    def __getattr__(self, name: str) -> Any:  # resource readers and the like: the real one's
+        return getattr(self._real, name)
+
+
+class _DeferFinder(importlib.abc.MetaPathFinder):
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != _DEFERRED_PACKAGE:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None or spec.submodule_search_locations is None:
+            return spec
+        spec.loader = _Deferred(spec.loader)
+        return spec
+
+
+def _lancedb() -> Any:
+    """The lancedb module, imported with the namespace client's body deferred (see above).
+    Imported on first use: it takes a second, and start-up must not wait for it."""
+    if not any(isinstance(f, _DeferFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _DeferFinder())
+    import lancedb
+
+    return lancedb
+
 
 TABLE = "memories"
 # LanceDB's index and metadata caches fill up to this each as checkpoints write new versions,
@@ -182,8 +244,7 @@ class MemoryTable:
     """LanceDB table `memories` under `path`, read at its latest version on every call."""
 
     def __init__(self, path: Path) -> None:
-        import lancedb  # imported here: it takes seconds, and start-up must not wait for it
-
+        lancedb = _lancedb()
         # Small caches: the defaults keep every table version's metadata (hundreds of MB
         # after a few thousand single-row writes); our own mirror serves the reads.
         session = lancedb.Session(
@@ -422,9 +483,7 @@ _LOG_COLUMNS = ["n", "first", "last", "body"]
 
 def connect(uri: str, options: dict[str, str]) -> Any:
     """A LanceDB connection at an object-store location."""
-    import lancedb
-
-    return lancedb.connect(uri, storage_options=options)
+    return _lancedb().connect(uri, storage_options=options)
 
 
 class LogTable:
