@@ -24,7 +24,7 @@ from dreamwell.stores.model import MemoryEntry, text_hash
 from dreamwell.stores.postings import Postings
 from dreamwell.stores.table import StoredVector
 from dreamwell.stores.text_index import IndexDoc
-from dreamwell.stores.view import Matrix, Rows, View, to_bf16
+from dreamwell.stores.view import Matrix, Rows, View
 
 Pending = Mapping[str, tuple[int, float]]  # id -> (seq of its last change, monotonic time)
 
@@ -226,7 +226,7 @@ class Mirror:
             picked.append(k)
             at.append(row)
         if picked:
-            block = to_bf16(matrix[np.asarray(picked, dtype=np.int64)])
+            block = matrix[np.asarray(picked, dtype=np.int64)]
             rows.set_vectors(self.model, block, np.asarray(at, dtype=np.int64))
 
     def doc(self, entry: MemoryEntry) -> IndexDoc:

@@ -22,7 +22,7 @@ from dreamwell.stores.embedding import Embedder, EmbedderError
 from dreamwell.stores.log import Op
 from dreamwell.stores.model import MemoryEntry, Vector
 from dreamwell.stores.parts import Parts
-from dreamwell.stores.view import View, from_bf16
+from dreamwell.stores.view import View
 
 logger = logging.getLogger(__name__)
 
@@ -136,7 +136,7 @@ class Vectors:
                     return {}
                 n = rows.n
                 have = np.flatnonzero(rows.has_vec[:n])
-                matrix = from_bf16(rows.vec[have])  # a new array
+                matrix = rows.vec.rows(have)  # a new array
                 ids = [rows.ids[r] for r in have.tolist()]
             return {entry_id: matrix[k] for k, entry_id in enumerate(ids)}
         stored = self.parts.table.vectors(model)

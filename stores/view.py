@@ -11,9 +11,9 @@ Rows only grow; columns are changed in place for existing rows or replaced whole
 grow, so a reader that took a row count and the column references sees valid data. Every
 hit is checked against the View, which is the truth.
 
-Vectors are held as bfloat16 (the upper half of each float32, rounded): half the memory of
-float32 (77 MiB less at 100,000 memories), cosines within ~6e-4 of float32's, and rows widen
-back to float32 with one integer shift, faster than float32 rows are gathered.
+Vectors are held as float32 while a store has no more than RESCORE of them, then as one
+int8 per dimension from their mean (`stores/held.py`: a quarter of float32's memory, cosines
+within ~1e-3 of float32's).
 
 The vector search has two stages. Each vector is held as above and, once there are more
 than RESCORE, also as the sign bits of its difference from the mean vector (48 bytes for
@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from dreamwell.stores.held import Held
 from dreamwell.stores.model import FOLLOWS, MemoryEntry, VectorLike, text_hash
 from dreamwell.stores.packed import (
     Brief,
@@ -52,26 +53,12 @@ from dreamwell.stores.packed import (
 from dreamwell.stores.tagsets import TagSets
 
 Matrix = npt.NDArray[np.float32]
-Bf16 = npt.NDArray[np.uint16]  # bfloat16 bit patterns
 _FOLD_AT = 4096  # overlay size at which it is folded into a new base
 RESCORE = 2048  # rows given an exact cosine after the sign-bit scan
 RADIUS = 2  # contextual links followed each way for the contextual vector (up to 4 neighbours)
 TEXT_RADIUS = 1  # ... and for the contextual keyword field: two links there doubled what the
 # background index work per save costs (save p50 at 10k 7.0 -> 11.2 ms) for no recall
 # (dev split R@10 .774 with one link, .777 with two: tests/bench/tune_hybrid.py --levers)
-
-
-def to_bf16(values: npt.NDArray[Any]) -> Bf16:
-    """float32 -> bfloat16 bits, rounded to nearest (ties to even)."""
-    bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
-    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
-
-
-def from_bf16(values: Bf16) -> Matrix:
-    """bfloat16 bits -> float32 (exact: the low half is zeros), as a new array."""
-    out = np.empty(values.shape, dtype=np.uint32)
-    np.left_shift(values, 16, out=out, dtype=np.uint32)
-    return out.view(np.float32)
 
 
 def sign_words(vectors: npt.NDArray[Any]) -> npt.NDArray[np.uint64]:
@@ -228,7 +215,7 @@ class Rows:
         self.ctx_norm: npt.NDArray[Any] = np.ones(capacity, dtype=np.float32)
         self.linked = 0
         self._set = 0  # vectors set since the matrix was made (at least the rows with one)
-        self.vec: Bf16 | None = None  # rows x dim, bfloat16
+        self.vec: Held | None = None  # rows x dim: float32, int8 past RESCORE vectors
         # (centre, words x rows): sign bits of (vector - centre), word-major; None until the
         # store has more than RESCORE vectors. One tuple, swapped whole, so that a reader
         # always pairs bits with the centre they were made from.
@@ -277,7 +264,7 @@ class Rows:
         self.ctx_norm = grown(self.ctx_norm, 1.0)
         self.tags.grow(capacity)
         if self.vec is not None:
-            self.vec = grown(self.vec, 0.0)
+            self.vec = self.vec.grown(capacity)
         if self.codes is not None:
             centre, old = self.codes
             bits = np.zeros((old.shape[0], capacity), dtype=np.uint64)
@@ -338,9 +325,7 @@ class Rows:
         around = [r for r in self._around(row) if self.has_vec[r] and self.live[r]]
         if not around:  # its own context: scored as the plain cosine is (unit vectors)
             return 1.0
-        total = from_bf16(self.vec[row])
-        for r in around:
-            total += from_bf16(self.vec[r])
+        total = self.vec.rows([row, *around]).sum(axis=0)
         return max(float(np.linalg.norm(total)), 1e-6)
 
     def neighbours(self, entry_id: str) -> list[str]:
@@ -361,34 +346,34 @@ class Rows:
     def set_vector(self, entry_id: str, model: str, vector: VectorLike) -> None:
         """Take a vector of `model`; vectors of another model or dimension reset the matrix."""
         array = np.asarray(vector, dtype=np.float32)
-        if self.model != model or self.vec is None or self.vec.shape[1] != len(array):
+        if self.model != model or self.vec is None or self.vec.dim != len(array):
             self.model = model
-            self.vec = np.zeros((len(self.live), len(array)), dtype=np.uint16)
+            self.vec = Held.exact(len(self.live), len(array))
             self.codes = None
             self._centred_at = 0
             self.has_vec[:] = False
             self._set = 0
         row = self._row(entry_id)
         assert self.vec is not None
-        self.vec[row] = stored = to_bf16(array)
+        self.vec.put([row], array[None, :])
         self.has_vec[row] = True
         self._set += 1
         if self.codes is not None and self._set < 4 * self._centred_at:
             centre, bits = self.codes
-            bits[:, row] = sign_words(from_bf16(stored)[None, :] - centre)[0]
+            bits[:, row] = sign_words(self.vec.rows([row]) - centre)[0]
         elif self._set > self.rescore:
             self._centre()
         self._refresh(row)
 
-    def set_vectors(self, model: str, block: Bf16, rows: npt.NDArray[np.int64]) -> None:
-        """Set the vectors of `rows` (bfloat16, as held) as `set_vector` would one after the
-        other, in that order: the centre is recomputed at the same counts, so the sign bits,
-        and with them every search, come out the same. Loading a store's vectors this way
-        makes no object per vector."""
+    def set_vectors(self, model: str, block: Matrix, rows: npt.NDArray[np.int64]) -> None:
+        """Set the vectors of `rows` (float32) as `set_vector` would one after the other, in
+        that order: the centres are computed at the same counts, so the held rows and sign
+        bits, and with them every search, come out the same. Loading a store's vectors this
+        way makes no object per vector."""
         if len(rows) == 0:
             return
-        if self.model != model or self.vec is None or self.vec.shape[1] != block.shape[1]:
-            self.set_vector(self.ids[int(rows[0])], model, from_bf16(block[0]))
+        if self.model != model or self.vec is None or self.vec.dim != block.shape[1]:
+            self.set_vector(self.ids[int(rows[0])], model, block[0])
             block, rows = block[1:], rows[1:]
         assert self.vec is not None
         done = 0
@@ -398,13 +383,13 @@ class Rows:
             else:  # and again when it reaches four times the count at the last centring
                 room = max(4 * self._centred_at - self._set, 1)
             part = slice(done, done + room)
-            self.vec[rows[part]] = block[part]
+            self.vec.put(rows[part], block[part])
             self.has_vec[rows[part]] = True
             self._set += len(rows[part])
             done += room
             if self.codes is not None and self._set < 4 * self._centred_at:
                 centre, bits = self.codes
-                bits[:, rows[part]] = sign_words(from_bf16(block[part]) - centre).T
+                bits[:, rows[part]] = sign_words(self.vec.rows(rows[part]) - centre).T
             elif self._set > self.rescore:
                 self._centre()
         self._refresh_many(rows)
@@ -421,17 +406,20 @@ class Rows:
 
     def _centre(self) -> None:
         """(Re)compute the centre as the mean vector and every row's sign bits from it: when
-        the store first has more than RESCORE vectors, and again each time it quadruples."""
+        the store first has more than RESCORE vectors (when the held rows become int8 steps
+        from that first centre, which then stays), and again each time it quadruples."""
         assert self.vec is not None
         n = self.n
         have = np.flatnonzero(self.has_vec[:n])
-        total = np.zeros(self.vec.shape[1], dtype=np.float64)
+        total = np.zeros(self.vec.dim, dtype=np.float64)
         for start in range(0, len(have), 16384):  # in slices: no float32 copy of it all
-            total += from_bf16(self.vec[have[start : start + 16384]]).sum(axis=0, dtype=np.float64)
+            total += self.vec.rows(have[start : start + 16384]).sum(axis=0, dtype=np.float64)
         centre = (total / max(len(have), 1)).astype(np.float32)
-        bits = np.zeros((-(-self.vec.shape[1] // 64), len(self.live)), dtype=np.uint64)
+        if not self.vec.quantized:
+            self.vec = self.vec.to_int8(centre, n)
+        bits = np.zeros((-(-self.vec.dim // 64), len(self.live)), dtype=np.uint64)
         for start in range(0, n, 16384):
-            block = from_bf16(self.vec[start : start + 16384]) - centre
+            block = self.vec.rows(slice(start, min(n, start + 16384))) - centre
             bits[:, start : start + len(block)] = sign_words(block).T
         self.codes = (centre, bits)
         self._centred_at = self._set = len(have)
@@ -454,15 +442,17 @@ class Rows:
             ]
             if kept:
                 old_rows, new_rows = np.array(kept, dtype=np.int64).T
-                new.take_vectors(self.model, self.vec[old_rows], new_rows)
+                held = self.vec.taken(len(new.live), old_rows, new_rows)
+                new.take_vectors(self.model, held, new_rows)
         return new
 
-    def take_vectors(self, model: str, block: Bf16, rows: npt.NDArray[np.int64]) -> None:
-        """Set the vectors of `rows` at once (bfloat16, as held), then the centre, the sign
-        bits and the contextual norms: what set_vector does a row at a time."""
+    def take_vectors(self, model: str, held: Held, rows: npt.NDArray[np.int64]) -> None:
+        """Take `held` as the vectors, `rows` being those that have one, then compute the
+        centre, the sign bits and the contextual norms: what set_vector does a row at a time
+        (held rows are copied as they are: int8 ones keep their centre and are not rounded
+        a second time)."""
         self.model = model
-        self.vec = np.zeros((len(self.live), block.shape[1]), dtype=np.uint16)
-        self.vec[rows] = block
+        self.vec = held
         self.has_vec[:] = False
         self.has_vec[rows] = True
         self.codes = None
@@ -522,7 +512,7 @@ class Rows:
         are exact cosines."""
         vec, codes = self.vec, self.codes
         n = min(len(mask), self.n)
-        if vec is None or n == 0 or vec.shape[1] != len(query):
+        if vec is None or n == 0 or vec.dim != len(query):
             return [], []
         q = np.asarray(query, dtype=np.float32)
         allowed = mask[:n] & self.has_vec[:n]
@@ -545,7 +535,7 @@ class Rows:
         needed = plain_rows
         if contextual:
             needed = self._with_linked(context_rows, hops, n, also=plain_rows)
-        scores[needed] = from_bf16(vec[needed]) @ q
+        scores[needed] = vec.dot(needed, q)
         plain = self._top(plain_rows, scores[plain_rows], k)
         if not contextual:
             return plain, []

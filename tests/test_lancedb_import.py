@@ -16,10 +16,11 @@ from dreamwell.stores.table import MemoryTable
 table = MemoryTable(Path(sys.argv[1]))
 now = utcnow()
 table.upsert([(MemoryEntry(new_id(), "kept", "t/x", (), now, now, now), None)])
-seen = {"rows": table.count(), "api_after_open": "lance_namespace_urllib3_client.api" in sys.modules}
+api = "lance_namespace_urllib3_client.api"
+seen = {"rows": table.count(), "api_after_open": api in sys.modules}
 import lance_namespace_urllib3_client as client
 seen["asked"] = client.ApiClient.__name__  # a name of the package itself: its body runs now
-seen["api_after_asking"] = "lance_namespace_urllib3_client.api" in sys.modules
+seen["api_after_asking"] = api in sys.modules
 print(json.dumps(seen))
 """
 

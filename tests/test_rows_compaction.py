@@ -37,7 +37,7 @@ def _answers(rows: Rows, queries: np.ndarray) -> list[object]:
     return out
 
 
-def test_compacted_rows_are_the_rows_of_a_store_opened_afresh_and_the_old_ones_are_untouched() -> (
+def test_compacted_rows_keep_their_held_vectors_answer_as_a_store_opened_afresh_and_the_old_ones_are_untouched() -> (  # noqa: E501
     None
 ):
     entries = _entries(3_000)
@@ -69,17 +69,31 @@ def test_compacted_rows_are_the_rows_of_a_store_opened_afresh_and_the_old_ones_a
     assert compacted.ids == fresh.ids and n < rows.n - 1_000
     assert compacted.n <= 2 * len(kept)  # rows of followed entries that are gone stay empty
     assert fresh.vec is not None and compacted.vec is not None and compacted.codes is not None
-    assert fresh.codes is not None
-    assert np.array_equal(compacted.vec[:n], fresh.vec[:n])
+    assert fresh.codes is not None and rows.vec is not None
     assert np.array_equal(compacted.has_vec[:n], fresh.has_vec[:n])
-    assert np.array_equal(compacted.ctx_norm[:n], fresh.ctx_norm[:n])
-    assert np.array_equal(compacted.codes[0], fresh.codes[0])
-    assert np.array_equal(compacted.codes[1][:, :n], fresh.codes[1][:, :n])
+    have = np.flatnonzero(compacted.has_vec[:n])
+    # the held rows are the old ones, from the old centre: rebuilt, not rounded a second time
+    old_rows = np.array([rows.row_of[compacted.ids[r]] for r in have.tolist()])
+    assert compacted.vec.centre is rows.vec.centre
+    assert np.array_equal(compacted.vec.rows(have), rows.vec.rows(old_rows))
+    # a store opened afresh centres on its own first vectors: the same rows within a step
+    assert fresh.vec.centre is not None and not np.array_equal(fresh.vec.centre, rows.vec.centre)
+    assert np.abs(compacted.vec.rows(have) - fresh.vec.rows(have)).max() < 0.02
+    # norms of up to five summed rows, each within half a step: 1.1e-3 apart at most here
+    assert np.allclose(compacted.ctx_norm[:n], fresh.ctx_norm[:n], atol=3e-3)
+    assert np.allclose(compacted.codes[0], fresh.codes[0], atol=1e-3)
     assert compacted.linked == fresh.linked and all(
         compacted.tags.rows_with(t, compacted.n) == fresh.tags.rows_with(t, fresh.n)
         for t in ("t0", "t1", "t2")
     )
-    assert _answers(compacted, queries) == _answers(fresh, queries)
+    # the same ranking up to near-ties (this data's 10th and 11th are ~2e-4 apart)
+    overlap = []
+    for got, afresh in zip(_answers(compacted, queries), _answers(fresh, queries), strict=True):
+        for ours, theirs in zip(got, afresh, strict=True):  # plain, contextual
+            shared = dict(theirs)
+            assert all(abs(score - shared[i]) < 2e-3 for i, score in ours if i in shared)
+            overlap.append(len(shared.keys() & dict(ours).keys()) / max(len(ours), 1))
+    assert np.mean(overlap) >= 0.9
     # a reader still holding the old rows gets what it got before the rebuild
     assert _answers(rows, queries) == before
 

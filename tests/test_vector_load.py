@@ -11,14 +11,19 @@ import numpy as np
 
 from dreamwell.stores import LongTermStore
 from dreamwell.stores.model import FOLLOWS, MemoryEntry, utcnow
-from dreamwell.stores.view import Rows, to_bf16
+from dreamwell.stores.view import Rows
 from tests.test_recall import HashEmbedder
 
 
 def _rows_state(rows: Rows) -> list[np.ndarray]:
     n = rows.n
     assert rows.vec is not None and rows.codes is not None
-    return [rows.vec[:n], rows.has_vec[:n], rows.ctx_norm[:n], rows.codes[0], rows.codes[1][:, :n]]
+    held = rows.vec
+    assert held.scale is not None and held.centre is not None  # int8 past `rescore`
+    return [
+        *(held.matrix[:n], held.scale[:n], held.centre),
+        *(rows.has_vec[:n], rows.ctx_norm[:n], rows.codes[0], rows.codes[1][:, :n]),
+    ]
 
 
 def test_vectors_set_in_blocks_make_the_rows_that_setting_them_one_by_one_makes() -> None:
@@ -42,7 +47,7 @@ def test_vectors_set_in_blocks_make_the_rows_that_setting_them_one_by_one_makes(
         one.set_vector(f"m{i}", "hash", vectors[i])
     for start in range(0, 700, 64):
         part = order[start : start + 64]
-        blocks.set_vectors("hash", to_bf16(vectors[part]), part.astype(np.int64))
+        blocks.set_vectors("hash", vectors[part], part.astype(np.int64))
     for a, b in zip(_rows_state(one), _rows_state(blocks), strict=True):
         assert np.array_equal(a, b)
     q = vectors[17] + 0.1 * vectors[3]
@@ -68,7 +73,8 @@ def test_a_reopened_store_loads_the_vectors_the_old_way_loaded(tmp_path: Path) -
     n = a.n
     assert a.vector_count() == 300 and b.n == n
     assert a.vec is not None and b.vec is not None
-    assert np.array_equal(a.vec[:n], b.vec[:n]) and np.array_equal(a.ctx_norm[:n], b.ctx_norm[:n])
+    assert np.array_equal(a.vec.rows(slice(0, n)), b.vec.rows(slice(0, n)))
+    assert np.array_equal(a.ctx_norm[:n], b.ctx_norm[:n])
     for query in ("gulls over the tides", "harbour entry 42"):
         got = [(h.entry.id, h.score) for h in fresh.search(query, limit=10)]
         assert got and got == [(h.entry.id, h.score) for h in old.search(query, limit=10)]

@@ -9,8 +9,9 @@ import itertools
 import numpy as np
 import numpy.typing as npt
 
+from dreamwell.stores.held import quantize
 from dreamwell.stores.model import FOLLOWS, MemoryEntry, utcnow
-from dreamwell.stores.view import Rows, from_bf16, to_bf16
+from dreamwell.stores.view import Rows
 
 RESCORE = 256  # candidates rescored: 3 % of the 8,192 rows below, as 2,048 is of 65,536
 DIM = 384  # the embedded model's dimension: sign bits are coarser with fewer
@@ -42,30 +43,53 @@ def build(vectors: npt.NDArray[np.float32], chain: bool = False) -> Rows:
     return rows
 
 
-def exact(vectors: npt.NDArray[np.float32], query: npt.NDArray[np.float32], k: int) -> list[str]:
-    """The true top k of the vectors as the store holds them (bfloat16)."""
-    scores = from_bf16(to_bf16(vectors)) @ query
-    return [f"m{i}" for i in np.argsort(-scores, kind="stable")[:k]]
+def exact(rows: Rows, query: npt.NDArray[np.float32], k: int) -> list[str]:
+    """The true top k of the vectors as `rows` holds them."""
+    assert rows.vec is not None
+    scores = rows.vec.rows(slice(0, rows.n)) @ query
+    return [rows.ids[i] for i in np.argsort(-scores, kind="stable")[:k]]
 
 
-def test_vectors_are_held_in_bfloat16_within_a_thousandth_of_float32_cosines() -> None:
-    vectors = clustered(2_000, 9)
-    held = from_bf16(to_bf16(vectors))
-    assert held.dtype == np.float32 and held.shape == vectors.shape
-    assert np.abs(held - vectors).max() <= np.abs(vectors).max() / 256  # 8 bits of mantissa
+def test_vectors_are_held_exactly_up_to_rescore_then_as_int8_within_a_thousandth() -> None:
+    vectors = clustered(RESCORE + 1_000, 9)
     queries = clustered(50, 10)
-    assert np.abs(held @ queries.T - vectors @ queries.T).max() < 1e-3
-    rows = build(vectors[:300])
+    small = build(vectors[:RESCORE])
+    assert small.vec is not None and small.vec.matrix.dtype == np.float32
+    assert np.array_equal(small.vec.rows(slice(0, RESCORE)), vectors[:RESCORE])
+    rows = build(vectors)  # one past RESCORE: int8 steps from the mean of the first RESCORE + 1
+    held = rows.vec
+    assert held is not None and held.matrix.dtype == np.int8 and held.centre is not None
+    assert np.allclose(held.centre, vectors[: RESCORE + 1].mean(axis=0), atol=1e-6)
+    got = held.rows(slice(0, len(vectors)))
+    step = np.abs(vectors - held.centre).max(axis=1, keepdims=True) / 127
+    assert (np.abs(got - vectors) <= step / 2 + 1e-6).all()  # rounded to the nearest step
+    assert np.abs(got @ queries.T - vectors @ queries.T).max() < 1e-3
+    assert np.allclose(held.dot(slice(0, len(vectors)), queries[0]), got @ queries[0], atol=1e-5)
     plain, _ = rows.vector_top(list(queries[0]), 5, rows.mask(None, ()))
     for entry_id, score in plain:
         assert abs(score - float(vectors[int(entry_id[1:])] @ queries[0])) < 1e-3
-    assert to_bf16(np.array([0.0, -0.0, 1.0, np.inf, -np.inf], dtype=np.float32)).tolist() == [
-        0x0000,
-        0x8000,
-        0x3F80,
-        0x7F80,
-        0xFF80,
+    steps, scale = quantize(np.array([[0.5, -0.25, 0.0], [0.0, 0.0, 0.0]]), np.zeros(3))
+    assert steps.tolist() == [[127, -64, 0], [0, 0, 0]] and scale.tolist() == [
+        np.float32(0.5 / 127),
+        1.0,
     ]
+
+
+def test_uncentred_int8_would_lose_the_ranking_centring_keeps() -> None:
+    """What the centre is for: with the common component in each row's range, a step is
+    too coarse for the topics (this data's rows share a component three times their own)."""
+    vectors = clustered(2_000, 12)
+    queries = clustered(40, 13)
+    truth = np.argsort(-(queries @ vectors.T), axis=1)[:, :10]
+
+    def overlap(centre: npt.NDArray[np.float32]) -> float:
+        steps, scale = quantize(vectors, centre)
+        held = steps.astype(np.float32) * scale[:, None] + centre
+        got = np.argsort(-(queries @ held.T), axis=1)[:, :10]
+        return float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(truth, got, strict=True)]))
+
+    centred, raw = overlap(vectors.mean(axis=0)), overlap(np.zeros(DIM, dtype=np.float32))
+    assert centred > raw and centred >= 0.95
 
 
 def test_small_stores_and_narrow_filters_are_ranked_exactly() -> None:
@@ -75,7 +99,7 @@ def test_small_stores_and_narrow_filters_are_ranked_exactly() -> None:
     for _ in range(20):
         query = rng.normal(size=DIM).astype(np.float32)
         plain, _ = rows.vector_top(list(query), 25, rows.mask(None, ()))
-        assert [i for i, _ in plain] == exact(vectors, query, 25)
+        assert [i for i, _ in plain] == exact(rows, query, 25)
 
 
 def test_above_rescore_the_sign_bit_stage_keeps_the_true_nearest_neighbours() -> None:
@@ -88,7 +112,7 @@ def test_above_rescore_the_sign_bit_stage_keeps_the_true_nearest_neighbours() ->
         noise = rng.normal(size=DIM).astype(np.float32) / np.sqrt(DIM)  # norm ~1
         query = vectors[target] + 0.5 * noise
         plain, _ = rows.vector_top(list(query), 10, rows.mask(None, ()))
-        truth = exact(vectors, query, 10)
+        truth = exact(rows, query, 10)
         assert plain[0][0] == truth[0]
         assert all(a >= b for (_, a), (_, b) in itertools.pairwise(plain))
         overlap.append(len({i for i, _ in plain} & set(truth)) / 10)
@@ -107,7 +131,7 @@ def test_above_rescore_questions_about_a_topic_find_the_exact_top_ten() -> None:
     for topic in range(20):
         query = unit(SHARED + TOPICS[topic] + 2 * rng.normal(size=DIM))
         plain, _ = rows.vector_top(list(query), 10, rows.mask(None, ()))
-        overlap.append(len({i for i, _ in plain} & set(exact(vectors, query, 10))) / 10)
+        overlap.append(len({i for i, _ in plain} & set(exact(rows, query, 10))) / 10)
     assert np.mean(overlap) >= 0.95
 
 
@@ -147,7 +171,8 @@ def test_above_rescore_a_memory_found_only_through_its_neighbours_is_a_contextua
     assert f"m{n - 2}" not in dict(plain)
     scores = dict(context)
     assert f"m{n - 2}" in scores
-    held = from_bf16(to_bf16(vectors[n - 3 :]))  # as the store holds them
+    assert rows.vec is not None
+    held = rows.vec.rows(slice(n - 3, n))  # as the store holds them
     summed = held.sum(axis=0)
     expected = float(summed @ topic / np.linalg.norm(summed))
     assert abs(scores[f"m{n - 2}"] - expected) < 1e-5
