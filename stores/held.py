@@ -62,6 +62,10 @@ class Held:
     def quantized(self) -> bool:
         return self.scale is not None
 
+    @property
+    def nbytes(self) -> int:
+        return int(self.matrix.nbytes + (0 if self.scale is None else self.scale.nbytes))
+
     def rows(self, rows: Index) -> Matrix:
         """The rows as float32 (a new array)."""
         if self.scale is None:
