@@ -8,7 +8,8 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -141,6 +142,9 @@ class Runtime:
         self._tenants: dict[str, Tenant] = {}
         self._opening: anyio.Lock | None = None
         self._last_touch = 0.0
+        self.served = 0  # requests answered (`trim_when_idle` hands the heap back after them)
+        self.serving = 0  # requests being answered now
+        self.last_served = 0.0  # monotonic time the last one was answered
         # wakes the background backfill: a store opened (its vectors to load) or one with
         # memories to embed
         self.vectors_wanted = Nudge()
@@ -242,6 +246,17 @@ class Runtime:
 
     def opened(self) -> list[Tenant]:
         return list(self._tenants.values())
+
+    @contextmanager
+    def serving_one(self) -> Iterator[None]:
+        """Around each request: what `trim_when_idle` waits on (event loop only)."""
+        self.serving += 1
+        try:
+            yield
+        finally:
+            self.serving -= 1
+            self.served += 1
+            self.last_served = time.monotonic()
 
     def touch(self, tenant: Tenant) -> None:
         """Record tool traffic in the data directory (the dream worker yields to it)."""

@@ -17,6 +17,7 @@ from dreamwell.server.app import (
     build_server,
     checkpoint_forever,
     sweep_forever,
+    trim_when_idle,
 )
 from dreamwell.server.config import Settings
 from dreamwell.server.dream_edge import dream_forever, enrich_forever
@@ -66,6 +67,7 @@ async def serve(settings: Settings) -> None:
         else:  # ask uvicorn to exit: cancelled mid-serve, its lifespan task logs a traceback
             tg.start_soon(_stop_on_signal, lambda: setattr(server, "should_exit", True))
         tg.start_soon(sweep_forever, runtime)
+        tg.start_soon(trim_when_idle, runtime)
         tg.start_soon(backfill_forever, runtime)
         tg.start_soon(checkpoint_forever, runtime)
         if settings.dream_every:
