@@ -36,13 +36,18 @@ import anyio
 from mcp import Client, StdioServerParameters
 from scale_bench import OBJECTS, SUBJECTS, VERBS, _server_pid, _until_idle, rss_mib, rss_split
 
+from dreamwell.server.app import TRIM_QUIET
+
 ID = re.compile(r"\b[0-9a-f]{12}\b")
 QUOTED = re.compile(r"'[^']*'")
 
 
 async def settled_rss(pid: int) -> float:
-    """RSS once the server is idle: the least of three readings half a second apart."""
+    """RSS once the server is idle: the least of three readings half a second apart, taken
+    after the heap has been handed back (the server does that within 2 x TRIM_QUIET seconds
+    of its last request)."""
     await _until_idle(pid)
+    await anyio.sleep(2 * TRIM_QUIET)
     readings = []
     for _ in range(3):
         readings.append(rss_mib(pid))

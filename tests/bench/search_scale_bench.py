@@ -7,8 +7,9 @@ search costs does not depend on the vectors' values, and embedding 100,000 texts
 take half an hour). Then starts `dreamwell serve` on it, waits until the server has loaded
 the vectors and gone idle, and times `search_memory` through the `mcp` client: hybrid (the
 default: e5 query embedding, BM25, the two-stage vector search, contextual scores) and BM25
-only. Prints p50/p95, the server's RSS, and the raw limits of this machine in the same run:
-one e5 query embedding, a bare numpy float32 cosine top-100 over N x 384, Tantivy top-100.
+only. Prints p50/p95, the server's RSS (right after the searches, and once idle), and the
+raw limits of this machine in the same run: one e5 query embedding, a bare numpy float32
+cosine top-100 over N x 384, Tantivy top-100.
 
 Run: python tests/bench/search_scale_bench.py [--n 100000] [--searches 300] [--data-dir DIR]
 
@@ -45,6 +46,7 @@ from scale_bench import (
     tantivy_limit,
 )
 
+from dreamwell.server.app import TRIM_QUIET
 from dreamwell.stores import LongTermStore, MemoryEntry, OnnxE5, new_id, utcnow
 from dreamwell.stores.layout import DataDir
 
@@ -156,6 +158,8 @@ async def measure(data: Path, searches: int, env: dict[str, str]) -> tuple[list[
             said = " ".join(getattr(c, "text", "") for c in result.content)
             assert said.startswith("Found "), said  # the queries' words are in the store
         rss = rss_split(pid)
+        await anyio.sleep(TRIM_QUIET + 1.5)  # the server hands its heap back once idle
+        rss += f", {rss_split(pid)} once idle"
     return times, rss
 
 
