@@ -50,9 +50,16 @@ class Held:
     centre: Matrix | None = None
 
     @staticmethod
-    def exact(capacity: int, dim: int) -> Held:
+    def empty(capacity: int, dim: int, centre: Matrix | None = None) -> Held:
+        """No rows yet: float32, or with `centre` int8 steps from it."""
         # zeros come from calloc: the kernel maps the capacity's pages when they are written
-        return Held(np.zeros((capacity, dim), dtype=np.float32))
+        if centre is None:
+            return Held(np.zeros((capacity, dim), dtype=np.float32))
+        return Held(
+            np.zeros((capacity, dim), dtype=np.int8),
+            np.ones(capacity, dtype=np.float32),
+            np.asarray(centre, dtype=np.float32),
+        )
 
     @property
     def dim(self) -> int:
@@ -97,35 +104,24 @@ class Held:
         self.scale[rows] = scale
 
     def grown(self, capacity: int) -> Held:
-        matrix = np.zeros((capacity, self.dim), dtype=self.matrix.dtype)
-        matrix[: len(self.matrix)] = self.matrix
-        if self.scale is None:
-            return Held(matrix)
-        scale = np.ones(capacity, dtype=np.float32)
-        scale[: len(self.scale)] = self.scale
-        return Held(matrix, scale, self.centre)
+        held = slice(0, len(self.matrix))
+        return self.taken(capacity, held, held)
 
     def to_int8(self, centre: Matrix, filled: int) -> Held:
         """This float32 matrix held as int8 steps from `centre` (rows from `filled` on are
         empty), in slices: no second float32 copy of it all."""
         assert self.scale is None
-        capacity = len(self.matrix)
-        out = Held(
-            np.zeros((capacity, self.dim), dtype=np.int8),
-            np.ones(capacity, dtype=np.float32),
-            np.asarray(centre, dtype=np.float32),
-        )
+        out = Held.empty(len(self.matrix), self.dim, centre)
         for start in range(0, filled, 16384):
             part = slice(start, min(filled, start + 16384))
             out.put(part, self.matrix[part])
         return out
 
-    def taken(self, capacity: int, rows: npt.NDArray[np.int64], to: npt.NDArray[np.int64]) -> Held:
+    def taken(self, capacity: int, rows: Index, to: Index) -> Held:
         """A new Held of `capacity` rows holding this one's `rows` at `to`, as they are."""
-        matrix = np.zeros((capacity, self.dim), dtype=self.matrix.dtype)
-        matrix[to] = self.matrix[rows]
-        if self.scale is None:
-            return Held(matrix)
-        scale = np.ones(capacity, dtype=np.float32)
-        scale[to] = self.scale[rows]
-        return Held(matrix, scale, self.centre)
+        out = Held.empty(capacity, self.dim, self.centre)
+        out.matrix[to] = self.matrix[rows]
+        if self.scale is not None:
+            assert out.scale is not None
+            out.scale[to] = self.scale[rows]
+        return out

@@ -240,6 +240,19 @@ def _quote(ids: Iterable[str]) -> str:
     return ", ".join("'" + i.replace("'", "''") + "'" for i in ids)
 
 
+def _by_length(
+    vectors: pa.Array,
+) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]]:
+    """The rows of a list column that hold a vector, grouped by its length: (their row
+    numbers, one float32 matrix of their vectors). Never a Python float per value."""
+    lengths = pc.fill_null(pc.list_value_length(vectors), 0).to_numpy()
+    for length in np.unique(lengths[lengths > 0]).tolist():
+        rows = np.flatnonzero(lengths == length)
+        same = vectors if len(rows) == len(vectors) else vectors.take(pa.array(rows))
+        matrix = same.flatten().to_numpy().astype(np.float32, copy=False)
+        yield rows, matrix.reshape(len(rows), length)
+
+
 class MemoryTable:
     """LanceDB table `memories` under `path`, read at its latest version on every call."""
 
@@ -383,18 +396,10 @@ class MemoryTable:
             lambda r: r["vector_model"] == model,
         )
         for batch in table.to_batches(rows):
-            vectors = batch.column("vector")
-            lengths = pc.fill_null(pc.list_value_length(vectors), 0).to_numpy()
-            for length in np.unique(lengths[lengths > 0]).tolist():
-                picked = np.flatnonzero(lengths == length)
-                same = batch if len(picked) == len(batch) else batch.take(pa.array(picked))
-                matrix = same.column("vector").flatten().to_numpy().astype(np.float32)
-                contents = same.column("content").to_pylist()
-                yield (
-                    same.column("id").to_pylist(),
-                    [text_hash(c) for c in contents],
-                    matrix.reshape(len(picked), length),
-                )
+            ids, contents = batch.column("id").to_pylist(), batch.column("content").to_pylist()
+            for picked, matrix in _by_length(batch.column("vector")):
+                got = picked.tolist()
+                yield [ids[r] for r in got], [text_hash(contents[r]) for r in got], matrix
 
     def stored_vectors(self, ids: Sequence[str]) -> dict[str, StoredVector]:
         """Whatever vectors `ids` have, of any model."""
@@ -418,12 +423,7 @@ class MemoryTable:
         contents = table["content"].to_pylist()
         start = 0
         for chunk in table["vector"].chunks:  # the column as read: no combined copy
-            lengths = pc.fill_null(pc.list_value_length(chunk), 0).to_numpy()
-            for length in np.unique(lengths[lengths > 0]).tolist():
-                rows = np.flatnonzero(lengths == length)
-                same = chunk if len(rows) == len(chunk) else chunk.take(pa.array(rows))
-                matrix = same.flatten().to_numpy().astype(np.float32, copy=False)
-                matrix = matrix.reshape(len(rows), length)
+            for rows, matrix in _by_length(chunk):
                 for k, row in enumerate((rows + start).tolist()):
                     out[ids[row]] = StoredVector(models[row], matrix[k], text_hash(contents[row]))
             start += len(chunk)

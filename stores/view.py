@@ -345,36 +345,23 @@ class Rows:
 
     def set_vector(self, entry_id: str, model: str, vector: VectorLike) -> None:
         """Take a vector of `model`; vectors of another model or dimension reset the matrix."""
-        array = np.asarray(vector, dtype=np.float32)
-        if self.model != model or self.vec is None or self.vec.dim != len(array):
+        row = self._row(entry_id)
+        self.set_vectors(model, np.asarray(vector, dtype=np.float32)[None, :], np.array([row]))
+
+    def set_vectors(self, model: str, block: Matrix, rows: npt.NDArray[np.int64]) -> None:
+        """Set the vectors of `rows` (float32) in that order, as one by one: the centres are
+        computed at the same counts, so the held rows and sign bits, and with them every
+        search, come out the same however they arrive. Loading a store's vectors this way
+        makes no object per vector."""
+        if len(rows) == 0:
+            return
+        if self.model != model or self.vec is None or self.vec.dim != block.shape[1]:
             self.model = model
-            self.vec = Held.exact(len(self.live), len(array))
+            self.vec = Held.empty(len(self.live), block.shape[1])
             self.codes = None
             self._centred_at = 0
             self.has_vec[:] = False
             self._set = 0
-        row = self._row(entry_id)
-        assert self.vec is not None
-        self.vec.put([row], array[None, :])
-        self.has_vec[row] = True
-        self._set += 1
-        if self.codes is not None and self._set < 4 * self._centred_at:
-            centre, bits = self.codes
-            bits[:, row] = sign_words(self.vec.rows([row]) - centre)[0]
-        elif self._set > self.rescore:
-            self._centre()
-        self._refresh(row)
-
-    def set_vectors(self, model: str, block: Matrix, rows: npt.NDArray[np.int64]) -> None:
-        """Set the vectors of `rows` (float32) as `set_vector` would one after the other, in
-        that order: the centres are computed at the same counts, so the held rows and sign
-        bits, and with them every search, come out the same. Loading a store's vectors this
-        way makes no object per vector."""
-        if len(rows) == 0:
-            return
-        if self.model != model or self.vec is None or self.vec.dim != block.shape[1]:
-            self.set_vector(self.ids[int(rows[0])], model, block[0])
-            block, rows = block[1:], rows[1:]
         assert self.vec is not None
         done = 0
         while done < len(rows):
