@@ -63,10 +63,13 @@ class Vectors:
         m = self.parts.mirror
         if self.embedder is None or m.vectors_ready:
             return
+        with m.lock:
+            m.rows.defer_index = True  # the lists once, at the end (a store of a million)
         for ids, hashes, matrix in self.parts.table.vector_blocks(self.embedder.name):
             with m.lock:
                 m.adopt_block(ids, hashes, matrix)
         with m.lock:
+            m.rows.index_now()
             m.vectors_ready = True
         if self.missing():
             m.want_vectors()

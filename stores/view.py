@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from dreamwell.stores import ivf
 from dreamwell.stores.held import Held
 from dreamwell.stores.model import FOLLOWS, MemoryEntry, VectorLike, text_hash
 from dreamwell.stores.packed import (
@@ -50,6 +51,8 @@ from dreamwell.stores.packed import (
     text_digest,
     unpack,
 )
+from dreamwell.stores.signs import best as best_signs
+from dreamwell.stores.signs import sign_words, similarity
 from dreamwell.stores.tagsets import TagSets
 
 Matrix = npt.NDArray[np.float32]
@@ -59,15 +62,6 @@ RADIUS = 2  # contextual links followed each way for the contextual vector (up t
 TEXT_RADIUS = 1  # ... and for the contextual keyword field: two links there doubled what the
 # background index work per save costs (save p50 at 10k 7.0 -> 11.2 ms) for no recall
 # (dev split R@10 .774 with one link, .777 with two: tests/bench/tune_hybrid.py --levers)
-
-
-def sign_words(vectors: npt.NDArray[Any]) -> npt.NDArray[np.uint64]:
-    """Sign bits of each row, padded to whole 64-bit words: (rows, words)."""
-    rows, dim = vectors.shape
-    words = -(-dim // 64)
-    packed = np.zeros((rows, words * 8), dtype=np.uint8)
-    packed[:, : -(-dim // 8)] = np.packbits(vectors > 0, axis=1)
-    return packed.view(np.uint64)
 
 
 @dataclass(frozen=True)
@@ -221,6 +215,11 @@ class Rows:
         # always pairs bits with the centre they were made from.
         self.codes: tuple[Matrix, npt.NDArray[np.uint64]] | None = None
         self._centred_at = 0  # vectors set when the centre was last computed
+        # from ivf.INDEX_AT vectors: lists over the rows (stores/ivf.py), and every row's
+        # contextual vector's sign bits (words x rows, from the same centre)
+        self.index: ivf.Index | None = None
+        self.defer_index = False  # while a store's vectors load: the lists once at the end
+        self.ctx_bits: npt.NDArray[np.uint64] | None = None
         self.model: str | None = None
         self.cat_names: list[str] = []
         self._cat_id: dict[str, int] = {}
@@ -270,6 +269,10 @@ class Rows:
             bits = np.zeros((old.shape[0], capacity), dtype=np.uint64)
             bits[:, : old.shape[1]] = old
             self.codes = (centre, bits)
+        if self.ctx_bits is not None:
+            ctx_bits = np.zeros((self.ctx_bits.shape[0], capacity), dtype=np.uint64)
+            ctx_bits[:, : self.ctx_bits.shape[1]] = self.ctx_bits
+            self.ctx_bits = ctx_bits
 
     def put(self, entry: MemoryEntry) -> None:
         row = self._row(entry.id)
@@ -316,16 +319,26 @@ class Rows:
 
     def _refresh(self, row: int) -> None:
         """Recompute the contextual norms of `row` and of every row whose context holds it."""
-        for r in (row, *self._around(row)):
+        touched = [row, *self._around(row)]
+        for r in touched:
             self.ctx_norm[r] = self._ctx_norm(r)
+        self._relisted(np.asarray(touched, dtype=np.int64))
+
+    def _ctx_total(self, row: int) -> Matrix | None:
+        """The sum of `row`'s vector and its usable neighbours' (None: it has no vector or no
+        such neighbour, and is its own context)."""
+        if self.vec is None or not self.has_vec[row]:
+            return None
+        around = [r for r in self._around(row) if self.has_vec[r] and self.live[r]]
+        if not around:
+            return None
+        total: Matrix = self.vec.rows([row, *around]).sum(axis=0)
+        return total
 
     def _ctx_norm(self, row: int) -> float:
-        if self.vec is None or not self.has_vec[row]:
+        total = self._ctx_total(row)
+        if total is None:  # its own context: scored as the plain cosine is (unit vectors)
             return 1.0
-        around = [r for r in self._around(row) if self.has_vec[r] and self.live[r]]
-        if not around:  # its own context: scored as the plain cosine is (unit vectors)
-            return 1.0
-        total = self.vec.rows([row, *around]).sum(axis=0)
         return max(float(np.linalg.norm(total)), 1e-6)
 
     def neighbours(self, entry_id: str) -> list[str]:
@@ -379,6 +392,11 @@ class Rows:
                 bits[:, rows[part]] = sign_words(self.vec.rows(rows[part]) - centre).T
             elif self._set > self.rescore:
                 self._centre()
+        index = self.index
+        if index is None and self.codes is not None and self._set >= ivf.INDEX_AT:
+            self._index()
+        elif index is not None and index is self.index and not index.plain.add(rows):
+            self._index(index)
         self._refresh_many(rows)
 
     def _refresh_many(self, rows: npt.NDArray[np.int64]) -> None:
@@ -390,6 +408,70 @@ class Rows:
             touched.update((row, *self._around(row)))
         for row in sorted(touched):
             self.ctx_norm[row] = self._ctx_norm(row)
+        self._relisted(np.union1d(rows, np.fromiter(touched, np.int64, len(touched))))
+
+    def _relisted(self, rows: npt.NDArray[np.int64]) -> None:
+        """With lists: the contextual sign bits of `rows`, whose context changed, and
+        `rows` put in the contextual lists' tail (new lists when it is full)."""
+        index, ctx_bits, codes = self.index, self.ctx_bits, self.codes
+        if index is None or ctx_bits is None or codes is None or len(rows) == 0:
+            return
+        ctx_bits[:, rows] = sign_words(self._contexts(rows) - codes[0]).T
+        if not index.context.add(rows):
+            self._index(index)
+
+    def _contexts(self, rows: npt.NDArray[np.int64]) -> Matrix:
+        """The contextual vectors of `rows`, normalised: each row's vector plus its usable
+        neighbours' (a row without is its own context; a row without a vector, zeros)."""
+        assert self.vec is not None
+        out = np.zeros((len(rows), self.vec.dim), dtype=np.float32)
+        hops, _ = self._links(self.n)
+        has = self.has_vec[rows]
+        out[has] = self.vec.rows(rows[has])
+        usable = self.has_vec[: self.n] & self.live[: self.n]
+        for hop in hops:
+            near = hop[rows]
+            ok = near >= 0
+            ok[ok] = usable[near[ok]]
+            ok &= has
+            out[ok] += self.vec.rows(near[ok])
+        out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-6)
+        return out
+
+    def _index(self, previous: ivf.Index | None = None) -> None:
+        """Lists over the rows with a vector and over their contextual vectors, and every
+        row's contextual sign bits. With `previous` (same centre) its quantisers and its rows'
+        places are kept; else the quantisers are trained anew. Below ivf.INDEX_AT vectors
+        (or while loading: `defer_index`), none."""
+        codes, vec = self.codes, self.vec
+        n = self.n
+        rows = np.flatnonzero(self.has_vec[:n])
+        if codes is None or vec is None or len(rows) < ivf.INDEX_AT or self.defer_index:
+            self.index = self.ctx_bits = None
+            return
+        centre, bits = codes
+        if previous is not None and previous.centre is centre and self.ctx_bits is not None:
+            ctx_bits = self.ctx_bits
+            plain = ivf.listed(previous.plain.quantiser, rows, vec.rows, bits, previous.plain)
+            context = ivf.listed(
+                previous.context.quantiser, rows, self._contexts, ctx_bits, previous.context
+            )
+        else:
+            ctx_bits = np.zeros_like(bits)
+            for start in range(0, n, ivf.BLOCK):
+                block = np.arange(start, min(n, start + ivf.BLOCK))
+                ctx_bits[:, block] = sign_words(self._contexts(block) - centre).T
+            plain = ivf.listed(ivf.train(rows, vec.rows), rows, vec.rows, bits)
+            context = ivf.listed(ivf.train(rows, self._contexts), rows, self._contexts, ctx_bits)
+        self.ctx_bits = ctx_bits
+        self.index = ivf.Index(centre, plain, context)
+
+    def index_now(self) -> None:
+        """End `defer_index` (a store's vectors are loaded): the lists, if there are enough
+        vectors for them."""
+        self.defer_index = False
+        if self.index is None:
+            self._index()
 
     def _centre(self) -> None:
         """(Re)compute the centre as the mean vector and every row's sign bits from it: when
@@ -410,6 +492,7 @@ class Rows:
             bits[:, start : start + len(block)] = sign_words(block).T
         self.codes = (centre, bits)
         self._centred_at = self._set = len(have)
+        self._index()
 
     def compacted(self, entries: Iterable[MemoryEntry]) -> Rows:
         """A new Rows with rows for `entries` only (the rows of deleted entries dropped) and
@@ -514,8 +597,15 @@ class Rows:
         size = max(n, named) + 1
         usable = np.zeros(size, dtype=bool)
         usable[:n] = self.has_vec[:n] & self.live[:n]
+        index, ctx_bits = self.index, self.ctx_bits
+        # the lists: with a vector index of this centre, unless a filter allows a quarter of
+        # the rows or fewer (scanning their own bits reads less than probing)
+        listed = index is not None and codes is not None and index.centre is codes[0]
         if count <= self.rescore or codes is None:
             plain_rows = context_rows = np.flatnonzero(allowed)
+        elif listed and ctx_bits is not None and count > n // 4:
+            assert index is not None
+            plain_rows, context_rows = self._probed(index, codes[1], ctx_bits, q, allowed, count)
         else:
             plain_rows, context_rows = self._candidates(codes, q, allowed, count, usable, hops)
         scores = np.zeros(size, dtype=np.float32)
@@ -571,13 +661,13 @@ class Rows:
         rows = np.flatnonzero(allowed) if not whole else None
         pick: slice | npt.NDArray[np.int64] = slice(0, n) if rows is None else rows
         if count > n // 4:
-            close = self._sign_similarity(bits[:, :n], words)
+            close = similarity(bits[:, :n], words)
         else:
             assert rows is not None
             scan = self._with_linked(rows, hops, n)
             close = np.zeros(n, dtype=np.int16)
-            close[scan] = self._sign_similarity(bits[:, scan], words)
-        plain = self._best_signs(close[pick], max(self.rescore, count // 64), bound)
+            close[scan] = similarity(bits[:, scan], words)
+        plain = best_signs(close[pick], max(self.rescore, count // 64), bound)
         plain = plain if rows is None else rows[plain]
         if not hops:
             return plain, plain
@@ -587,6 +677,25 @@ class Rows:
         # a quarter as many for the contextual ranking: each also needs its neighbours' cosines
         best = self._best(around, max(self.rescore // 4, count // 256))
         return plain, best if rows is None else rows[best]
+
+    def _probed(
+        self,
+        index: ivf.Index,
+        bits: npt.NDArray[np.uint64],
+        ctx_bits: npt.NDArray[np.uint64],
+        q: Matrix,
+        allowed: npt.NDArray[np.bool_],
+        count: int,
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """The rows to rescore for the plain and the contextual ranking, from the lists: the
+        leaves nearest the query, and the rows changed since (stores/ivf.py)."""
+        words = sign_words(q[None, :] - index.centre)[0]
+        least = self.rescore
+        plain = index.plain.best(q, ivf.PLAIN_SHARE, words, bits, allowed, count, least)
+        context = index.context.best(
+            q, ivf.CONTEXT_SHARE, words, ctx_bits, allowed, count, least // 4
+        )
+        return plain, context
 
     @staticmethod
     def _with_linked(
@@ -619,36 +728,6 @@ class Rows:
         """Per row of `rows`: its own value plus its neighbours' (`near` is 0 for rows that do
         not count and has a trailing 0 that index -1, no neighbour, reads)."""
         return own[rows] + sum(near[hop[rows]] for hop in hops)
-
-    @staticmethod
-    def _sign_similarity(
-        bits: npt.NDArray[np.uint64], query_words: npt.NDArray[np.uint64]
-    ) -> npt.NDArray[np.int16]:
-        """Per column of `bits`: signs that agree with the query's minus those that do not
-        (a monotone estimate of the cosine; one pass per word)."""
-        n = bits.shape[1]
-        word = np.empty(n, dtype=np.uint64)
-        count = np.empty(n, dtype=np.uint8)
-        differ = np.zeros(n, dtype=np.int16)
-        for w, q in enumerate(query_words):
-            np.bitwise_xor(bits[w], q, out=word)
-            np.bitwise_count(word, out=count)
-            np.add(differ, count, out=differ)
-        differ *= -2
-        differ += 64 * bits.shape[0]
-        return differ
-
-    @staticmethod
-    def _best_signs(values: npt.NDArray[np.int16], k: int, bound: int) -> npt.NDArray[np.int64]:
-        """Indices of k largest values among integers in [-bound, bound], by a histogram: a
-        quarter of what argpartition takes over a million rows."""
-        if k >= len(values):
-            return np.arange(len(values))
-        counts = np.bincount((values + bound).view(np.uint16), minlength=2 * bound + 1)
-        at_least = np.cumsum(counts[::-1])  # [j]: how many values are >= bound - j
-        cut = bound - int(np.searchsorted(at_least, k))  # the k-th largest value
-        over = np.flatnonzero(values > cut)
-        return np.concatenate([over, np.flatnonzero(values == cut)[: k - len(over)]])
 
     @staticmethod
     def _best(values: npt.NDArray[Any], k: int) -> npt.NDArray[np.int64]:

@@ -9,6 +9,7 @@ import itertools
 import numpy as np
 import numpy.typing as npt
 
+from dreamwell.stores import signs
 from dreamwell.stores.held import quantize
 from dreamwell.stores.model import FOLLOWS, MemoryEntry, utcnow
 from dreamwell.stores.view import Rows
@@ -227,7 +228,7 @@ def test_the_histogram_selection_keeps_the_k_largest_sign_scores() -> None:
     rng = np.random.default_rng(12)
     for n, k in ((10_000, 156), (5_000, 2_048), (300, 300), (300, 500), (1, 1)):
         values = (rng.binomial(384, 0.5, n) * 2 - 384).astype(np.int16)
-        got = Rows._best_signs(values, k, 384)
+        got = signs.best(values, k, 384)
         assert len(got) == min(k, n) and len(set(got.tolist())) == len(got)
         assert sorted(values[got].tolist()) == sorted(values.tolist())[-len(got) :]
 

@@ -1,0 +1,215 @@
+"""An inverted file over the rows' sign bits, for stores too large to scan every row.
+
+Below INDEX_AT vectors a search scans every allowed row's sign bits (`view.Rows`), which
+at a million rows took 38 ms of a search with the contextual ranking. From INDEX_AT on, the
+rows are also grouped into LEAVES lists by a two-level k-means quantiser (COARSE cells of
+FINE leaves each: a row is assigned with 64 dot products, not 1,024), once by their vector
+and once by their contextual vector. Each list keeps its rows' sign bits contiguous, in list
+order. A search ranks the leaves by its query, scans the sign bits of the nearest leaves
+holding a PROBE_SHARE of the rows, and of the tail (rows whose vector or context changed
+since the lists were made), and gives an exact cosine to the best of them, as below
+INDEX_AT. Rows deleted since stay in their list and are dropped by the search's mask.
+
+`Lists` is made whole and never changed but for its tail, which only grows (a reader reads
+the count, then the rows below it). When a tail is full the rows' owner assigns the tail's
+rows to leaves and makes new lists with the same quantiser; when the centre of the sign bits
+moves (the vectors quadrupled) it trains a new quantiser.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from dreamwell.stores.signs import best, similarity
+
+Matrix = npt.NDArray[np.float32]
+Ints = npt.NDArray[np.int64]
+Bits = npt.NDArray[np.uint64]
+
+INDEX_AT = 200_000  # vectors from which searches probe the lists
+COARSE = 32
+FINE = 32  # leaves per coarse cell at a million rows; fewer below (about sqrt(rows) leaves)
+SAMPLE = 65_536  # vectors the quantiser is trained on
+ROUNDS = 8  # k-means iterations per level
+# a search scans the sign bits of the nearest leaves holding a 16th of the rows and gives an
+# exact cosine to a 16th of those; in the contextual lists an 8th and a 32nd (each contextual
+# candidate also needs its neighbours' cosines). See the module's docstring for the recall.
+PLAIN_SHARE = (16, 16)
+CONTEXT_SHARE = (8, 32)
+BLOCK = 16_384  # rows assigned at a time (a float32 copy of the block, not of every row)
+
+
+def nearest(x: Matrix, centres: Matrix) -> npt.NDArray[np.int32]:
+    """Per row of `x`, the closest of `centres` by Euclidean distance."""
+    bias = 0.5 * np.einsum("ij,ij->i", centres, centres)
+    out: npt.NDArray[np.int32] = np.argmax(x @ centres.T - bias, axis=1).astype(np.int32)
+    return out
+
+
+def kmeans(x: Matrix, k: int, rng: np.random.Generator, rounds: int = ROUNDS) -> Matrix:
+    """`k` centres of the rows of `x` by Lloyd's iterations from `k` random rows (rows are
+    repeated when there are fewer than `k`; a centre left with no row keeps its place)."""
+    centres = x[rng.choice(len(x), k, replace=len(x) < k)].copy()
+    for _ in range(rounds):
+        near = nearest(x, centres)
+        counts = np.bincount(near, minlength=k)
+        sums = np.zeros_like(centres)
+        np.add.at(sums, near, x)
+        filled = counts > 0
+        centres[filled] = sums[filled] / counts[filled, None]
+    return centres
+
+
+@dataclass(frozen=True)
+class Quantiser:
+    coarse: Matrix  # COARSE x dim
+    leaves: Matrix  # (COARSE x fine) x dim: `fine` leaves per coarse cell, cell by cell
+
+    @property
+    def fine(self) -> int:
+        return len(self.leaves) // len(self.coarse)
+
+    @staticmethod
+    def train(sample: Matrix, rows: int, seed: int = 0) -> Quantiser:
+        """Trained on `sample` for lists of about `rows` rows: about sqrt(rows) leaves (a
+        thousand at a million), so that a leaf holds about as many rows as there are leaves."""
+        fine = int(np.clip(np.ceil(np.sqrt(rows) / COARSE), 2, FINE))
+        rng = np.random.default_rng(seed)
+        coarse = kmeans(sample, COARSE, rng)
+        cell = nearest(sample, coarse)
+        leaves = np.empty((COARSE * fine, sample.shape[1]), dtype=np.float32)
+        for c in range(COARSE):
+            members = sample[cell == c]
+            if len(members) == 0:
+                members = coarse[c : c + 1]
+            leaves[c * fine : (c + 1) * fine] = kmeans(members, fine, rng)
+        return Quantiser(coarse, leaves)
+
+    def assign(self, x: Matrix) -> npt.NDArray[np.int32]:
+        """The leaf of each row: its nearest coarse cell, then that cell's nearest leaf."""
+        cell = nearest(x, self.coarse)
+        out = np.empty(len(x), dtype=np.int32)
+        for c in np.unique(cell).tolist():
+            members = np.flatnonzero(cell == c)
+            leaves = self.leaves[c * self.fine : (c + 1) * self.fine]
+            out[members] = c * self.fine + nearest(x[members], leaves)
+        return out
+
+    def ranked(self, q: Matrix) -> Ints:
+        """Every leaf, nearest to `q` first."""
+        scores = self.leaves @ q - 0.5 * np.einsum("ij,ij->i", self.leaves, self.leaves)
+        return np.argsort(-scores).astype(np.int64)
+
+
+class Lists:
+    """Rows grouped by leaf (`rows[starts[l]:starts[l + 1]]` are leaf l's) with their sign
+    bits in the same order, and the tail: rows whose vector changed since (their bits are
+    read from the owner's columns, which are current)."""
+
+    def __init__(
+        self, quantiser: Quantiser, rows: Ints, leaf: npt.NDArray[np.int32], bits: Bits
+    ) -> None:
+        self.quantiser = quantiser
+        order = np.argsort(leaf, kind="stable")
+        self.rows: Ints = rows[order]
+        self.leaf: npt.NDArray[np.int32] = leaf[order]
+        self.bits: Bits = np.ascontiguousarray(bits[:, self.rows])
+        self.sizes = np.bincount(leaf, minlength=len(quantiser.leaves))
+        self.starts: Ints = np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)
+        self.tail: Ints = np.empty(max(1024, len(rows) // 32), dtype=np.int64)
+        self.tail_n = 0
+
+    def add(self, rows: Ints) -> bool:
+        """Put `rows` in the tail (one writer at a time); False when they do not fit."""
+        end = self.tail_n + len(rows)
+        if end > len(self.tail):
+            return False
+        self.tail[self.tail_n : end] = rows
+        self.tail_n = end  # after the rows: a reader reads the count first
+        return True
+
+    def placed(self, n: int) -> npt.NDArray[np.int32]:
+        """Per row below `n`, its leaf (-1: not in the lists, or in the tail since)."""
+        leaf_of = np.full(n, -1, dtype=np.int32)
+        kept = self.rows < n
+        leaf_of[self.rows[kept]] = self.leaf[kept]
+        tail = self.tail[: self.tail_n]
+        leaf_of[tail[tail < n]] = -1
+        return leaf_of
+
+    def best(
+        self,
+        q: Matrix,
+        share: tuple[int, int],
+        query: Bits,
+        current: Bits,
+        allowed: npt.NDArray[np.bool_],
+        count: int,
+        least: int,
+    ) -> Ints:
+        """The allowed rows (`count` of them) among the leaves nearest `q` that hold a
+        `share[0]`-th of the rows (more under a filter, so that as many allowed rows are
+        probed) and the tail, the best `share[1]`-th of those (at least `least`) by agreeing
+        signs, sorted, once each. `current` holds every row's bits as they are now (for the
+        tail)."""
+        n = len(allowed)
+        want = len(self.rows) * n // (share[0] * max(count, 1))
+        ranked = self.quantiser.ranked(q)
+        tail = self.tail[: self.tail_n]
+        tail = tail[tail < n]
+        enough = int(np.searchsorted(np.cumsum(self.sizes[ranked]), want)) + 1
+        chosen = ranked[:enough]
+        sizes = self.sizes[chosen]
+        # the positions of the chosen leaves' rows: one arange, shifted leaf by leaf
+        shift = np.repeat(self.starts[chosen] - np.cumsum(sizes) + sizes, sizes)
+        at = np.arange(len(shift)) + shift
+        rows = np.concatenate([self.rows[at], tail])
+        close = np.concatenate(
+            [similarity(self.bits[:, at], query), similarity(current[:, tail], query)]
+        )
+        ok = rows < n
+        ok[ok] = allowed[rows[ok]]
+        rows, close = rows[ok], close[ok]
+        pick = best(close, max(least, len(rows) // share[1]), 64 * len(query))
+        return np.unique(rows[pick])
+
+
+@dataclass(frozen=True)
+class Index:
+    """The lists over a store's vectors and over its contextual vectors, each with its own
+    quantiser, made with the sign bits of one centre (a search uses them only with that
+    centre's bits)."""
+
+    centre: Matrix
+    plain: Lists
+    context: Lists
+
+
+def train(rows: Ints, vectors: Callable[[Ints], Matrix]) -> Quantiser:
+    rng = np.random.default_rng(len(rows))
+    sample = np.sort(rng.choice(rows, min(SAMPLE, len(rows)), replace=False))
+    return Quantiser.train(vectors(sample), len(rows))
+
+
+def listed(
+    quantiser: Quantiser,
+    rows: Ints,
+    vectors: Callable[[Ints], Matrix],
+    bits: Bits,
+    previous: Lists | None = None,
+) -> Lists:
+    """Lists of `rows` (`vectors(rows)` gives theirs as float32, `bits` every row's sign
+    bits). With `previous` (made with the same quantiser) rows it placed keep their leaf,
+    and only the others are assigned."""
+    n = int(rows.max()) + 1 if len(rows) else 0
+    leaf_of = previous.placed(n) if previous is not None else np.full(n, -1, dtype=np.int32)
+    leaf = leaf_of[rows]
+    todo = np.flatnonzero(leaf < 0)
+    for start in range(0, len(todo), BLOCK):
+        block = todo[start : start + BLOCK]
+        leaf[block] = quantiser.assign(vectors(rows[block]))
+    return Lists(quantiser, rows, leaf, bits)
