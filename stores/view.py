@@ -414,7 +414,10 @@ class Rows:
         """With lists: the contextual sign bits of `rows`, whose context changed, and
         `rows` put in the contextual lists' tail (new lists when it is full)."""
         index, ctx_bits, codes = self.index, self.ctx_bits, self.codes
-        if index is None or ctx_bits is None or codes is None or len(rows) == 0:
+        if index is None or ctx_bits is None or codes is None:
+            return
+        rows = rows[self.has_vec[rows]]  # a row without a vector is never a candidate
+        if len(rows) == 0:
             return
         ctx_bits[:, rows] = sign_words(self._contexts(rows) - codes[0]).T
         if not index.context.add(rows):
@@ -422,19 +425,30 @@ class Rows:
 
     def _contexts(self, rows: npt.NDArray[np.int64]) -> Matrix:
         """The contextual vectors of `rows`, normalised: each row's vector plus its usable
-        neighbours' (a row without is its own context; a row without a vector, zeros)."""
+        neighbours' (a row without is its own context; a row without a vector, zeros). A
+        few rows (a save's) follow their links; many (the lists being made) use the link
+        arrays, which a save's new link would make again at the size of the store."""
         assert self.vec is not None
-        out = np.zeros((len(rows), self.vec.dim), dtype=np.float32)
-        hops, _ = self._links(self.n)
-        has = self.has_vec[rows]
-        out[has] = self.vec.rows(rows[has])
-        usable = self.has_vec[: self.n] & self.live[: self.n]
-        for hop in hops:
-            near = hop[rows]
-            ok = near >= 0
-            ok[ok] = usable[near[ok]]
-            ok &= has
-            out[ok] += self.vec.rows(near[ok])
+        vec = self.vec
+        out = np.zeros((len(rows), vec.dim), dtype=np.float32)
+        if len(rows) <= 64:
+            for i, row in enumerate(rows.tolist()):
+                total = self._ctx_total(row)
+                if total is not None:
+                    out[i] = total
+                elif self.has_vec[row]:
+                    out[i] = vec.rows([row])[0]
+        else:
+            hops, _ = self._links(self.n)
+            has = self.has_vec[rows]
+            out[has] = vec.rows(rows[has])
+            usable = self.has_vec[: self.n] & self.live[: self.n]
+            for hop in hops:
+                near = hop[rows]
+                ok = near >= 0
+                ok[ok] = usable[near[ok]]
+                ok &= has
+                out[ok] += vec.rows(near[ok])
         out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-6)
         return out
 
