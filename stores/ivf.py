@@ -1,19 +1,23 @@
 """An inverted file over the rows' sign bits, for stores too large to scan every row.
 
-Below INDEX_AT vectors a search scans every allowed row's sign bits (`view.Rows`), which
-at a million rows took 38 ms of a search with the contextual ranking. From INDEX_AT on, the
-rows are also grouped into LEAVES lists by a two-level k-means quantiser (COARSE cells of
-FINE leaves each: a row is assigned with 64 dot products, not 1,024), once by their vector
-and once by their contextual vector. Each list keeps its rows' sign bits contiguous, in list
-order. A search ranks the leaves by its query, scans the sign bits of the nearest leaves
-holding a PROBE_SHARE of the rows, and of the tail (rows whose vector or context changed
-since the lists were made), and gives an exact cosine to the best of them, as below
-INDEX_AT. Rows deleted since stay in their list and are dropped by the search's mask.
+Below INDEX_AT vectors a search scans every allowed row's sign bits (`view.Rows`): at a
+million rows that took 37-47 ms of a search with the contextual ranking. From INDEX_AT on,
+the rows are also grouped into COARSE x FINE lists (leaves) by a two-level k-means quantiser
+(a row is assigned with 64 dot products, not 1,024), once by their vector and once by their
+contextual vector, each with its own quantiser: a memory's context (its vector and its
+neighbours' summed) lies elsewhere than its own vector. Each list keeps its rows' sign bits
+contiguous, in list order. A search ranks the leaves by its query, scans the sign bits of
+the nearest leaves holding a share of the rows (PLAIN_SHARE, CONTEXT_SHARE) and of the tail
+(rows whose vector or context changed since the lists were made: their current bits), and
+gives an exact cosine to the best of them, as below INDEX_AT. Rows deleted since stay in
+their list and are dropped by the search's mask; a filter allowing a quarter of the rows or
+fewer scans its own rows instead.
 
 `Lists` is made whole and never changed but for its tail, which only grows (a reader reads
 the count, then the rows below it). When a tail is full the rows' owner assigns the tail's
-rows to leaves and makes new lists with the same quantiser; when the centre of the sign bits
-moves (the vectors quadrupled) it trains a new quantiser.
+rows to leaves and makes new lists with the same quantisers (at 300,000 rows, 165 ms of the
+save that filled it, once every ~10,000); when the centre of the sign bits moves (the
+vectors quadrupled) it trains new ones. A store's vectors are listed once, after loading.
 """
 
 from __future__ import annotations
@@ -30,15 +34,21 @@ Matrix = npt.NDArray[np.float32]
 Ints = npt.NDArray[np.int64]
 Bits = npt.NDArray[np.uint64]
 
-INDEX_AT = 200_000  # vectors from which searches probe the lists
+# From INDEX_AT vectors searches probe the lists. Measured with tests/bench/million_bench.py
+# --stage rows (real LoCoMo e5 vectors, two texts a memory, streams of ten; recall@10 against
+# the exact scan, plain / contextual): at 1,000,000 the lists gave 0.978 / 0.964 in 17.8 ms,
+# every row's sign bits 1.000 / 0.984 in 37-47 ms; at 500,000 0.967 / 0.936 in 9.1 ms against
+# 0.999 / 0.965 in 17.8; at 200,000 (with a 16th probed) 0.931 / 0.928 in 4.1 ms against
+# 0.997 / 0.933 in 6.6. Below a few hundred thousand rows the scan is fast and loses less.
+INDEX_AT = 500_000
 COARSE = 32
-FINE = 32  # leaves per coarse cell at a million rows; fewer below (about sqrt(rows) leaves)
+FINE = 32  # leaves per coarse cell (with sqrt(rows) leaves, recall@10 at 200,000 fell .93 -> .90)
 SAMPLE = 65_536  # vectors the quantiser is trained on
 ROUNDS = 8  # k-means iterations per level
-# a search scans the sign bits of the nearest leaves holding a 16th of the rows and gives an
-# exact cosine to a 16th of those; in the contextual lists an 8th and a 32nd (each contextual
-# candidate also needs its neighbours' cosines). See the module's docstring for the recall.
-PLAIN_SHARE = (16, 16)
+# a search scans the sign bits of the nearest leaves holding a 10th of the rows (a 16th lost
+# 0.02-0.03 of recall@10) and gives an exact cosine to a 16th of those; in the contextual lists
+# an 8th and a 32nd (each contextual candidate also needs its neighbours' cosines)
+PLAIN_SHARE = (10, 16)
 CONTEXT_SHARE = (8, 32)
 BLOCK = 16_384  # rows assigned at a time (a float32 copy of the block, not of every row)
 
@@ -74,19 +84,16 @@ class Quantiser:
         return len(self.leaves) // len(self.coarse)
 
     @staticmethod
-    def train(sample: Matrix, rows: int, seed: int = 0) -> Quantiser:
-        """Trained on `sample` for lists of about `rows` rows: about sqrt(rows) leaves (a
-        thousand at a million), so that a leaf holds about as many rows as there are leaves."""
-        fine = int(np.clip(np.ceil(np.sqrt(rows) / COARSE), 2, FINE))
+    def train(sample: Matrix, seed: int = 0) -> Quantiser:
         rng = np.random.default_rng(seed)
         coarse = kmeans(sample, COARSE, rng)
         cell = nearest(sample, coarse)
-        leaves = np.empty((COARSE * fine, sample.shape[1]), dtype=np.float32)
+        leaves = np.empty((COARSE * FINE, sample.shape[1]), dtype=np.float32)
         for c in range(COARSE):
             members = sample[cell == c]
             if len(members) == 0:
                 members = coarse[c : c + 1]
-            leaves[c * fine : (c + 1) * fine] = kmeans(members, fine, rng)
+            leaves[c * FINE : (c + 1) * FINE] = kmeans(members, FINE, rng)
         return Quantiser(coarse, leaves)
 
     def assign(self, x: Matrix) -> npt.NDArray[np.int32]:
@@ -192,7 +199,7 @@ class Index:
 def train(rows: Ints, vectors: Callable[[Ints], Matrix]) -> Quantiser:
     rng = np.random.default_rng(len(rows))
     sample = np.sort(rng.choice(rows, min(SAMPLE, len(rows)), replace=False))
-    return Quantiser.train(vectors(sample), len(rows))
+    return Quantiser.train(vectors(sample))
 
 
 def listed(
