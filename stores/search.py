@@ -10,8 +10,10 @@ takes no lock and writes nothing.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from dreamwell.stores.embedding import Embedder, EmbedderError, Reranker
@@ -69,6 +71,13 @@ def _weights(
     }
 
 
+@functools.cache
+def _query_pool() -> ThreadPoolExecutor:
+    """The threads that embed queries while their searches run BM25 (two: a second search
+    arriving meanwhile does not wait for the first one's embedding)."""
+    return ThreadPoolExecutor(max_workers=2, thread_name_prefix="dreamwell-query")
+
+
 class Searcher:
     def __init__(
         self, parts: Parts, vectors: Vectors, embedder: Embedder | None, tuning: Tuning
@@ -96,8 +105,11 @@ class Searcher:
             hits = [Hit(e, 0.0) for e in found if e is not None and matches(e, category, tag_list)]
             return hits[:limit]
         t = self.tuning
+        # the query's embedding runs on another thread while BM25 runs on this one (e5 uses
+        # one core and releases the GIL): a hybrid search costs the longer of the two, not both
+        query_vector = self._embedding(text, view)
         bm25 = self._keyword(text, view, category, tag_list) if t.keyword_weight > 0 else []
-        cosine, context = self._cosine(text, view, rows, category, tag_list)
+        cosine, context = self._cosine(query_vector, rows, category, tag_list)
         candidates = [*bm25, *cosine, *context]
         ok = _weights(view, candidates, category, tag_list)
         ranked = rank_hits(
@@ -114,17 +126,28 @@ class Searcher:
             ranked = self._rerank(t.reranker, text, ranked, view)
         return [Hit(e, s) for i, s in ranked[:limit] if (e := view.get(i)) is not None]
 
+    def _embedding(self, text: str, view: View) -> Future[list[float] | None] | None:
+        """The query's vector, being embedded on the query thread (None: no vector search)."""
+        if self.embedder is None or self.tuning.keyword_weight >= 1:
+            return None
+        if not self.vectors.complete(view):
+            return None
+        return _query_pool().submit(self._query_vector, text)
+
     def _cosine(
-        self, text: str, view: View, rows: Rows, category: str | None, tags: Sequence[str]
+        self,
+        query_vector: Future[list[float] | None] | None,
+        rows: Rows,
+        category: str | None,
+        tags: Sequence[str],
     ) -> tuple[Scored, Scored]:
         """Vector candidates: by the entry's own vector, and by its contextual neighbours'."""
-        if self.tuning.keyword_weight < 1 and self.vectors.complete(view):
-            query_vector = self._query_vector(text)
-            if query_vector is not None:
-                return rows.vector_top(
-                    query_vector, CANDIDATES, rows.mask(category, tags), self.tuning.contextual
-                )
-        return [], []
+        vector = query_vector.result() if query_vector is not None else None
+        if vector is None:
+            return [], []
+        return rows.vector_top(
+            vector, CANDIDATES, rows.mask(category, tags), self.tuning.contextual
+        )
 
     def _rerank(self, reranker: Reranker, text: str, ranked: Scored, view: View) -> Scored:
         """Deep search: the cross-encoder re-orders the top `rerank_depth` hits."""
