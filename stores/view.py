@@ -459,8 +459,11 @@ class Rows:
         (or while loading: `defer_index`), none."""
         codes, vec = self.codes, self.vec
         n = self.n
+        if codes is None or vec is None or self.defer_index:
+            self.index = self.ctx_bits = None
+            return
         rows = np.flatnonzero(self.has_vec[:n])
-        if codes is None or vec is None or len(rows) < ivf.INDEX_AT or self.defer_index:
+        if len(rows) < ivf.INDEX_AT:
             self.index = self.ctx_bits = None
             return
         centre, bits = codes

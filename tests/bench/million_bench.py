@@ -32,7 +32,6 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,10 +41,10 @@ import numpy.typing as npt
 from mcp import Client, StdioServerParameters
 from million_data import embedded, memories, texts_and_questions
 from scale_bench import _until_idle, pct, rss_split, serve_pids, tantivy_limit
-from search_scale_bench import PROBE, e5_query_ms
+from search_scale_bench import PROBE, StandIn, e5_query_ms
 
 from dreamwell.server.app import TRIM_QUIET
-from dreamwell.stores import LongTermStore, OnnxE5, new_id
+from dreamwell.stores import LongTermStore, new_id
 from dreamwell.stores.held import Held
 from dreamwell.stores.layout import DataDir
 from dreamwell.stores.model import FOLLOWS, MemoryEntry, utcnow
@@ -169,32 +168,16 @@ def stage_rows(n: int, searches: int) -> None:
     sys.stdout.write(f"  RSS {rss_mib():.0f} MiB; load after {loadavg()}\n")
 
 
-class Given:
-    """Files the bench's vector for each memory (its number is in its text) under the
-    default embedder's name; the probe memory's is real e5."""
-
-    name = OnnxE5.name
-
-    def __init__(self, vectors: npt.NDArray[np.float32]) -> None:
-        self.vectors = vectors
-        self.e5 = OnnxE5()
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        out = []
-        for text in texts:
-            if text == PROBE:
-                out.append(self.e5.embed([text])[0])
-            else:
-                out.append(self.vectors[int(text.rsplit("(m", 1)[1][:-1])].tolist())
-        return out
-
-
 def build(data: Path, n: int) -> float:
     """The store through the batch path, 5,000 memories at a time, each stream of STREAM
     linked as one caller's saves are."""
     texts, passages, _, _ = embedded(CACHE)
     contents, vectors = memories(n, texts, passages)
-    store = LongTermStore(data, embedder=Given(vectors))  # type: ignore[arg-type]
+
+    def vector_of(text: str) -> list[float]:  # the memory's number is in its text
+        return vectors[int(text.rsplit("(m", 1)[1][:-1])].tolist()  # type: ignore[no-any-return]
+
+    store = LongTermStore(data, embedder=StandIn(vector_of))  # type: ignore[arg-type]
     started = time.perf_counter()
     now = utcnow()
     ids = [new_id() for _ in range(n)]

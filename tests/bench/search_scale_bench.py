@@ -27,7 +27,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -65,25 +65,25 @@ PROBE = "Quarterly revenue grew by twelve percent"
 PROBE_QUERY = "how did sales numbers change"
 
 
+def seeded(text: str) -> list[float]:
+    """A deterministic random unit vector for `text`."""
+    seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+    v = np.random.default_rng(seed).standard_normal(384)
+    return (v / np.linalg.norm(v)).tolist()  # type: ignore[no-any-return]
+
+
 class StandIn:
-    """Files a deterministic random unit vector per text under the default model's name (the
-    probe memory's is real)."""
+    """Files `vector_of(text)` per text (by default a deterministic random unit vector) under
+    the default model's name; the probe memory's vector is real."""
 
     name = OnnxE5.name
 
-    def __init__(self) -> None:
+    def __init__(self, vector_of: Callable[[str], list[float]] = seeded) -> None:
         self.e5 = OnnxE5()
+        self.vector_of = vector_of
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        out = []
-        for text in texts:
-            if text == PROBE:
-                out.append(self.e5.embed([text])[0])
-                continue
-            seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
-            v = np.random.default_rng(seed).standard_normal(384)
-            out.append((v / np.linalg.norm(v)).tolist())
-        return out
+        return [self.e5.embed([t])[0] if t == PROBE else self.vector_of(t) for t in texts]
 
 
 def build(data: Path, n: int) -> float:
