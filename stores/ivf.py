@@ -120,33 +120,47 @@ class Lists:
     def __init__(
         self, quantiser: Quantiser, rows: Ints, leaf: npt.NDArray[np.int32], bits: Bits
     ) -> None:
+        """Lists of `rows`, in leaves `leaf`, with sign bits `bits` (words x rows, in the
+        order of `rows`)."""
         self.quantiser = quantiser
-        order = np.argsort(leaf, kind="stable")
+        order = np.argsort(leaf.astype(np.uint16), kind="stable")  # a radix sort: 8 ms, not 63
         self.rows: Ints = rows[order]
         self.leaf: npt.NDArray[np.int32] = leaf[order]
-        self.bits: Bits = np.ascontiguousarray(bits[:, self.rows])
+        self.bits: Bits = np.ascontiguousarray(bits[:, order])
         self.sizes = np.bincount(leaf, minlength=len(quantiser.leaves))
         self.starts: Ints = np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)
-        self.tail: Ints = np.empty(max(1024, len(rows) // 32), dtype=np.int64)
+        self.room = max(1024, len(rows) // 32)  # tail rows before new lists are made
+        self.tail: Ints = np.empty(self.room, dtype=np.int64)
         self.tail_n = 0
 
     def add(self, rows: Ints) -> bool:
-        """Put `rows` in the tail (one writer at a time); False when they do not fit."""
+        """Put `rows` in the tail (one writer at a time); True when the tail is full (it
+        grows past `room`: the owner is to make new lists)."""
         end = self.tail_n + len(rows)
-        if end > len(self.tail):
-            return False
-        self.tail[self.tail_n : end] = rows
-        self.tail_n = end  # after the rows: a reader reads the count first
-        return True
+        if end > len(self.tail):  # a new array holding the old rows: readers keep theirs
+            grown = np.empty(max(2 * len(self.tail), end), dtype=np.int64)
+            grown[: self.tail_n] = self.tail[: self.tail_n]
+            grown[self.tail_n : end] = rows
+            self.tail = grown
+        else:
+            self.tail[self.tail_n : end] = rows
+        self.tail_n = end  # after the rows: a reader that sees the count sees them
+        return end >= self.room
 
-    def placed(self, n: int) -> npt.NDArray[np.int32]:
-        """Per row below `n`, its leaf (-1: not in the lists, or in the tail since)."""
-        leaf_of = np.full(n, -1, dtype=np.int32)
-        kept = self.rows < n
-        leaf_of[self.rows[kept]] = self.leaf[kept]
-        tail = self.tail[: self.tail_n]
-        leaf_of[tail[tail < n]] = -1
-        return leaf_of
+    @property
+    def filling(self) -> bool:
+        """Whether the tail is half full or more (due to be listed with the other set)."""
+        return 2 * self.tail_n >= self.room
+
+    def kept(self, rows: Ints) -> npt.NDArray[np.bool_]:
+        """Per position in the lists, whether its row is among `rows` (sorted) and not in
+        the tail: its leaf and bits still hold."""
+        n = max(int(rows[-1]) + 1 if len(rows) else 0, int(self.rows.max(initial=-1)) + 1)
+        wanted = np.zeros(n, dtype=bool)
+        wanted[rows] = True
+        wanted[self.tail[: self.tail_n]] = False
+        out: npt.NDArray[np.bool_] = wanted[self.rows]
+        return out
 
     def best(
         self,
@@ -209,14 +223,29 @@ def listed(
     bits: Bits,
     previous: Lists | None = None,
 ) -> Lists:
-    """Lists of `rows` (`vectors(rows)` gives theirs as float32, `bits` every row's sign
-    bits). With `previous` (made with the same quantiser) rows it placed keep their leaf,
-    and only the others are assigned."""
-    n = int(rows.max()) + 1 if len(rows) else 0
-    leaf_of = previous.placed(n) if previous is not None else np.full(n, -1, dtype=np.int32)
-    leaf = leaf_of[rows]
-    todo = np.flatnonzero(leaf < 0)
+    """Lists of `rows` (sorted; `vectors(rows)` gives theirs as float32, `bits` every row's
+    sign bits). With `previous` (made with the same quantiser and centre) the rows it holds
+    outside its tail keep their leaf and their bits, copied in list order (a gather of
+    scattered columns at a million rows took 100 ms); only the others are assigned."""
+    if previous is None:
+        old_rows = np.empty(0, dtype=np.int64)
+        old_leaf = np.empty(0, dtype=np.int32)
+        old_bits = np.empty((bits.shape[0], 0), dtype=np.uint64)
+        todo = rows
+    else:
+        keep = previous.kept(rows)
+        old_rows, old_leaf = previous.rows[keep], previous.leaf[keep]
+        old_bits = previous.bits[:, keep]
+        placed = np.zeros(int(rows[-1]) + 1 if len(rows) else 0, dtype=bool)
+        placed[old_rows] = True  # kept rows are among `rows`
+        todo = rows[~placed[rows]]
+    leaf = np.empty(len(todo), dtype=np.int32)
     for start in range(0, len(todo), BLOCK):
         block = todo[start : start + BLOCK]
-        leaf[block] = quantiser.assign(vectors(rows[block]))
-    return Lists(quantiser, rows, leaf, bits)
+        leaf[start : start + len(block)] = quantiser.assign(vectors(block))
+    return Lists(
+        quantiser,
+        np.concatenate([old_rows, todo]),
+        np.concatenate([old_leaf, leaf]),
+        np.concatenate([old_bits, bits[:, todo]], axis=1),
+    )

@@ -395,8 +395,8 @@ class Rows:
         index = self.index
         if index is None and self.codes is not None and self._set >= ivf.INDEX_AT:
             self._index()
-        elif index is not None and index is self.index and not index.plain.add(rows):
-            self._index(index)
+        elif index is not None and index is self.index and index.plain.add(rows):
+            self._index(index)  # the tail is full
         self._refresh_many(rows)
 
     def _refresh_many(self, rows: npt.NDArray[np.int64]) -> None:
@@ -420,8 +420,8 @@ class Rows:
         if len(rows) == 0:
             return
         ctx_bits[:, rows] = sign_words(self._contexts(rows) - codes[0]).T
-        if not index.context.add(rows):
-            self._index(index)
+        if index.context.add(rows):
+            self._index(index)  # the tail is full
 
     def _contexts(self, rows: npt.NDArray[np.int64]) -> Matrix:
         """The contextual vectors of `rows`, normalised: each row's vector plus its usable
@@ -468,11 +468,13 @@ class Rows:
             return
         centre, bits = codes
         if previous is not None and previous.centre is centre and self.ctx_bits is not None:
+            # a set whose tail is not yet half full is kept: making lists costs O(rows)
             ctx_bits = self.ctx_bits
-            plain = ivf.listed(previous.plain.quantiser, rows, vec.rows, bits, previous.plain)
-            context = ivf.listed(
-                previous.context.quantiser, rows, self._contexts, ctx_bits, previous.context
-            )
+            plain, context = previous.plain, previous.context
+            if plain.filling:
+                plain = ivf.listed(plain.quantiser, rows, vec.rows, bits, plain)
+            if context.filling:
+                context = ivf.listed(context.quantiser, rows, self._contexts, ctx_bits, context)
         else:
             ctx_bits = np.zeros_like(bits)
             for start in range(0, n, ivf.BLOCK):

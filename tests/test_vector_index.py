@@ -150,10 +150,12 @@ def test_vectors_and_links_that_arrive_change_or_go_are_found_as_they_are_now(
     vectors = clustered(8_000, 27)
     rows = build(vectors)
     index = rows.index
-    assert index is not None and len(index.plain.tail) < 2_000
+    assert index is not None and index.plain.room < 2_000
     rng = np.random.default_rng(28)
-    # new rows, more than a tail holds: the lists are made again with the same quantisers
-    fresh = clustered(len(index.plain.tail) + 50, 29)
+    # a row whose vector changes goes to the tail; then new rows, more than a tail holds:
+    # the lists are made again with the same quantisers
+    rows.set_vector("m3", "test", clustered(1, 40)[0])
+    fresh = clustered(index.plain.room + 50, 29)
     now = utcnow()
     for k, v in enumerate(fresh):
         rows.put(MemoryEntry(f"n{k}", "x", "c/0", (), now, now, now))
@@ -163,6 +165,16 @@ def test_vectors_and_links_that_arrive_change_or_go_are_found_as_they_are_now(
     assert new.plain.quantiser is index.plain.quantiser
     assert new.context.quantiser is index.context.quantiser
     assert len(new.plain.rows) > 8_000 and new.plain.tail_n > 0  # some since the new lists
+    # the new lists hold every row with a vector once (or it came since, in the tail), with
+    # its current bits, as lists made from scratch would
+    assert rows.codes is not None and rows.ctx_bits is not None
+    with_vector = set(np.flatnonzero(rows.has_vec[: rows.n]).tolist())
+    for lists, current in ((new.plain, rows.codes[1]), (new.context, rows.ctx_bits)):
+        listed = lists.rows.tolist()
+        assert len(set(listed)) == len(listed)
+        assert set(listed) | set(lists.tail[: lists.tail_n].tolist()) == with_vector
+        assert np.array_equal(lists.bits, current[:, lists.rows])
+        assert (np.diff(lists.leaf) >= 0).all()
     everything = rows.mask(None, ())
     for k in rng.choice(len(fresh), 20, replace=False).tolist():
         plain, _ = rows.vector_top(list(fresh[k]), 1, everything)
@@ -217,7 +229,7 @@ def test_a_reader_searching_while_the_lists_are_remade_sees_every_change_it_foll
     rows = build(clustered(6_000, 35))
     index = rows.index
     assert index is not None
-    fresh = clustered(2 * len(index.plain.tail) + 10, 36)
+    fresh = clustered(2 * index.plain.room + 10, 36)
     done: list[int] = []  # rows set: the reader checks the latest
     removed: list[str] = []
     failures: list[str] = []
