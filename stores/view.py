@@ -64,6 +64,14 @@ TEXT_RADIUS = 1  # ... and for the contextual keyword field: two links there dou
 # (dev split R@10 .774 with one link, .777 with two: tests/bench/tune_hybrid.py --levers)
 
 
+def _widened(bits: npt.NDArray[np.uint64], capacity: int) -> npt.NDArray[np.uint64]:
+    """Sign bits (words x rows, word-major: a scan reads each word's row contiguously) with
+    room for `capacity` rows."""
+    out = np.zeros((bits.shape[0], capacity), dtype=np.uint64)
+    out[:, : bits.shape[1]] = bits
+    return out
+
+
 @dataclass(frozen=True)
 class View:
     """The entries: `base` holds them packed (`stores/packed.py`: one bytes object each, an
@@ -265,14 +273,9 @@ class Rows:
         if self.vec is not None:
             self.vec = self.vec.grown(capacity)
         if self.codes is not None:
-            centre, old = self.codes
-            bits = np.zeros((old.shape[0], capacity), dtype=np.uint64)
-            bits[:, : old.shape[1]] = old
-            self.codes = (centre, bits)
+            self.codes = (self.codes[0], _widened(self.codes[1], capacity))
         if self.ctx_bits is not None:
-            ctx_bits = np.zeros((self.ctx_bits.shape[0], capacity), dtype=np.uint64)
-            ctx_bits[:, : self.ctx_bits.shape[1]] = self.ctx_bits
-            self.ctx_bits = ctx_bits
+            self.ctx_bits = _widened(self.ctx_bits, capacity)
 
     def put(self, entry: MemoryEntry) -> None:
         row = self._row(entry.id)
@@ -319,10 +322,7 @@ class Rows:
 
     def _refresh(self, row: int) -> None:
         """Recompute the contextual norms of `row` and of every row whose context holds it."""
-        touched = [row, *self._around(row)]
-        for r in touched:
-            self.ctx_norm[r] = self._ctx_norm(r)
-        self._relisted(np.asarray(touched, dtype=np.int64))
+        self._refresh_many(np.array([row], dtype=np.int64))
 
     def _ctx_total(self, row: int) -> Matrix | None:
         """The sum of `row`'s vector and its usable neighbours' (None: it has no vector or no
@@ -372,6 +372,7 @@ class Rows:
             self.model = model
             self.vec = Held.empty(len(self.live), block.shape[1])
             self.codes = None
+            self.index = self.ctx_bits = None
             self._centred_at = 0
             self.has_vec[:] = False
             self._set = 0
@@ -419,7 +420,7 @@ class Rows:
         rows = rows[self.has_vec[rows]]  # a row without a vector is never a candidate
         if len(rows) == 0:
             return
-        ctx_bits[:, rows] = sign_words(self._contexts(rows) - codes[0]).T
+        ctx_bits[:, rows] = self._context_bits(rows, codes[0])
         if index.context.add(rows):
             self._index(index)  # the tail is full
 
@@ -452,6 +453,10 @@ class Rows:
         out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-6)
         return out
 
+    def _context_bits(self, rows: npt.NDArray[np.int64], centre: Matrix) -> npt.NDArray[np.uint64]:
+        """The sign bits of `rows`' contextual vectors from `centre` (words x rows)."""
+        return sign_words(self._contexts(rows) - centre).T
+
     def _index(self, previous: ivf.Index | None = None) -> None:
         """Lists over the rows with a vector and over their contextual vectors, and every
         row's contextual sign bits. With `previous` (same centre) its quantisers and its rows'
@@ -459,13 +464,12 @@ class Rows:
         (or while loading: `defer_index`), none."""
         codes, vec = self.codes, self.vec
         n = self.n
-        if codes is None or vec is None or self.defer_index:
-            self.index = self.ctx_bits = None
-            return
-        rows = np.flatnonzero(self.has_vec[:n])
+        ready = codes is not None and vec is not None and not self.defer_index
+        rows = np.flatnonzero(self.has_vec[:n]) if ready else np.empty(0, dtype=np.int64)
         if len(rows) < ivf.INDEX_AT:
             self.index = self.ctx_bits = None
             return
+        assert codes is not None and vec is not None
         centre, bits = codes
         if previous is not None and previous.centre is centre and self.ctx_bits is not None:
             # a set whose tail is not yet half full is kept: making lists costs O(rows)
@@ -479,7 +483,7 @@ class Rows:
             ctx_bits = np.zeros_like(bits)
             for start in range(0, n, ivf.BLOCK):
                 block = np.arange(start, min(n, start + ivf.BLOCK))
-                ctx_bits[:, block] = sign_words(self._contexts(block) - centre).T
+                ctx_bits[:, block] = self._context_bits(block, centre)
             plain = ivf.listed(ivf.train(rows, vec.rows), rows, vec.rows, bits)
             context = ivf.listed(ivf.train(rows, self._contexts), rows, self._contexts, ctx_bits)
         self.ctx_bits = ctx_bits

@@ -32,6 +32,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -92,31 +93,34 @@ def fill(vectors: npt.NDArray[np.float32]) -> tuple[Rows, float, float]:
     return rows, took, spent[0]
 
 
-def stream_sums(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
-    """Per row, its value plus those of the rows up to RADIUS away within its stream."""
-    n = len(values)
+def stream_neighbours(start: int, stop: int, n: int) -> Iterator[tuple[Any, Any]]:
+    """For rows start..stop-1 of n, per neighbour up to RADIUS away within its stream: which
+    of the rows have it, and its row number for those."""
     pos = np.arange(n) % STREAM
-    out = values.copy()
+    at = np.arange(start, stop)
     for d in range(1, RADIUS + 1):
         for sign in (-1, 1):
-            j = np.arange(n) + sign * d
-            ok = (j >= 0) & (j < n) & (np.abs(pos[np.clip(j, 0, n - 1)] - pos) == d)
-            out[ok] += values[j[ok]]
+            j = at + sign * d
+            ok = (j >= 0) & (j < n) & (np.abs(pos[np.clip(j, 0, n - 1)] - pos[start:stop]) == d)
+            yield ok, j[ok]
+
+
+def stream_sums(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """Per row, its value plus those of the rows up to RADIUS away within its stream."""
+    out = values.copy()
+    for ok, near in stream_neighbours(0, len(values), len(values)):
+        out[ok] += values[near]
     return out
 
 
 def context_norms(held: Held, n: int) -> npt.NDArray[np.float32]:
     """Norms of each row's contextual vector (its own and its stream neighbours' summed)."""
-    pos = np.arange(n) % STREAM
     norms = np.empty(n, dtype=np.float32)
     for start in range(0, n, 65536):
         stop = min(n, start + 65536)
         total = held.rows(slice(start, stop))
-        for d in range(1, RADIUS + 1):
-            for sign in (-1, 1):
-                j = np.arange(start, stop) + sign * d
-                ok = (j >= 0) & (j < n) & (np.abs(pos[np.clip(j, 0, n - 1)] - pos[start:stop]) == d)
-                total[ok] += held.rows(j[ok])
+        for ok, near in stream_neighbours(start, stop, n):
+            total[ok] += held.rows(near)
         norms[start:stop] = np.linalg.norm(total, axis=1)
     return norms
 
