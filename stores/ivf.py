@@ -22,6 +22,7 @@ vectors quadrupled) it trains new ones. A store's vectors are listed once, after
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -106,10 +107,15 @@ class Quantiser:
             out[members] = c * self.fine + nearest(x[members], leaves)
         return out
 
+    @functools.cached_property
+    def _bias(self) -> Matrix:
+        """Half each leaf's squared norm (its distance to a query is ranked by q·leaf - this)."""
+        bias: Matrix = 0.5 * np.einsum("ij,ij->i", self.leaves, self.leaves)
+        return bias
+
     def ranked(self, q: Matrix) -> Ints:
         """Every leaf, nearest to `q` first."""
-        scores = self.leaves @ q - 0.5 * np.einsum("ij,ij->i", self.leaves, self.leaves)
-        return np.argsort(-scores).astype(np.int64)
+        return np.argsort(self._bias - self.leaves @ q).astype(np.int64)
 
 
 class Lists:
@@ -129,6 +135,7 @@ class Lists:
         self.bits: Bits = np.ascontiguousarray(bits[:, order])
         self.sizes = np.bincount(leaf, minlength=len(quantiser.leaves))
         self.starts: Ints = np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)
+        self.span = int(rows.max(initial=-1)) + 1  # the rows listed are below this
         self.room = max(1024, len(rows) // 32)  # tail rows before new lists are made
         self.tail: Ints = np.empty(self.room, dtype=np.int64)
         self.tail_n = 0
@@ -183,18 +190,22 @@ class Lists:
         tail = self.tail[: self.tail_n]
         tail = tail[tail < n]
         enough = int(np.searchsorted(np.cumsum(self.sizes[ranked]), want)) + 1
-        chosen = ranked[:enough]
-        sizes = self.sizes[chosen]
-        # the positions of the chosen leaves' rows: one arange, shifted leaf by leaf
-        shift = np.repeat(self.starts[chosen] - np.cumsum(sizes) + sizes, sizes)
-        at = np.arange(len(shift)) + shift
-        rows = np.concatenate([self.rows[at], tail])
-        close = np.concatenate(
-            [similarity(self.bits[:, at], query), similarity(current[:, tail], query)]
+        chosen = np.sort(ranked[:enough])
+        # the chosen leaves' runs in list order, copied as slices (a gather of their
+        # positions took 1.2-1.6 ms at a million rows, the slices 0.4)
+        runs = list(
+            zip(self.starts[chosen].tolist(), self.starts[chosen + 1].tolist(), strict=True)
         )
-        ok = rows < n
-        ok[ok] = allowed[rows[ok]]
-        rows, close = rows[ok], close[ok]
+        rows = np.concatenate([*(self.rows[a:b] for a, b in runs), tail])
+        listed = np.concatenate([self.bits[:, a:b] for a, b in runs], axis=1)
+        close = np.concatenate([similarity(listed, query), similarity(current[:, tail], query)])
+        if count < n or self.span > n:  # some rows are not allowed (or are past the mask)
+            if self.span > n:
+                ok = rows < n
+                ok[ok] = allowed[rows[ok]]
+            else:
+                ok = allowed[rows]
+            rows, close = rows[ok], close[ok]
         pick = best(close, max(least, len(rows) // share[1]), 64 * len(query))
         picked = np.sort(rows[pick])  # once each (a row may be listed and in the tail)
         first = np.ones(len(picked), dtype=bool)

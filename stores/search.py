@@ -22,7 +22,7 @@ from dreamwell.stores.model import MemoryEntry, check_category, check_query, che
 from dreamwell.stores.packed import Brief
 from dreamwell.stores.parts import Parts
 from dreamwell.stores.ranking import CONTEXT_WEIGHT, rank_hits
-from dreamwell.stores.text_index import DocTerms
+from dreamwell.stores.text_index import DocTerms, Found
 from dreamwell.stores.vectors import Vectors
 from dreamwell.stores.view import Rows, View
 
@@ -73,8 +73,8 @@ def _weights(
 
 @functools.cache
 def _query_pool() -> ThreadPoolExecutor:
-    """The threads that embed queries while their searches run BM25 (two: a second search
-    arriving meanwhile does not wait for the first one's embedding)."""
+    """The threads that embed queries and run Tantivy's search while their searches rank
+    vectors (two: one search's embedding and its BM25 run at once)."""
     return ThreadPoolExecutor(max_workers=2, thread_name_prefix="dreamwell-query")
 
 
@@ -105,11 +105,19 @@ class Searcher:
             hits = [Hit(e, 0.0) for e in found if e is not None and matches(e, category, tag_list)]
             return hits[:limit]
         t = self.tuning
-        # the query's embedding runs on another thread while BM25 runs on this one (e5 uses
-        # one core and releases the GIL): a hybrid search costs the longer of the two, not both
+        # the query's embedding and Tantivy's search run on the query threads while this one
+        # ranks vectors (e5 and Tantivy each use a core and release the GIL): a hybrid
+        # search costs about the longest of the three, not their sum
+        # (the pending entries are read before the index, as a checkpoint moves them there)
+        pending = m.pending
         query_vector = self._embedding(text, view)
-        bm25 = self._keyword(text, view, category, tag_list) if t.keyword_weight > 0 else []
+        keyword = self._lookup(text, category, tag_list, query_vector is not None)
         cosine, context = self._cosine(query_vector, rows, category, tag_list)
+        bm25 = (
+            []
+            if keyword is None
+            else self._keyword(text, view, pending, category, tag_list, keyword)
+        )
         candidates = [*bm25, *cosine, *context]
         ok = _weights(view, candidates, category, tag_list)
         ranked = rank_hits(
@@ -163,15 +171,34 @@ class Searcher:
         order = sorted(range(len(head)), key=lambda k: -scores[k])
         return [head[k] for k in order] + ranked[depth:]
 
-    def _keyword(self, text: str, view: View, category: str | None, tags: Sequence[str]) -> Scored:
-        """BM25 over the index plus the changes not checkpointed yet (which override it)."""
-        m = self.parts.mirror
+    def _lookup(
+        self, text: str, category: str | None, tags: Sequence[str], beside: bool
+    ) -> Future[Found] | Found | None:
+        """Tantivy's best CANDIDATES (None: no keyword search), on a query thread when
+        `beside` a vector search, else here (no thread to wait for)."""
+        if self.tuning.keyword_weight <= 0:
+            return None
         index = self.parts.index
-        pending = m.pending
+        if beside:
+            return _query_pool().submit(index.lookup, text, CANDIDATES, category, tags)
+        return index.lookup(text, CANDIDATES, category, tags)
+
+    def _keyword(
+        self,
+        text: str,
+        view: View,
+        pending: Pending,
+        category: str | None,
+        tags: Sequence[str],
+        found: Future[Found] | Found,
+    ) -> Scored:
+        """BM25 over the index plus the changes not checkpointed yet (`pending`, read before
+        the index was searched), which override it."""
+        index = self.parts.index
         # the index's version of a pending entry is overridden: fetch more only when some
         # of the best were (most pending entries are new saves the index has never held;
         # fetching 100 + 512 hits cost half a millisecond of every search after a burst)
-        hits = index.search(text, CANDIDATES, category, tags)
+        hits = index.ids_of(found.result() if isinstance(found, Future) else found)
         indexed = [h for h in hits if h[0] not in pending]
         if len(indexed) < len(hits) == CANDIDATES:
             hits = index.search(text, CANDIDATES + len(pending), category, tags)

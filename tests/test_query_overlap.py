@@ -1,6 +1,6 @@
-"""A hybrid search embeds its query on another thread while BM25 runs on its own: the two
-overlap (e5 uses one core and releases the GIL), so a search costs the longer of the two,
-not their sum (issue 24, criterion 3)."""
+"""A hybrid search embeds its query and runs Tantivy's search on the query threads while its
+own thread ranks vectors: they overlap (e5 and Tantivy each use a core and release the GIL),
+so a search costs about the longest of them, not their sum (issue 24, criteria 3 and 5)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 from dreamwell.stores import LongTermStore
 from dreamwell.stores.text_index import TextIndex
+from dreamwell.stores.view import Rows
 from tests.test_vector_index import SeededEmbedder
 
 
@@ -38,14 +39,14 @@ def test_the_query_is_embedded_while_bm25_runs(
     store = LongTermStore(tmp_path, embedder=embedder)
     saved = store.save("the lighthouse keeper logs the tides at dawn").entry
     assert store.backfill() == 1
-    search = TextIndex.search
+    lookup = TextIndex.lookup
 
     def keyword(self: TextIndex, *args: Any, **kwargs: Any) -> Any:
         embedder.keyword.set()
         assert embedder.embedding.wait(10), "the query was not being embedded during BM25"
-        return search(self, *args, **kwargs)
+        return lookup(self, *args, **kwargs)
 
-    monkeypatch.setattr(TextIndex, "search", keyword)
+    monkeypatch.setattr(TextIndex, "lookup", keyword)
     hits = store.search("lighthouse tides")
     assert hits and hits[0].entry.id == saved.id and hits[0].score > 0
     assert threading.current_thread().name not in embedder.threads
@@ -53,6 +54,37 @@ def test_the_query_is_embedded_while_bm25_runs(
     embedder.keyword.clear()
     embedder.embedding.clear()
     keyword_only = LongTermStore(tmp_path, embedder=embedder, keyword_weight=1.0)
-    monkeypatch.setattr(TextIndex, "search", search)
+    monkeypatch.setattr(TextIndex, "lookup", lookup)
     assert keyword_only.search("lighthouse")[0].entry.id == saved.id
     assert not embedder.embedding.is_set()
+
+
+def test_vectors_are_ranked_while_tantivy_searches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tantivy's search waits for the vector ranking to start and the ranking for Tantivy's
+    search to start: the search answers only if they run at once, on different threads."""
+    store = LongTermStore(tmp_path, embedder=SeededEmbedder())
+    saved = store.save("the lighthouse keeper logs the tides at dawn").entry
+    assert store.backfill() == 1
+    ranking, searching = threading.Event(), threading.Event()
+    threads: dict[str, str] = {}
+    lookup, vector_top = TextIndex.lookup, Rows.vector_top
+
+    def keyword(self: TextIndex, *args: Any, **kwargs: Any) -> Any:
+        threads["tantivy"] = threading.current_thread().name
+        searching.set()
+        assert ranking.wait(10), "the vectors were not ranked while Tantivy searched"
+        return lookup(self, *args, **kwargs)
+
+    def vectors(self: Rows, *args: Any, **kwargs: Any) -> Any:
+        threads["vectors"] = threading.current_thread().name
+        ranking.set()
+        assert searching.wait(10), "Tantivy did not search while the vectors were ranked"
+        return vector_top(self, *args, **kwargs)
+
+    monkeypatch.setattr(TextIndex, "lookup", keyword)
+    monkeypatch.setattr(Rows, "vector_top", vectors)
+    hits = store.search("lighthouse tides")
+    assert hits and hits[0].entry.id == saved.id and hits[0].score > 0
+    assert threads["tantivy"] != threads["vectors"] == threading.current_thread().name

@@ -241,7 +241,9 @@ def test_a_reader_searching_while_the_lists_are_remade_sees_every_change_it_foll
                 k = done[-1]
                 gone = set(removed)
                 plain, ctx = rows.vector_top(list(fresh[k]), 3, rows.mask(None, ()), True)
-                if plain[0][0] != f"n{k}":
+                # (the writer may have removed it meanwhile: every 50th row is removed once
+                # the next one is set)
+                if plain[0][0] != f"n{k}" and f"n{k}" not in removed:
                     failures.append(f"n{k} not first: {plain}")
                 if gone & {i for i, _ in [*plain, *ctx]}:
                     failures.append(f"removed found: {gone}")
