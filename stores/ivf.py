@@ -190,9 +190,10 @@ class Lists:
         tail = self.tail[: self.tail_n]
         tail = tail[tail < n]
         enough = int(np.searchsorted(np.cumsum(self.sizes[ranked]), want)) + 1
-        chosen = np.sort(ranked[:enough])
-        # the chosen leaves' runs in list order, copied as slices (a gather of their
-        # positions took 1.2-1.6 ms at a million rows, the slices 0.4)
+        chosen = ranked[:enough]
+        # the chosen leaves' runs, nearest first (rows tied at the cut below go to the nearer
+        # leaves), copied as slices: a gather of their positions took 1.2-1.6 ms at a million
+        # rows, the slices 0.45
         runs = list(
             zip(self.starts[chosen].tolist(), self.starts[chosen + 1].tolist(), strict=True)
         )
