@@ -29,6 +29,12 @@ from dreamwell.stores.view import Rows, View
 logger = logging.getLogger(__name__)
 
 CANDIDATES = 100
+# From this many rows Tantivy's search runs on a query thread beside the vector ranking. At a
+# million LoCoMo memories it takes 6-8 ms against e5's 4-5 (in process 28.7 -> 19.0 ms a
+# search); at 10,000 it takes 0.2 ms and the hop cost more than it hid (hybrid over stdio
+# 12.7 and 13.2 ms against 12.0 and 9.7 with Tantivy on the search's thread, alternating runs
+# of tests/bench/search_scale_bench.py)
+KEYWORD_BESIDE_AT = 500_000
 Scored = list[tuple[str, float]]
 
 
@@ -105,13 +111,15 @@ class Searcher:
             hits = [Hit(e, 0.0) for e in found if e is not None and matches(e, category, tag_list)]
             return hits[:limit]
         t = self.tuning
-        # the query's embedding and Tantivy's search run on the query threads while this one
-        # ranks vectors (e5 and Tantivy each use a core and release the GIL): a hybrid
-        # search costs about the longest of the three, not their sum
+        # the query's embedding runs on a query thread while this one runs Tantivy's search
+        # (e5 uses one core and releases the GIL, as Tantivy does), then ranks vectors; in a
+        # large store Tantivy's search takes longer than the embedding and goes to the other
+        # query thread, to run beside the vector ranking too
         # (the pending entries are read before the index, as a checkpoint moves them there)
         pending = m.pending
         query_vector = self._embedding(text, view)
-        keyword = self._lookup(text, category, tag_list, query_vector is not None)
+        beside = query_vector is not None and rows.n >= KEYWORD_BESIDE_AT
+        keyword = self._lookup(text, category, tag_list, beside)
         cosine, context = self._cosine(query_vector, rows, category, tag_list)
         bm25 = (
             []

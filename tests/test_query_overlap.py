@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from dreamwell.stores import LongTermStore
+from dreamwell.stores import LongTermStore, search
 from dreamwell.stores.text_index import TextIndex
 from dreamwell.stores.view import Rows
 from tests.test_vector_index import SeededEmbedder
@@ -64,6 +64,7 @@ def test_vectors_are_ranked_while_tantivy_searches(
 ) -> None:
     """Tantivy's search waits for the vector ranking to start and the ranking for Tantivy's
     search to start: the search answers only if they run at once, on different threads."""
+    monkeypatch.setattr(search, "KEYWORD_BESIDE_AT", 1)  # a large store
     store = LongTermStore(tmp_path, embedder=SeededEmbedder())
     saved = store.save("the lighthouse keeper logs the tides at dawn").entry
     assert store.backfill() == 1
