@@ -79,8 +79,9 @@ def _weights(
 
 @functools.cache
 def _query_pool() -> ThreadPoolExecutor:
-    """The threads that embed queries and run Tantivy's search while their searches rank
-    vectors (two: one search's embedding and its BM25 run at once)."""
+    """The threads that embed queries while their searches run Tantivy's search, and from
+    KEYWORD_BESIDE_AT rows run that search too, beside the vector ranking (two: one search's
+    embedding and its Tantivy search run at once)."""
     return ThreadPoolExecutor(max_workers=2, thread_name_prefix="dreamwell-query")
 
 

@@ -1,6 +1,7 @@
-"""A hybrid search embeds its query and runs Tantivy's search on the query threads while its
-own thread ranks vectors: they overlap (e5 and Tantivy each use a core and release the GIL),
-so a search costs about the longest of them, not their sum (issue 24, criteria 3 and 5)."""
+"""A hybrid search embeds its query on a query thread while Tantivy searches, and in a large
+store runs Tantivy's search on the other query thread while its own thread ranks vectors:
+they overlap (e5 and Tantivy each use a core and release the GIL), so a search costs about
+the longest of them, not their sum (issue 24, criteria 3 and 5)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from dreamwell.stores import LongTermStore, search
+from dreamwell.stores import LongTermStore
+from dreamwell.stores import search as search_module
 from dreamwell.stores.text_index import TextIndex
 from dreamwell.stores.view import Rows
 from tests.test_vector_index import SeededEmbedder
@@ -64,7 +66,7 @@ def test_vectors_are_ranked_while_tantivy_searches(
 ) -> None:
     """Tantivy's search waits for the vector ranking to start and the ranking for Tantivy's
     search to start: the search answers only if they run at once, on different threads."""
-    monkeypatch.setattr(search, "KEYWORD_BESIDE_AT", 1)  # a large store
+    monkeypatch.setattr(search_module, "KEYWORD_BESIDE_AT", 1)  # a large store
     store = LongTermStore(tmp_path, embedder=SeededEmbedder())
     saved = store.save("the lighthouse keeper logs the tides at dawn").entry
     assert store.backfill() == 1
