@@ -112,21 +112,7 @@ class Searcher:
             hits = [Hit(e, 0.0) for e in found if e is not None and matches(e, category, tag_list)]
             return hits[:limit]
         t = self.tuning
-        # the query's embedding runs on a query thread while this one runs Tantivy's search
-        # (e5 uses one core and releases the GIL, as Tantivy does), then ranks vectors; in a
-        # large store Tantivy's search takes longer than the embedding and goes to the other
-        # query thread, to run beside the vector ranking too
-        # (the pending entries are read before the index, as a checkpoint moves them there)
-        pending = m.pending
-        query_vector = self._embedding(text, view)
-        beside = query_vector is not None and rows.n >= KEYWORD_BESIDE_AT
-        keyword = self._lookup(text, category, tag_list, beside)
-        cosine, context = self._cosine(query_vector, rows, category, tag_list)
-        bm25 = (
-            []
-            if keyword is None
-            else self._keyword(text, view, pending, category, tag_list, keyword)
-        )
+        bm25, cosine, context = self._candidates(text, view, rows, category, tag_list)
         candidates = [*bm25, *cosine, *context]
         ok = _weights(view, candidates, category, tag_list)
         ranked = rank_hits(
@@ -142,6 +128,23 @@ class Searcher:
         if t.reranker is not None:
             ranked = self._rerank(t.reranker, text, ranked, view)
         return [Hit(e, s) for i, s in ranked[:limit] if (e := view.get(i)) is not None]
+
+    def _candidates(
+        self, text: str, view: View, rows: Rows, category: str | None, tags: Sequence[str]
+    ) -> tuple[Scored, Scored, Scored]:
+        """The keyword, vector and contextual candidates of a query. Its embedding runs on a
+        query thread while this one runs Tantivy's search (e5 uses one core and releases the
+        GIL, as Tantivy does), then ranks vectors; in a large store Tantivy's search takes
+        longer than the embedding and goes to the other query thread, to run beside the
+        vector ranking too."""
+        pending = self.parts.mirror.pending  # before the index: a checkpoint moves it there
+        query_vector = self._embedding(text, view)
+        beside = query_vector is not None and rows.n >= KEYWORD_BESIDE_AT
+        keyword = self._lookup(text, category, tags, beside)
+        cosine, context = self._cosine(query_vector, rows, category, tags)
+        if keyword is None:
+            return [], cosine, context
+        return self._keyword(text, view, pending, category, tags, keyword), cosine, context
 
     def _embedding(self, text: str, view: View) -> Future[list[float] | None] | None:
         """The query's vector, being embedded on the query thread (None: no vector search)."""
