@@ -239,7 +239,7 @@ class Rows:
 
     def vector_count(self) -> int:
         n = self.n
-        return int((self.has_vec[:n] & self.live[:n]).sum())
+        return int(np.count_nonzero(self.has_vec[:n] & self.live[:n]))  # .sum(): 8x slower
 
     # ---- changes (one writer thread at a time: the store's apply mutex) ---------------------
     def _row(self, entry_id: str) -> int:
@@ -609,7 +609,7 @@ class Rows:
             return [], []
         q = np.asarray(query, dtype=np.float32)
         allowed = mask[:n] & self.has_vec[:n]
-        count = int(allowed.sum())
+        count = int(np.count_nonzero(allowed))
         k = min(limit, count)
         if k <= 0:
             return [], []

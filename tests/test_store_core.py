@@ -480,6 +480,7 @@ def test_a_search_embeds_the_missing_vectors_only_up_to_its_limit(
     saved = [store.save(f"harbour note number {i}").entry.content for i in range(3)]
     store.search("harbour")
     assert sorted(t for t in embedder.seen if t != "harbour") == sorted(saved)
+    assert "harbour" in embedder.seen  # with them embedded the store has vectors to rank by
     embedder.seen.clear()
     fresh = LongTermStore(tmp_path / "other", embedder=embedder)
     fresh.load_vectors()
