@@ -29,12 +29,6 @@ from dreamwell.stores.view import Rows, View
 logger = logging.getLogger(__name__)
 
 CANDIDATES = 100
-# From this many rows Tantivy's search runs on a query thread beside the vector ranking. At a
-# million LoCoMo memories it takes 6-8 ms against e5's 4-5 (in process 28.7 -> 19.0 ms a
-# search); at 10,000 it takes 0.2 ms and the hop cost more than it hid (hybrid over stdio
-# 12.7 and 13.2 ms against 12.0 and 9.7 with Tantivy on the search's thread, alternating runs
-# of tests/bench/search_scale_bench.py)
-KEYWORD_BESIDE_AT = 500_000
 Scored = list[tuple[str, float]]
 
 
@@ -79,9 +73,8 @@ def _weights(
 
 @functools.cache
 def _query_pool() -> ThreadPoolExecutor:
-    """The threads that embed queries while their searches run Tantivy's search, and from
-    KEYWORD_BESIDE_AT rows run that search too, beside the vector ranking (two: one search's
-    embedding and its Tantivy search run at once)."""
+    """The threads that run Tantivy's searches while their searches' own threads embed the
+    query and rank vectors (two: two searches at once each have one)."""
     return ThreadPoolExecutor(max_workers=2, thread_name_prefix="dreamwell-query")
 
 
@@ -132,37 +125,31 @@ class Searcher:
     def _candidates(
         self, text: str, view: View, rows: Rows, category: str | None, tags: Sequence[str]
     ) -> tuple[Scored, Scored, Scored]:
-        """The keyword, vector and contextual candidates of a query. Its embedding runs on a
-        query thread while this one runs Tantivy's search (e5 uses one core and releases the
-        GIL, as Tantivy does), then ranks vectors; in a large store Tantivy's search takes
-        longer than the embedding and goes to the other query thread, to run beside the
-        vector ranking too."""
+        """The keyword, vector and contextual candidates of a query. With a vector search,
+        Tantivy's search runs on a query thread while this one embeds the query and ranks
+        vectors (e5 uses one core and releases the GIL, as Tantivy does), so a search costs
+        about the longest of them, not their sum; this thread never waits for the query
+        thread to start or to wake it."""
         pending = self.parts.mirror.pending  # before the index: a checkpoint moves it there
-        query_vector = self._embedding(text, view)
-        beside = query_vector is not None and rows.n >= KEYWORD_BESIDE_AT
-        keyword = self._lookup(text, category, tags, beside)
-        cosine, context = self._cosine(query_vector, rows, category, tags)
+        vectors = self._vectors_wanted(view)
+        keyword = self._lookup(text, category, tags, beside=vectors)
+        cosine, context = self._cosine(
+            self._query_vector(text) if vectors else None, rows, category, tags
+        )
         if keyword is None:
             return [], cosine, context
         return self._keyword(text, view, pending, category, tags, keyword), cosine, context
 
-    def _embedding(self, text: str, view: View) -> Future[list[float] | None] | None:
-        """The query's vector, being embedded on the query thread (None: no vector search)."""
+    def _vectors_wanted(self, view: View) -> bool:
+        """Whether this search ranks vectors too (else keywords alone, and no embedding)."""
         if self.embedder is None or self.tuning.keyword_weight >= 1:
-            return None
-        if not self.vectors.complete(view):
-            return None
-        return _query_pool().submit(self._query_vector, text)
+            return False
+        return self.vectors.complete(view)
 
     def _cosine(
-        self,
-        query_vector: Future[list[float] | None] | None,
-        rows: Rows,
-        category: str | None,
-        tags: Sequence[str],
+        self, vector: list[float] | None, rows: Rows, category: str | None, tags: Sequence[str]
     ) -> tuple[Scored, Scored]:
         """Vector candidates: by the entry's own vector, and by its contextual neighbours'."""
-        vector = query_vector.result() if query_vector is not None else None
         if vector is None:
             return [], []
         return rows.vector_top(
@@ -187,7 +174,7 @@ class Searcher:
         self, text: str, category: str | None, tags: Sequence[str], beside: bool
     ) -> Future[Found] | Found | None:
         """Tantivy's best CANDIDATES (None: no keyword search), on a query thread when
-        `beside` a vector search, else here (no thread to wait for)."""
+        `beside` a vector search, else here (nothing to run beside)."""
         if self.tuning.keyword_weight <= 0:
             return None
         index = self.parts.index
