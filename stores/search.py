@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from dreamwell.stores.embedding import Embedder, EmbedderError, Reranker
@@ -22,7 +22,7 @@ from dreamwell.stores.model import MemoryEntry, check_category, check_query, che
 from dreamwell.stores.packed import Brief
 from dreamwell.stores.parts import Parts
 from dreamwell.stores.ranking import CONTEXT_WEIGHT, rank_hits
-from dreamwell.stores.text_index import DocTerms, Found
+from dreamwell.stores.text_index import DocTerms
 from dreamwell.stores.vectors import Vectors
 from dreamwell.stores.view import Rows, View
 
@@ -105,9 +105,10 @@ class Searcher:
             hits = [Hit(e, 0.0) for e in found if e is not None and matches(e, category, tag_list)]
             return hits[:limit]
         t = self.tuning
-        bm25, cosine, context = self._candidates(text, view, rows, category, tag_list)
-        candidates = [*bm25, *cosine, *context]
-        ok = _weights(view, candidates, category, tag_list)
+        bm25, ok, cosine, context = self._candidates(text, view, rows, category, tag_list)
+        ok.update(
+            _weights(view, [h for h in [*cosine, *context] if h[0] not in ok], category, tag_list)
+        )
         ranked = rank_hits(
             [h for h in bm25 if h[0] in ok],
             [h for h in cosine if h[0] in ok],
@@ -116,7 +117,10 @@ class Searcher:
             t.keyword_weight,
             contextual=[h for h in context if h[0] in ok],
             context_weight=CONTEXT_WEIGHT,
-            without_vector={i for i in ok if not rows.has_vector(i)} if cosine else (),
+            # only a keyword candidate's part can be missing (rank_hits asks of those alone)
+            without_vector={i for i, _ in bm25 if i in ok and not rows.has_vector(i)}
+            if cosine
+            else (),
         )
         if t.reranker is not None:
             ranked = self._rerank(t.reranker, text, ranked, view)
@@ -124,21 +128,20 @@ class Searcher:
 
     def _candidates(
         self, text: str, view: View, rows: Rows, category: str | None, tags: Sequence[str]
-    ) -> tuple[Scored, Scored, Scored]:
-        """The keyword, vector and contextual candidates of a query. With a vector search,
-        Tantivy's search runs on a query thread while this one embeds the query and ranks
-        vectors (e5 uses one core and releases the GIL, as Tantivy does), so a search costs
-        about the longest of them, not their sum; this thread never waits for the query
-        thread to start or to wake it."""
+    ) -> tuple[Scored, dict[str, float], Scored, Scored]:
+        """The keyword candidates with the weights of those that pass the filter, and the
+        vector and contextual candidates of a query. With a vector search, the keyword side
+        (Tantivy's search, the pending entries, the weights) runs on a query thread while
+        this one embeds the query and ranks vectors (e5 uses one core and releases the GIL,
+        as Tantivy does), so a search costs about the longest of them, not their sum; this
+        thread never waits for the query thread to start or to wake it."""
         pending = self.parts.mirror.pending  # before the index: a checkpoint moves it there
-        vectors = self._vectors_wanted(view)
-        keyword = self._lookup(text, category, tags, beside=vectors)
-        cosine, context = self._cosine(
-            self._query_vector(text) if vectors else None, rows, category, tags
-        )
-        if keyword is None:
-            return [], cosine, context
-        return self._keyword(text, view, pending, category, tags, keyword), cosine, context
+        keywords = functools.partial(self._keywords, text, view, pending, category, tags)
+        if not self._vectors_wanted(view):
+            return *keywords(), [], []
+        found = _query_pool().submit(keywords)
+        cosine, context = self._cosine(self._query_vector(text), rows, category, tags)
+        return *found.result(), cosine, context
 
     def _vectors_wanted(self, view: View) -> bool:
         """Whether this search ranks vectors too (else keywords alone, and no embedding)."""
@@ -170,41 +173,32 @@ class Searcher:
         order = sorted(range(len(head)), key=lambda k: -scores[k])
         return [head[k] for k in order] + ranked[depth:]
 
-    def _lookup(
-        self, text: str, category: str | None, tags: Sequence[str], beside: bool
-    ) -> Future[Found] | Found | None:
-        """Tantivy's best CANDIDATES (None: no keyword search), on a query thread when
-        `beside` a vector search, else here (nothing to run beside)."""
-        if self.tuning.keyword_weight <= 0:
-            return None
-        index = self.parts.index
-        if beside:
-            return _query_pool().submit(index.lookup, text, CANDIDATES, category, tags)
-        return index.lookup(text, CANDIDATES, category, tags)
-
-    def _keyword(
+    def _keywords(
         self,
         text: str,
         view: View,
         pending: Pending,
         category: str | None,
         tags: Sequence[str],
-        found: Future[Found] | Found,
-    ) -> Scored:
-        """BM25 over the index plus the changes not checkpointed yet (`pending`, read before
-        the index was searched), which override it."""
+    ) -> tuple[Scored, dict[str, float]]:
+        """Tantivy's best CANDIDATES plus the changes not checkpointed yet (`pending`, read
+        before the index was searched), which override it; and the weights of those that
+        pass the filter (none of either without a keyword search)."""
+        if self.tuning.keyword_weight <= 0:
+            return [], {}
         index = self.parts.index
         # the index's version of a pending entry is overridden: fetch more only when some
         # of the best were (most pending entries are new saves the index has never held;
         # fetching 100 + 512 hits cost half a millisecond of every search after a burst)
-        hits = index.ids_of(found.result() if isinstance(found, Future) else found)
+        hits = index.ids_of(index.lookup(text, CANDIDATES, category, tags))
         indexed = [h for h in hits if h[0] not in pending]
         if len(indexed) < len(hits) == CANDIDATES:
             hits = index.search(text, CANDIDATES + len(pending), category, tags)
             indexed = [h for h in hits if h[0] not in pending]
         merged = indexed + self._pending(text, view, pending, category, tags)
         merged.sort(key=lambda h: (-h[1], h[0]))
-        return merged[:CANDIDATES]
+        merged = merged[:CANDIDATES]
+        return merged, _weights(view, merged, category, tags)
 
     def _pending(
         self, text: str, view: View, pending: Pending, category: str | None, tags: Sequence[str]

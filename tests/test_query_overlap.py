@@ -92,3 +92,29 @@ def test_vectors_are_ranked_while_tantivy_searches(
     hits = store.search("lighthouse tides")
     assert hits and hits[0].entry.id == saved.id and hits[0].score > 0
     assert threads["tantivy"] != threads["vectors"] == threading.current_thread().name
+
+
+def test_keyword_hits_are_resolved_and_weighed_while_the_query_is_embedded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The keyword side's work after Tantivy's search (its hits read back as ids, the
+    pending entries merged, their weights read) is done on the query thread too, while the
+    search's own thread embeds: the embedding waits for the hits to be read back, and the
+    read-back for the embedding to start."""
+    embedder = Meeting()
+    store = LongTermStore(tmp_path, embedder=embedder)
+    saved = store.save("the lighthouse keeper logs the tides at dawn").entry
+    assert store.backfill() == 1
+    ids_of = TextIndex.ids_of
+    resolved_on: list[str] = []
+
+    def resolving(self: TextIndex, *args: Any, **kwargs: Any) -> Any:
+        resolved_on.append(threading.current_thread().name)
+        embedder.keyword.set()
+        assert embedder.embedding.wait(10), "the hits were read back after the embedding"
+        return ids_of(self, *args, **kwargs)
+
+    monkeypatch.setattr(TextIndex, "ids_of", resolving)
+    hits = store.search("lighthouse tides")
+    assert hits and hits[0].entry.id == saved.id and hits[0].score > 0
+    assert resolved_on and threading.current_thread().name not in resolved_on
