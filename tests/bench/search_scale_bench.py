@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import replace
 from pathlib import Path
 
@@ -38,11 +39,11 @@ from scale_bench import (
     OBJECTS,
     SUBJECTS,
     VERBS,
-    _server_pid,
     _until_idle,
     pct,
     raw_limits,
     rss_split,
+    serve_pids,
     tantivy_limit,
 )
 
@@ -137,30 +138,64 @@ def queries(n: int, seed: int = 11) -> list[str]:
     return [f"what does {rng.choice(SUBJECTS)} think of {rng.choice(OBJECTS)}" for _ in range(n)]
 
 
-async def measure(data: Path, searches: int, env: dict[str, str]) -> tuple[list[float], str]:
+async def _started(
+    stack: AsyncExitStack, data: Path, env: dict[str, str]
+) -> tuple[Client, int | None]:
+    """A `dreamwell serve` client on `data`, warmed up, its vectors in use, its CPU idle."""
+    before = serve_pids(data)
     params = StdioServerParameters(
         command="dreamwell", args=["serve", "--data-dir", str(data)], env={**os.environ, **env}
     )
-    times = []
-    async with Client(params) as client:
-        await client.call_tool("search_memory", {"query": "warm up"})
-        pid = _server_pid(data)
-        ready = await until_vectors(client, hybrid="DREAMWELL_EMBEDDER" not in env)
-        sys.stdout.write(f"  vectors in use {ready:.1f} s after the first call\n")
-        await _until_idle(pid)
-        for _ in range(10):
-            await client.call_tool("search_memory", {"query": "warm up the caches"})
-        for query in queries(searches):
-            started = time.perf_counter()
-            result = await client.call_tool("search_memory", {"query": query})
-            times.append((time.perf_counter() - started) * 1000)
-            assert not result.is_error, result
-            said = " ".join(getattr(c, "text", "") for c in result.content)
-            assert said.startswith("Found "), said  # the queries' words are in the store
+    client = await stack.enter_async_context(Client(params))
+    await client.call_tool("search_memory", {"query": "warm up"})
+    pid = min(serve_pids(data) - before, default=None)
+    ready = await until_vectors(client, hybrid="DREAMWELL_EMBEDDER" not in env)
+    sys.stdout.write(f"  vectors in use {ready:.1f} s after the first call\n")
+    await _until_idle(pid)
+    for _ in range(10):
+        await client.call_tool("search_memory", {"query": "warm up the caches"})
+    return client, pid
+
+
+async def _timed(client: Client, query: str) -> float:
+    started = time.perf_counter()
+    result = await client.call_tool("search_memory", {"query": query})
+    elapsed = (time.perf_counter() - started) * 1000
+    said = " ".join(getattr(c, "text", "") for c in result.content)
+    assert not result.is_error and said.startswith("Found "), said
+    return elapsed
+
+
+async def measure(data: Path, searches: int, env: dict[str, str]) -> tuple[list[float], str]:
+    async with AsyncExitStack() as stack:
+        client, pid = await _started(stack, data, env)
+        times = [await _timed(client, query) for query in queries(searches)]
         rss = rss_split(pid)
         await anyio.sleep(TRIM_QUIET + 1.5)  # the server hands its heap back once idle
         rss += f", {rss_split(pid)} once idle"
     return times, rss
+
+
+async def measure_paired(data: Path, searches: int) -> dict[str, list[float]]:
+    """The floor's three parts side by side: a hybrid and a BM25-only server run at once on
+    `data`, and each query goes to both (which first alternates), then is embedded here with
+    e5, this thread having just waited on the servers' replies as a server's thread waits on
+    its client. Load that comes and goes between the sequential runs above falls on all three
+    parts alike."""
+    e5 = OnnxE5()
+    e5.embed_query("warm up")
+    times: dict[str, list[float]] = {"hybrid": [], "bm25-only": [], "e5": []}
+    async with AsyncExitStack() as stack:
+        hybrid, _ = await _started(stack, data, {})
+        bm25, _ = await _started(stack, data, {"DREAMWELL_EMBEDDER": "none"})
+        for i, query in enumerate(queries(searches)):
+            order = ((hybrid, "hybrid"), (bm25, "bm25-only"))
+            for client, mode in order if i % 2 else order[::-1]:
+                times[mode].append(await _timed(client, query))
+            started = time.perf_counter()
+            e5.embed_query(query)
+            times["e5"].append((time.perf_counter() - started) * 1000)
+    return times
 
 
 IDLE = 0.01  # a server's embedding thread sleeps about this long between a client's searches
@@ -219,6 +254,14 @@ def main() -> None:
         build(Path(tmp) / "small", 1000)
         _, rss = anyio.run(measure, Path(tmp) / "small", 100, {})
         sys.stdout.write(f"the same server at N=1000 (hybrid): {rss}\n")
+        paired = anyio.run(measure_paired, data, args.searches)
+        mid = {mode: statistics.median(values) for mode, values in paired.items()}
+        sys.stdout.write(
+            f"side by side (two servers at once, each query to both, then embedded here): "
+            f"hybrid p50 {mid['hybrid']:.1f} ms, BM25-only {mid['bm25-only']:.1f} ms, e5 query "
+            f"{mid['e5']:.2f} ms; floor (issue 24): hybrid p50 {mid['hybrid']:.1f} ms against "
+            f"{mid['e5'] + mid['bm25-only'] + 2:.1f} ms; load {os.getloadavg()[0]:.2f}\n"
+        )
         limits = raw_limits(args.n, Path(tmp))
         embed = e5_query_ms(queries(args.searches))
         rested = e5_query_ms(queries(args.searches), idle=IDLE)
