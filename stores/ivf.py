@@ -1,6 +1,6 @@
 """An inverted file over the rows' sign bits, for stores too large to scan every row.
 
-Below INDEX_AT vectors a search scans every allowed row's sign bits (`view.Rows`): at a
+Below INDEX_AT vectors a search scans every allowed row's sign bits (`stores/vector_rank.py`): at a
 million rows that took 37-47 ms of a search with the contextual ranking. From INDEX_AT on,
 the rows are also grouped into COARSE x FINE lists (leaves) by a two-level k-means quantiser
 (a row is assigned with 64 dot products, not 1,024), once by their vector and once by their

@@ -246,7 +246,7 @@ def test_the_kept_link_arrays_follow_every_change_of_the_chains() -> None:
         meta = {FOLLOWS: before} if rng.random() < 0.6 else {}
         rows.put(MemoryEntry(entry_id, "x", None, (), now, now, now, metadata=meta))
         n = rows.n
-        hops, named = rows._links(n)
+        hops, named = rows.links(n)
         assert named <= n
         for r in range(n):
             for links, (one, two) in ((rows.prev, hops[:2]), (rows.next, hops[2:])):
