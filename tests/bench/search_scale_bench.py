@@ -9,7 +9,8 @@ the vectors and gone idle, and times `search_memory` through the `mcp` client: h
 default: e5 query embedding, BM25, the two-stage vector search, contextual scores) and BM25
 only. Prints p50/p95, the server's RSS (right after the searches, and once idle), and the
 raw limits of this machine in the same run: one e5 query embedding, a bare numpy float32
-cosine top-100 over N x 384, Tantivy top-100.
+cosine top-100 over N x 384, Tantivy top-100. Then issue 24's floor side by side: a hybrid and
+a BM25-only server at once, each query sent to both and then embedded in this process.
 
 Run: python tests/bench/search_scale_bench.py [--n 100000] [--searches 300] [--data-dir DIR]
 
