@@ -173,6 +173,8 @@ def test_a_person_browses_edits_deletes_restores_and_dreams_in_chromium(
         reinforced = merge.locator("tr[data-field='reinforcement_count'] td").nth(1)
         assert reinforced.inner_text() == "— → 2×"
         assert merge.locator("del").count() == 0
+        # the list of runs is refreshed after the report is drawn: wait for the applied run
+        page.wait_for_selector("#runs li:nth-child(2) .run")
         runs = page.locator("#runs .run").all_inner_texts()
         assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d\n2 archived, 1 merged$", runs[0]), runs
         page.screenshot(path=str(ARTIFACTS / "ui-dream-report.png"), full_page=True)
