@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from dreamwell.stores import LongTermStore
+from dreamwell.stores import LongTermStore, MemoryEntry
 from dreamwell.stores.text_index import TextIndex
 from dreamwell.stores.view import Rows
 from tests.test_vector_index import SeededEmbedder
@@ -33,24 +33,34 @@ class Meeting(SeededEmbedder):
         return super().embed_query(text)
 
 
-def test_the_query_is_embedded_while_bm25_runs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _meeting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str, late: str
+) -> tuple[Meeting, LongTermStore, MemoryEntry, list[str]]:
+    """A store with one embedded memory whose embedder and `TextIndex.<method>` each wait
+    for the other to start (`late`: the message when the method ran after the embedding);
+    with the names of the threads the method ran on."""
     embedder = Meeting()
     store = LongTermStore(tmp_path, embedder=embedder)
     saved = store.save("the lighthouse keeper logs the tides at dawn").entry
     assert store.backfill() == 1
-    lookup = TextIndex.lookup
+    original = getattr(TextIndex, method)
+    ran_on: list[str] = []
 
-    searched_on: list[str] = []
-
-    def keyword(self: TextIndex, *args: Any, **kwargs: Any) -> Any:
-        searched_on.append(threading.current_thread().name)
+    def meeting(self: TextIndex, *args: Any, **kwargs: Any) -> Any:
+        ran_on.append(threading.current_thread().name)
         embedder.keyword.set()
-        assert embedder.embedding.wait(10), "the query was not being embedded during BM25"
-        return lookup(self, *args, **kwargs)
+        assert embedder.embedding.wait(10), late
+        return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(TextIndex, "lookup", keyword)
+    monkeypatch.setattr(TextIndex, method, meeting)
+    return embedder, store, saved, ran_on
+
+
+def test_the_query_is_embedded_while_bm25_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    late = "the query was not being embedded during BM25"
+    embedder, store, saved, searched_on = _meeting(tmp_path, monkeypatch, "lookup", late)
     hits = store.search("lighthouse tides")
     assert hits and hits[0].entry.id == saved.id and hits[0].score > 0
     assert embedder.threads == {threading.current_thread().name} != set(searched_on)
@@ -58,7 +68,7 @@ def test_the_query_is_embedded_while_bm25_runs(
     embedder.keyword.clear()
     embedder.embedding.clear()
     keyword_only = LongTermStore(tmp_path, embedder=embedder, keyword_weight=1.0)
-    monkeypatch.setattr(TextIndex, "lookup", lookup)
+    monkeypatch.undo()
     assert keyword_only.search("lighthouse")[0].entry.id == saved.id
     assert not embedder.embedding.is_set()
 
@@ -101,20 +111,8 @@ def test_keyword_hits_are_resolved_and_weighed_while_the_query_is_embedded(
     pending entries merged, their weights read) is done on the query thread too, while the
     search's own thread embeds: the embedding waits for the hits to be read back, and the
     read-back for the embedding to start."""
-    embedder = Meeting()
-    store = LongTermStore(tmp_path, embedder=embedder)
-    saved = store.save("the lighthouse keeper logs the tides at dawn").entry
-    assert store.backfill() == 1
-    ids_of = TextIndex.ids_of
-    resolved_on: list[str] = []
-
-    def resolving(self: TextIndex, *args: Any, **kwargs: Any) -> Any:
-        resolved_on.append(threading.current_thread().name)
-        embedder.keyword.set()
-        assert embedder.embedding.wait(10), "the hits were read back after the embedding"
-        return ids_of(self, *args, **kwargs)
-
-    monkeypatch.setattr(TextIndex, "ids_of", resolving)
+    late = "the hits were read back after the embedding"
+    _, store, saved, resolved_on = _meeting(tmp_path, monkeypatch, "ids_of", late)
     hits = store.search("lighthouse tides")
     assert hits and hits[0].entry.id == saved.id and hits[0].score > 0
     assert resolved_on and threading.current_thread().name not in resolved_on
