@@ -321,7 +321,8 @@ class TextIndex:
     ) -> Found:
         """The first half of `search`: Tantivy's top `limit` as document addresses. It holds
         the GIL only to build the query, so it can run on another thread beside numpy work;
-        `ids_of` (many short calls into Tantivy) belongs on the thread that uses them."""
+        `ids_of` (many short calls into Tantivy, each holding the GIL) is best run while the
+        other thread is in code that releases it (a search: while the query is embedded)."""
         terms = self.terms(query)
         if not terms or limit <= 0:
             return Found(None, [])
