@@ -1,17 +1,17 @@
 """An inverted file over the rows' sign bits, for stores too large to scan every row.
 
-Below INDEX_AT vectors a search scans every allowed row's sign bits (`stores/vector_rank.py`): at a
-million rows that took 37-47 ms of a search with the contextual ranking. From INDEX_AT on,
-the rows are also grouped into COARSE x FINE lists (leaves) by a two-level k-means quantiser
-(a row is assigned with 64 dot products, not 1,024), once by their vector and once by their
-contextual vector, each with its own quantiser: a memory's context (its vector and its
-neighbours' summed) lies elsewhere than its own vector. Each list keeps its rows' sign bits
-contiguous, in list order. A search ranks the leaves by its query, scans the sign bits of
-the nearest leaves holding a share of the rows (PLAIN_SHARE, CONTEXT_SHARE) and of the tail
-(rows whose vector or context changed since the lists were made: their current bits), and
-gives an exact cosine to the best of them, as below INDEX_AT. Rows deleted since stay in
-their list and are dropped by the search's mask; a filter allowing a quarter of the rows or
-fewer scans its own rows instead.
+Below INDEX_AT vectors a search scans every allowed row's sign bits
+(`stores/vector_rank.py`): at a million rows that took 37-47 ms of a search with the
+contextual ranking. From INDEX_AT on, the rows are also grouped into COARSE x FINE lists
+(leaves) by a two-level k-means quantiser (a row is assigned with 64 dot products, not
+1,024), once by their vector and once by their contextual vector, each with its own
+quantiser: a memory's context (its vector and its neighbours' summed) lies elsewhere than
+its own vector. Each list keeps its rows' sign bits contiguous, in list order. A search
+ranks the leaves by its query, scans the sign bits of the nearest leaves holding a share of
+the rows (PLAIN_SHARE, CONTEXT_SHARE) and of the tail (rows whose vector or context changed
+since the lists were made: their current bits), and gives an exact cosine to the best of
+them, as below INDEX_AT. Rows deleted since stay in their list and are dropped by the
+search's mask; a filter allowing a quarter of the rows or fewer scans its own rows instead.
 
 `Lists` is made whole and never changed but for its tail, which only grows (a reader reads
 the count, then the rows below it). When a tail is full the rows' owner assigns the tail's

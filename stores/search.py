@@ -73,8 +73,9 @@ def _weights(
 
 @functools.cache
 def _query_pool() -> ThreadPoolExecutor:
-    """The threads that run Tantivy's searches while their searches' own threads embed the
-    query and rank vectors (two: two searches at once each have one)."""
+    """The threads that run the keyword side of searches (Tantivy's search, the pending
+    entries, the weights) while their searches' own threads embed the query and rank
+    vectors (two: two searches at once each have one)."""
     return ThreadPoolExecutor(max_workers=2, thread_name_prefix="dreamwell-query")
 
 
@@ -133,8 +134,8 @@ class Searcher:
         vector and contextual candidates of a query. With a vector search, the keyword side
         (Tantivy's search, the pending entries, the weights) runs on a query thread while
         this one embeds the query and ranks vectors (e5 uses one core and releases the GIL,
-        as Tantivy does), so a search costs about the longest of them, not their sum; this
-        thread never waits for the query thread to start or to wake it."""
+        as Tantivy does), so a search costs about the longest of them, not their sum. The
+        embedding is this thread's own: it never waits for another thread to start it."""
         pending = self.parts.mirror.pending  # before the index: a checkpoint moves it there
         keywords = functools.partial(self._keywords, text, view, pending, category, tags)
         if not self._vectors_wanted(view):

@@ -1,7 +1,8 @@
-"""A hybrid search runs Tantivy's search on a query thread while its own thread embeds the
-query and then ranks vectors: they overlap (e5 and Tantivy each use a core and release the
-GIL), so a search costs about the longest of them, not their sum, and its own thread never
-waits for another to start or to wake it (issue 24, criteria 3 and 5)."""
+"""A hybrid search runs its keyword side (Tantivy's search, the hits read back, their
+weights) on a query thread while its own thread embeds the query and then ranks vectors:
+they overlap (e5 and Tantivy each use a core and release the GIL), so a search costs about
+the longest of them, not their sum, and its own thread never waits for another to start the
+embedding (issue 24, criteria 3 and 5)."""
 
 from __future__ import annotations
 
