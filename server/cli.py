@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from dreamwell.server.flags import COMMANDS as NAMES
 from dreamwell.server.flags import SETTINGS, settings_of
-from dreamwell.server.heap import few_malloc_arenas
+from dreamwell.server.heap import steady_malloc
 
 if TYPE_CHECKING:
     from dreamwell.server.config import Settings
@@ -336,7 +336,7 @@ def _one_blas_thread() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    few_malloc_arenas()
+    steady_malloc()
     _one_blas_thread()
     given = list(sys.argv[1:] if argv is None else argv)
     if given[:1] == ["hook"]:  # a hook must exit 0 whatever it was given

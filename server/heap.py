@@ -1,10 +1,12 @@
 """The process's C heap (glibc only; elsewhere every call here does nothing).
 
-Two settings keep a long-running server's RSS near what it holds: few malloc arenas (each
+Three settings keep a long-running server's RSS near what it holds: few malloc arenas (each
 thread that allocates gets its own otherwise, and LanceDB's, Tantivy's and onnxruntime's
-thread pools then fragment the heap), and handing freed pages back to the kernel after the
-big transient allocations (loading every vector from LanceDB, a checkpoint's Arrow batches),
-which glibc otherwise keeps mapped for reuse."""
+thread pools then fragment the heap), a fixed size above which blocks are mapped on their
+own (glibc's moving one put a start's heaps at 383 to 433 MiB at 100,000 memories), and
+handing freed pages back to the kernel after the big transient allocations (loading every
+vector from LanceDB, a checkpoint's Arrow batches), which glibc otherwise keeps mapped for
+reuse."""
 
 from __future__ import annotations
 
@@ -12,7 +14,12 @@ import ctypes
 import sys
 from typing import Any
 
-_M_ARENA_MAX = -8  # mallopt parameter number in glibc's malloc.h
+_M_ARENA_MAX = -8  # mallopt parameter numbers in glibc's malloc.h
+_M_MMAP_THRESHOLD = -3
+# Blocks above this are mapped on their own and unmapped when freed: the vectors' and Arrow
+# batches' big transient buffers. A search's own arrays stay below it up to a million
+# memories (a million float32 scores: 3.8 MiB), so it maps no fresh pages per search.
+MMAP_THRESHOLD = 4 << 20
 
 
 def _libc() -> Any:
@@ -30,12 +37,19 @@ def _libc() -> Any:
 _LIBC = _libc()
 
 
-def few_malloc_arenas() -> None:
+def steady_malloc() -> None:
     """Two arenas instead of eight per core: with the libraries' thread pools a server reached
-    ~530 MB RSS after a few hundred saves with glibc's default, ~320 MB with two. Must run
-    before those threads start."""
+    ~530 MB RSS after a few hundred saves with glibc's default, ~320 MB with two.
+
+    And a fixed mmap threshold. glibc's starts at 128 KiB and rises to the size of each mapped
+    block freed (up to 32 MiB), so whether a block of a few MiB went to an arena or to a
+    mapping of its own depended on the order in which the threads had freed theirs. At
+    100,000 memories a server's RSS once idle then moved from one start to the next (383 to
+    433 MiB over 18 starts; 384-385 over 14 starts with this threshold,
+    tests/bench/rss_bench.py). Must run before the libraries' threads start."""
     if _LIBC is not None:
         _LIBC.mallopt(_M_ARENA_MAX, 2)
+        _LIBC.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
 
 
 def give_back_freed() -> None:
