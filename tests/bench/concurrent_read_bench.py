@@ -2,16 +2,18 @@
 fast as it can (not collected by pytest).
 
 Two stdio servers on one data directory (the default embedder unless --embedder none), driven
-by the official `mcp` client: the reader searches, the writer saves back to back. Prints the
-reader's search p50/p90/p99/max on the quiet store and under the foreign writer, their ratio,
-the writer's save p50, each server's CPU seconds per phase, the vector records in the log per
-memory (2 would mean both processes embedded it), the load average, and the raw limits of
-this machine in the same run: one e5 query embedding in process and the same searches in a
-BM25-only server (DREAMWELL_EMBEDDER=none) on the quiet store. Then the reader takes a burst
-of saves itself and searches beside it (its own backfill embeds them meanwhile) and right after
-it, and searches once more when all is quiet (the store has grown by then).
+by the official `mcp` client: the reader searches, the writer saves back to back. The quiet
+searches and those under the writer run in alternating blocks (--blocks, the same queries in
+each pair of blocks). Prints the reader's search p50/p90/p99/max quiet and under the foreign
+writer, their ratio, the writer's save p50, each server's CPU seconds in each kind of block,
+the vector records in the log per memory (2 would mean both processes embedded it), the load
+average, and the raw limits of this machine in the same run: one e5 query embedding in
+process and the same searches in a BM25-only server (DREAMWELL_EMBEDDER=none) on the quiet
+store. Then the reader takes a burst of saves itself and searches beside it (its own backfill
+embeds them meanwhile) and right after it, and searches once more when all is quiet (the
+store has grown by then).
 
-Run: python tests/bench/concurrent_read_bench.py [--seed 20] [--searches 300]
+Run: python tests/bench/concurrent_read_bench.py [--seed 20] [--searches 300] [--blocks 6]
      [--burst 1000] [--embedder e5|none] [--profile DIR]
 """
 
@@ -121,11 +123,79 @@ class Phase:
         self.cpu = {k: _cpu_seconds(p) for k, p in pids.items()}
         self.started = time.perf_counter()
 
-    def report(self, name: str) -> str:
+    def used(self) -> tuple[float, dict[str, float]]:
+        """Wall seconds and each server's CPU seconds since the phase started."""
         wall = time.perf_counter() - self.started
-        used = {k: _cpu_seconds(p) - self.cpu[k] for k, p in self.pids.items()}
-        parts = ", ".join(f"{k} {v:.1f} s" for k, v in used.items())
-        return f"  {name}: {wall:.1f} s wall; CPU {parts}; load {os.getloadavg()[0]:.2f}\n"
+        return wall, {k: _cpu_seconds(p) - self.cpu[k] for k, p in self.pids.items()}
+
+    def report(self, name: str) -> str:
+        return report(name, *self.used())
+
+
+def report(name: str, wall: float, cpu: dict[str, float]) -> str:
+    parts = ", ".join(f"{k} {v:.1f} s" for k, v in cpu.items())
+    return f"  {name}: {wall:.1f} s wall; CPU {parts}; load {os.getloadavg()[0]:.2f}\n"
+
+
+async def alternating(
+    reader: Client,
+    writer: Client,
+    pids: dict[str, int],
+    args: argparse.Namespace,
+    rng: random.Random,
+    out: TextIO,
+) -> tuple[list[float], list[float], list[float], float]:
+    """(quiet searches, searches under the foreign writer, the writer's saves, the writer's
+    wall seconds): --blocks blocks of each, alternating, the same queries in a block's quiet
+    and loud halves. Load that comes and goes on a shared machine then falls on both alike:
+    one quiet phase before one loud phase once put the quiet p50 at 7.5 ms and the same
+    searches once all was quiet again at 10.7. The quiet blocks search the store as grown by
+    the writer's blocks before them."""
+    quiet: list[float] = []
+    loud: list[float] = []
+    saves: list[float] = []
+    seconds: dict[str, Counter[str]] = {"quiet": Counter(), "foreign writer": Counter()}
+    i = args.seed
+    for seed, each in block_seeds(args):
+        await until_idle(list(pids.values()))
+        phase = Phase(pids)
+        profile(pids, args.profile, signal.SIGUSR1)
+        quiet += await searches(reader, each, seed)
+        profile(pids, args.profile, signal.SIGUSR2)
+        wall, cpu = phase.used()
+        seconds["quiet"].update({"wall": wall, **cpu})
+        done = anyio.Event()
+
+        async def write(done: anyio.Event) -> None:
+            nonlocal i
+            while not done.is_set():
+                took, _ = await call(writer, "save_memory", content=sentence(rng, i))
+                saves.append(took)
+                i += 1
+
+        async def read(seed: int, each: int, done: anyio.Event) -> None:
+            loud.extend(await searches(reader, each, seed))
+            done.set()
+
+        phase = Phase(pids)
+        profile(pids, args.profile, signal.SIGUSR1)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(write, done)
+            tg.start_soon(read, seed, each, done)
+        profile(pids, args.profile, signal.SIGUSR2)
+        wall, cpu = phase.used()
+        seconds["foreign writer"].update({"wall": wall, **cpu})
+    loud_wall = seconds["foreign writer"]["wall"]
+    for name, used in seconds.items():
+        wall = used.pop("wall")
+        out.write(report(f"{name} ({args.blocks} blocks)", wall, dict(used)))
+    return quiet, loud, saves, loud_wall
+
+
+def block_seeds(args: argparse.Namespace) -> list[tuple[int, int]]:
+    """(seed, searches) of each block's queries: the quiet and the loud blocks', the raw
+    limits' alike."""
+    return [(100 + block, max(1, args.searches // args.blocks)) for block in range(args.blocks)]
 
 
 async def run(data: Path, args: argparse.Namespace) -> None:
@@ -142,35 +212,7 @@ async def run(data: Path, args: argparse.Namespace) -> None:
             for i in range(args.seed):
                 await call(writer, "save_memory", content=sentence(rng, i), category="bench")
             await searches(reader, 20, 1)  # the reader loads its model and vectors
-            await until_idle(list(pids.values()))
-            phase = Phase(pids)
-            profile(pids, args.profile, signal.SIGUSR1)
-            quiet = await searches(reader, args.searches, 2)
-            profile(pids, args.profile, signal.SIGUSR2)
-            out.write(phase.report("quiet"))
-            saves: list[float] = []
-            loud: list[float] = []
-            done = anyio.Event()
-
-            async def write() -> None:
-                i = args.seed
-                while not done.is_set():
-                    took, _ = await call(writer, "save_memory", content=sentence(rng, i))
-                    saves.append(took)
-                    i += 1
-
-            async def read() -> None:
-                loud.extend(await searches(reader, args.searches, 2))
-                done.set()
-
-            phase = Phase(pids)
-            profile(pids, args.profile, signal.SIGUSR1)
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(write)
-                tg.start_soon(read)
-            profile(pids, args.profile, signal.SIGUSR2)
-            out.write(phase.report("foreign writer"))
-            wall = time.perf_counter() - phase.started
+            quiet, loud, saves, wall = await alternating(reader, writer, pids, args, rng, out)
             await until_idle(list(pids.values()))
             during, right_after = await own_backfill(reader, pids, args.burst, args.searches, out)
             after = await searches(reader, args.searches, 2)
@@ -191,8 +233,10 @@ async def run(data: Path, args: argparse.Namespace) -> None:
     )
     out.write(line("raw: BM25-only server", stats(bm25), len(bm25)))
     if args.embedder != "none":
-        rng = random.Random(2)  # the searches' own queries
-        texts = [query(rng) for _ in range(args.searches)]
+        texts = []  # the searches' own queries
+        for seed, each in block_seeds(args):
+            rng = random.Random(seed)
+            texts += [query(rng) for _ in range(each)]
         out.write(f"raw: e5 query embedding in process p50 {e5_query_ms(texts):.2f} ms\n")
     counts = Counter(vector_records(data).values())
     out.write(f"vector records per memory in the log on disk: {dict(sorted(counts.items()))}\n")
@@ -251,8 +295,8 @@ def sampler_env(where: Path | None) -> dict[str, str]:
 
 
 def profile(pids: dict[str, int], where: Path | None, sig: signal.Signals) -> None:
-    """Start (SIGUSR1) or stop and write (SIGUSR2) each server's sampler: DIR/stacks.<pid>.1
-    (quiet), .2 (under the writer)."""
+    """Start (SIGUSR1) or stop and write (SIGUSR2) each server's sampler: DIR/stacks.<pid>.1,
+    .3, ... (the quiet blocks), .2, .4, ... (under the writer)."""
     if where is not None:
         for pid in pids.values():
             os.kill(pid, sig)
@@ -261,13 +305,16 @@ def profile(pids: dict[str, int], where: Path | None, sig: signal.Signals) -> No
 async def bm25_only(data: Path, args: argparse.Namespace) -> list[float]:
     async with Client(params(data, "none")) as client:
         await searches(client, 20, 1)
-        return await searches(client, args.searches, 2)
+        return [t for seed, each in block_seeds(args) for t in await searches(client, each, seed)]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=20, help="memories saved before timing")
     parser.add_argument("--searches", type=int, default=300)
+    parser.add_argument(
+        "--blocks", type=int, default=6, help="quiet and loud blocks of the searches, alternating"
+    )
     parser.add_argument("--burst", type=int, default=1000, help="saves before own backfill")
     parser.add_argument("--embedder", default="e5", choices=["e5", "none"])
     parser.add_argument("--data-dir", type=Path, help="keep the data here (must be empty)")
