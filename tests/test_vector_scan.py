@@ -224,13 +224,38 @@ def test_searches_while_vectors_arrive_and_the_centre_is_recomputed_stay_valid()
     assert searches > 0 and rows.codes is not None
 
 
+def _best_by_sorting(values: np.ndarray, k: int) -> list[int]:
+    """What `signs.best` promises, the slow way: the values above the k-th largest, then
+    those equal to it, each in index order."""
+    cut = sorted(values.tolist())[-k]
+    over = [i for i, v in enumerate(values.tolist()) if v > cut]
+    return over + [i for i, v in enumerate(values.tolist()) if v == cut][: k - len(over)]
+
+
 def test_the_histogram_selection_keeps_the_k_largest_sign_scores() -> None:
+    """Small and large inputs, the latter through the sampled bound on the cut; ties and a
+    narrow range of values (the scores of a store are close together)."""
     rng = np.random.default_rng(12)
-    for n, k in ((10_000, 156), (5_000, 2_048), (300, 300), (300, 500), (1, 1)):
-        values = (rng.binomial(384, 0.5, n) * 2 - 384).astype(np.int16)
-        got = signs.best(values, k, 384)
-        assert len(got) == min(k, n) and len(set(got.tolist())) == len(got)
-        assert sorted(values[got].tolist()) == sorted(values.tolist())[-len(got) :]
+    cases = ((10_000, 156), (5_000, 2_048), (300, 300), (300, 500), (1, 1), (100_000, 2_048))
+    for n, k in (*cases, (40_000, 1), (40_000, 2_500), (16 * 700, 700)):
+        for p in (0.5, 0.53):
+            values = (rng.binomial(384, p, n) * 2 - 384).astype(np.int16)
+            got = signs.best(values, k, 384)
+            assert len(got) == min(k, n) and len(set(got.tolist())) == len(got)
+            assert sorted(values[got].tolist()) == sorted(values.tolist())[-len(got) :]
+            if k < n:
+                assert got.tolist() == _best_by_sorting(values, k)
+
+
+def test_the_sampled_bound_falls_back_when_too_few_values_reach_it() -> None:
+    """Every eighth value is high for the first 400 of them and everything else low: the
+    sample puts the bound at the high value, which only 400 of the 2,000 wanted reach, so
+    every value is counted (and the 2,000 are still the largest, in index order)."""
+    values = np.full(40_000, -100, dtype=np.int16)
+    values[: 400 * signs.SAMPLE : signs.SAMPLE] = 100
+    values[7::97] = -50
+    got = signs.best(values, 2_000, 384)
+    assert got.tolist() == _best_by_sorting(values, 2_000)
 
 
 def test_the_kept_link_arrays_follow_every_change_of_the_chains() -> None:
