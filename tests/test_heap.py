@@ -10,6 +10,18 @@ import pytest
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")
 
 
+def _printed(code: str) -> str:
+    """What `code` prints in a fresh interpreter (its own heap); skips the test if the code
+    printed 'skip' (not glibc)."""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    if done.stdout.strip() == "skip":
+        pytest.skip("not glibc")
+    return done.stdout.strip()
+
+
 def test_freed_heap_is_given_back() -> None:
     """160 MB of 8 KB blocks (below glibc's mmap threshold, so on the heap), all freed but the
     last, which pins the heap's top: glibc keeps the pages until malloc_trim."""
@@ -29,13 +41,8 @@ def test_freed_heap_is_given_back() -> None:
         "before = rss(); give_back_freed(); after = rss()\n"
         "print(before - after)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    if done.stdout.strip() == "skip":
-        pytest.skip("not glibc")
-    assert float(done.stdout) > 100, f"only {float(done.stdout):.0f} MiB given back"
+    given_back = float(_printed(code))
+    assert given_back > 100, f"only {given_back:.0f} MiB given back"
 
 
 def test_arrow_allocates_through_glibc_not_its_bundled_mimalloc() -> None:
@@ -74,10 +81,4 @@ def test_big_blocks_stay_mapped_on_their_own_after_one_is_freed() -> None:
         "block = libc.malloc(size)\n"
         "print(libc.mallinfo2().hblks - before)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    if done.stdout.strip() == "skip":
-        pytest.skip("not glibc")
-    assert done.stdout.strip() == "1", "the second big block did not get a mapping of its own"
+    assert _printed(code) == "1", "the second big block did not get a mapping of its own"
