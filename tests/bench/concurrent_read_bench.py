@@ -20,6 +20,7 @@ Run: python tests/bench/concurrent_read_bench.py [--seed 20] [--searches 300] [-
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
@@ -29,6 +30,8 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
 
@@ -73,9 +76,13 @@ def query(rng: random.Random) -> str:
     return f"what does {rng.choice(SUBJECTS)} think of {rng.choice(OBJECTS)}"
 
 
-async def searches(client: Client, n: int, seed: int) -> list[float]:
+def queries(n: int, seed: int) -> list[str]:
     rng = random.Random(seed)
-    return [(await call(client, "search_memory", query=query(rng)))[0] for _ in range(n)]
+    return [query(rng) for _ in range(n)]
+
+
+async def searches(client: Client, n: int, seed: int) -> list[float]:
+    return [(await call(client, "search_memory", query=q))[0] for q in queries(n, seed)]
 
 
 async def until_idle(pids: list[int]) -> None:
@@ -137,6 +144,35 @@ def report(name: str, wall: float, cpu: dict[str, float]) -> str:
     return f"  {name}: {wall:.1f} s wall; CPU {parts}; load {os.getloadavg()[0]:.2f}\n"
 
 
+class Blocks:
+    """Wall and CPU seconds summed over the blocks of each kind; with --profile each block is
+    sampled on its own (`profile`)."""
+
+    def __init__(self, pids: dict[str, int], where: Path | None) -> None:
+        self.pids = pids
+        self.where = where
+        self.seconds: dict[str, Counter[str]] = {}
+
+    @contextmanager
+    def block(self, kind: str) -> Iterator[None]:
+        phase = Phase(self.pids)
+        profile(self.pids, self.where, signal.SIGUSR1)
+        yield
+        profile(self.pids, self.where, signal.SIGUSR2)
+        wall, cpu = phase.used()
+        self.seconds.setdefault(kind, Counter()).update({"wall": wall, **cpu})
+
+    def report(self, blocks: int) -> str:
+        return "".join(
+            report(
+                f"{kind} ({blocks} blocks)",
+                used["wall"],
+                {k: v for k, v in used.items() if k != "wall"},
+            )
+            for kind, used in self.seconds.items()
+        )
+
+
 async def alternating(
     reader: Client,
     writer: Client,
@@ -154,42 +190,43 @@ async def alternating(
     quiet: list[float] = []
     loud: list[float] = []
     saves: list[float] = []
-    seconds: dict[str, Counter[str]] = {"quiet": Counter(), "foreign writer": Counter()}
-    i = args.seed
+    texts = (sentence(rng, i) for i in itertools.count(args.seed))
+    blocks = Blocks(pids, args.profile)
     for seed, each in block_seeds(args):
         await until_idle(list(pids.values()))
-        phase = Phase(pids)
-        profile(pids, args.profile, signal.SIGUSR1)
-        quiet += await searches(reader, each, seed)
-        profile(pids, args.profile, signal.SIGUSR2)
-        wall, cpu = phase.used()
-        seconds["quiet"].update({"wall": wall, **cpu})
-        done = anyio.Event()
+        with blocks.block("quiet"):
+            quiet += await searches(reader, each, seed)
+        with blocks.block("foreign writer"):
+            loud += await under_writer(reader, writer, each, seed, texts, saves)
+    out.write(blocks.report(args.blocks))
+    return quiet, loud, saves, blocks.seconds["foreign writer"]["wall"]
 
-        async def write(done: anyio.Event) -> None:
-            nonlocal i
-            while not done.is_set():
-                took, _ = await call(writer, "save_memory", content=sentence(rng, i))
-                saves.append(took)
-                i += 1
 
-        async def read(seed: int, each: int, done: anyio.Event) -> None:
-            loud.extend(await searches(reader, each, seed))
-            done.set()
+async def under_writer(
+    reader: Client,
+    writer: Client,
+    n: int,
+    seed: int,
+    texts: Iterator[str],
+    saves: list[float],
+) -> list[float]:
+    """`n` searches while the writer saves `texts` back to back (each save's time appended to
+    `saves`); the writer stops with the last search."""
+    done = anyio.Event()
+    found: list[float] = []
 
-        phase = Phase(pids)
-        profile(pids, args.profile, signal.SIGUSR1)
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(write, done)
-            tg.start_soon(read, seed, each, done)
-        profile(pids, args.profile, signal.SIGUSR2)
-        wall, cpu = phase.used()
-        seconds["foreign writer"].update({"wall": wall, **cpu})
-    loud_wall = seconds["foreign writer"]["wall"]
-    for name, used in seconds.items():
-        wall = used.pop("wall")
-        out.write(report(f"{name} ({args.blocks} blocks)", wall, dict(used)))
-    return quiet, loud, saves, loud_wall
+    async def write() -> None:
+        while not done.is_set():
+            saves.append((await call(writer, "save_memory", content=next(texts)))[0])
+
+    async def read() -> None:
+        found.extend(await searches(reader, n, seed))
+        done.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(write)
+        tg.start_soon(read)
+    return found
 
 
 def block_seeds(args: argparse.Namespace) -> list[tuple[int, int]]:
@@ -233,10 +270,7 @@ async def run(data: Path, args: argparse.Namespace) -> None:
     )
     out.write(line("raw: BM25-only server", stats(bm25), len(bm25)))
     if args.embedder != "none":
-        texts = []  # the searches' own queries
-        for seed, each in block_seeds(args):
-            rng = random.Random(seed)
-            texts += [query(rng) for _ in range(each)]
+        texts = [q for seed, each in block_seeds(args) for q in queries(each, seed)]
         out.write(f"raw: e5 query embedding in process p50 {e5_query_ms(texts):.2f} ms\n")
     counts = Counter(vector_records(data).values())
     out.write(f"vector records per memory in the log on disk: {dict(sorted(counts.items()))}\n")
