@@ -58,7 +58,8 @@ def best(values: npt.NDArray[np.int16], k: int, bound: int) -> Ints:
         return np.arange(len(values))
     if len(values) >= 16 * k:
         sample = values[::SAMPLE]
-        low = _kth(sample, min(len(sample), -(-3 * k // (2 * SAMPLE)) + 8), bound)
+        rank = -(-3 * k // (2 * SAMPLE)) + 8  # 1.5 x k / SAMPLE rounded up, and a margin
+        low = _kth(sample, min(len(sample), rank), bound)
         near = np.flatnonzero(values >= low)
         if len(near) >= k:
             kept = values[near]
