@@ -354,6 +354,8 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, help="keep the data here (must be empty)")
     parser.add_argument("--profile", type=Path, help="sample both servers' stacks under the writer")
     args = parser.parse_args()
+    if not 1 <= args.blocks <= args.searches:
+        parser.error("--blocks must be between 1 and --searches")
     sys.stdout.write(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n")
     with tempfile.TemporaryDirectory() as tmp:
         data = args.data_dir or Path(tmp) / "data"
