@@ -13,9 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
@@ -25,6 +23,8 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
 from pydantic import ValidationError
+
+from dreamwell.server.wire import claimed_stdin, claimed_stdout
 
 logger = logging.getLogger(__name__)
 
@@ -96,27 +96,6 @@ def _not_utf8(raw: str, at: int) -> JSONRPCError:
         rid = None
     message = NOT_UTF8.format(byte=byte, offset=offset)
     return JSONRPCError(jsonrpc="2.0", id=rid, error=ErrorData(code=PARSE_ERROR, message=message))
-
-
-@contextmanager
-def _stdin() -> Iterator[Any]:
-    """stdin claimed as the SDK claims it, but decoded with surrogateescape instead of
-    replace, so that a byte that is not UTF-8 can be answered instead of stored as U+FFFD;
-    None (the SDK's own stdin) with an SDK that lacks the helpers this relies on."""
-    from mcp.server import stdio as sdk
-
-    claim = getattr(sdk, "_claim_fd", None)
-    divert = getattr(sdk, "_open_stdin_diversion", None)
-    wrapper = getattr(sdk, "_UnownedTextWrapper", None)
-    if claim is None or divert is None or wrapper is None:
-        yield None
-        return
-    buffer, restore = claim(0, sys.stdin, "rb", divert)
-    try:
-        yield anyio.wrap_file(wrapper(buffer, encoding="utf-8", errors="surrogateescape"))
-    finally:
-        if restore is not None:
-            restore()
 
 
 DRAIN_SECONDS = 15.0  # at EOF, how long requests already read may take to be answered (a
@@ -238,8 +217,8 @@ async def run_stdio(mcp: MCPServer[Any], on_eof: Callable[[], None] | None = Non
     runs as soon as stdin closes (handlers still running may keep `run` from returning)."""
     lowlevel = mcp._lowlevel_server
     pending: set[Any] = set()
-    with _stdin() as stdin:
-        async with stdio_server(stdin=stdin) as (read_stream, write_stream):
+    with claimed_stdin() as stdin, claimed_stdout() as stdout:
+        async with stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream):
             await lowlevel.run(
                 ReplyingReadStream(read_stream, write_stream, on_eof, pending),
                 AnsweringWriteStream(write_stream, pending),

@@ -82,72 +82,100 @@ NOT_UTF8_CALL = (  # raw bytes 0xff 0xfe: not UTF-8 at all (not an escape)
 async def test_every_malformed_stdio_frame_gets_an_error_reply_and_serving_goes_on(
     tmp_path: Path, frame: bytes, code: int, request_id: int | None
 ) -> None:
-    params = from_mcp_json(tmp_path)
-    process = await anyio.open_process([params.command, *params.args], env=params.env)
-    assert process.stdin is not None and process.stdout is not None
-    lines = TextReceiveStream(process.stdout)
-    buffered = ""
-
-    async def reply() -> dict[str, Any]:
-        nonlocal buffered
-        while "\n" not in buffered:
-            buffered += await lines.receive()
-        line, buffered = buffered.split("\n", 1)
-        answer: dict[str, Any] = json.loads(line)
-        return answer
-
-    try:
-        with anyio.fail_after(30):
-            if request_id is None:  # before the handshake too: the era is not chosen yet
-                await process.stdin.send(frame + b"\n")
-                assert (await reply())["error"]["code"] == code
-            await process.stdin.send(json.dumps(INIT).encode() + b"\n")
-            assert (await reply())["id"] == 0
-            await process.stdin.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-            await process.stdin.send(frame + b"\n")
-            error = await reply()
-            assert error["id"] == request_id and error["error"]["code"] == code
-            assert "Traceback" not in error["error"]["message"]
-            await process.stdin.send(b'{"jsonrpc":"2.0","id":9,"method":"ping"}\n')
-            assert await reply() == {"jsonrpc": "2.0", "id": 9, "result": {}}
-    finally:
-        process.kill()
-        await process.aclose()
+    async with Wire(tmp_path) as wire:
+        if request_id is None:  # before the handshake too: the era is not chosen yet
+            await wire.send(frame)
+            assert (await wire.reply())["error"]["code"] == code
+        await wire.handshake()
+        await wire.send(frame)
+        error = await wire.reply()
+        assert error["id"] == request_id and error["error"]["code"] == code
+        assert "Traceback" not in error["error"]["message"]
+        await wire.send(b'{"jsonrpc":"2.0","id":9,"method":"ping"}')
+        assert await wire.reply() == {"jsonrpc": "2.0", "id": 9, "result": {}}
 
 
 async def test_bytes_that_are_not_utf8_are_refused_in_words_and_nothing_is_stored(
     tmp_path: Path,
 ) -> None:
     """They used to be decoded to U+FFFD and stored silently."""
-    params = from_mcp_json(tmp_path)
-    process = await anyio.open_process([params.command, *params.args], env=params.env)
-    assert process.stdin is not None and process.stdout is not None
-    replies = TextReceiveStream(process.stdout)
-    buffered = ""
+    get = {"name": "get_from_working_memory", "arguments": {"key": "k"}}
+    async with Wire(tmp_path) as wire:
+        await wire.handshake()
+        await wire.send(NOT_UTF8_CALL)
+        error = (await wire.reply())["error"]
+        assert error["message"].startswith("Parse error: the frame is not valid UTF-8 (byte 0xff")
+        await wire.call(10, get)
+        answer = await wire.reply()
+        assert answer["result"]["isError"] and "\ufffd" not in json.dumps(answer)
 
-    async def reply() -> dict[str, Any]:
-        nonlocal buffered
-        while "\n" not in buffered:
-            buffered += await replies.receive()
-        line, buffered = buffered.split("\n", 1)
+
+async def test_a_client_that_stops_reading_holds_up_its_replies_not_the_server(
+    tmp_path: Path,
+) -> None:
+    """Replies are written from the event loop (server/wire.py's PipeWriter). While the pipe
+    is full because the client does not read, a reply waits for room without blocking the
+    loop: a save sent meanwhile is still made, and every reply arrives whole once the client
+    reads again (requests run at once, so replies come in the order they finish)."""
+    big = "".join(f"{i:07d} " for i in range(40_000))  # 320 KB: five times a pipe's buffer
+    save = {"name": "save_to_working_memory", "arguments": {"key": "big", "data": big}}
+    get = {"name": "get_from_working_memory", "arguments": {"key": "big"}}
+    marker = {"name": "save_to_working_memory", "arguments": {"key": "during", "data": "m4rk"}}
+    async with Wire(tmp_path) as wire:
+        await wire.handshake()
+        await wire.call(1, save)
+        assert not (await wire.reply())["result"]["isError"]
+        for request_id in range(2, 6):  # 1.3 MB of replies, none read yet
+            await wire.call(request_id, get)
+        await wire.call(6, marker)
+        segments = tmp_path / "working-memory"
+        while not any("m4rk" in f.read_text() for f in segments.glob("*.json")):
+            await anyio.sleep(0.05)  # the save is made while the replies before it wait
+        answers = [await wire.reply() for _ in range(5)]  # each in a frame of its own
+        texts = {a["id"]: a["result"]["content"][0]["text"] for a in answers}
+        assert texts == {2: big, 3: big, 4: big, 5: big, 6: texts[6]}
+        assert not any(a["result"]["isError"] for a in answers)
+
+
+class Wire:
+    """`dreamwell serve` as mcp.json starts it, spoken to frame by frame."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self._params = from_mcp_json(data_dir)
+        self._buffered = ""
+
+    async def __aenter__(self) -> Wire:
+        params = self._params
+        self._process = await anyio.open_process([params.command, *params.args], env=params.env)
+        assert self._process.stdin is not None and self._process.stdout is not None
+        self._stdin = self._process.stdin
+        self._lines = TextReceiveStream(self._process.stdout)
+        self._deadline = anyio.fail_after(30)
+        self._deadline.__enter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        try:
+            self._deadline.__exit__(*exc)  # type: ignore[arg-type]
+        finally:
+            self._process.kill()
+            await self._process.aclose()
+
+    async def send(self, frame: bytes) -> None:
+        await self._stdin.send(frame + b"\n")
+
+    async def call(self, request_id: int, params: dict[str, Any]) -> None:
+        call = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+        await self.send(json.dumps(call).encode())
+
+    async def handshake(self) -> None:
+        await self.send(json.dumps(INIT).encode())
+        assert (await self.reply())["id"] == 0
+        await self.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+
+    async def reply(self) -> dict[str, Any]:
+        while "\n" not in self._buffered:
+            self._buffered += await self._lines.receive()
+        line, self._buffered = self._buffered.split("\n", 1)
         answer: dict[str, Any] = json.loads(line)
         return answer
-
-    get = {"name": "get_from_working_memory", "arguments": {"key": "k"}}
-    try:
-        with anyio.fail_after(30):
-            await process.stdin.send(json.dumps(INIT).encode() + b"\n")
-            assert (await reply())["id"] == 0
-            await process.stdin.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-            await process.stdin.send(NOT_UTF8_CALL + b"\n")
-            error = (await reply())["error"]
-            assert error["message"].startswith(
-                "Parse error: the frame is not valid UTF-8 (byte 0xff"
-            )
-            call = {"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": get}
-            await process.stdin.send(json.dumps(call).encode() + b"\n")
-            answer = await reply()
-            assert answer["result"]["isError"] and "\ufffd" not in json.dumps(answer)
-    finally:
-        process.kill()
-        await process.aclose()
