@@ -17,7 +17,7 @@ import stat
 import sys
 from collections import deque
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import anyio
@@ -25,67 +25,47 @@ import anyio
 CHUNK = 1 << 16  # bytes read from the pipe at a time
 
 
-@contextmanager
-def claimed_stdin() -> Iterator[Any]:
+def claimed_stdin() -> AbstractContextManager[Any]:
     """stdin claimed as the SDK claims it, decoded with surrogateescape instead of replace
     (a byte that is not UTF-8 can then be answered instead of stored as U+FFFD); None (the
     SDK's own stdin) with an SDK that lacks the helpers this relies on."""
-    from mcp.server import stdio as sdk
-
-    with _claimed(0, sys.stdin, "rb", getattr(sdk, "_open_stdin_diversion", None)) as claim:
-        if claim is None:
-            yield None
-        elif isinstance(claim, int):
-            yield PipeReader(claim)
-        else:
-            yield anyio.wrap_file(_text(claim, errors="surrogateescape"))
+    return _claimed(0, sys.stdin, "rb", "_open_stdin_diversion", PipeReader, "surrogateescape")
 
 
-@contextmanager
-def claimed_stdout() -> Iterator[Any]:
+def claimed_stdout() -> AbstractContextManager[Any]:
     """stdout claimed as the SDK claims it; None (the SDK's own) as for stdin."""
-    from mcp.server import stdio as sdk
-
-    with _claimed(1, sys.stdout, "wb", getattr(sdk, "_open_stdout_diversion", None)) as claim:
-        if claim is None:
-            yield None
-        elif isinstance(claim, int):
-            yield PipeWriter(claim)
-        else:
-            yield anyio.wrap_file(_text(claim))
+    return _claimed(1, sys.stdout, "wb", "_open_stdout_diversion", PipeWriter, "strict")
 
 
 @contextmanager
-def _claimed(fd: int, stream: Any, mode: str, divert: Any) -> Iterator[Any]:
-    """The SDK's claim of `fd`: None without its helpers; the private descriptor, set
-    non-blocking for as long as it is served, when it is a pipe or a socket; otherwise the
-    binary buffer to serve."""
+def _claimed(
+    fd: int, stream: Any, mode: str, diversion: str, pipe: type[Any], errors: str
+) -> Iterator[Any]:
+    """The SDK's claim of `fd`, served by `pipe` on the private descriptor, set non-blocking
+    for as long as it is served, when that is a pipe or a socket; otherwise as the SDK's text
+    wrapper with `errors`. None without the SDK's helpers."""
     from mcp.server import stdio as sdk
 
     claim = getattr(sdk, "_claim_fd", None)
-    if claim is None or divert is None or getattr(sdk, "_UnownedTextWrapper", None) is None:
+    divert = getattr(sdk, diversion, None)
+    wrapper = getattr(sdk, "_UnownedTextWrapper", None)
+    if claim is None or divert is None or wrapper is None:
         yield None
         return
     buffer, restore = claim(fd, stream, mode, divert)
     try:
         own = _own_pipe(buffer)
         if own is None:
-            yield buffer
+            yield anyio.wrap_file(wrapper(buffer, encoding="utf-8", errors=errors))
             return
         os.set_blocking(own, False)
         try:
-            yield own
+            yield pipe(own)
         finally:
             os.set_blocking(own, True)  # the wire goes back to its standard descriptor as it came
     finally:
         if restore is not None:
             restore()
-
-
-def _text(buffer: Any, errors: str = "strict") -> Any:
-    from mcp.server import stdio as sdk
-
-    return sdk._UnownedTextWrapper(buffer, encoding="utf-8", errors=errors)
 
 
 def _own_pipe(buffer: Any) -> int | None:

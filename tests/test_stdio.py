@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -179,3 +180,21 @@ class Wire:
         line, self._buffered = self._buffered.split("\n", 1)
         answer: dict[str, Any] = json.loads(line)
         return answer
+
+
+def test_a_file_for_stdin_and_stdout_is_served_as_the_sdk_serves_it(tmp_path: Path) -> None:
+    """Only pipes and sockets are read and written from the event loop; a file is served
+    through the SDK's worker threads, as before (`dreamwell serve < frames > replies`)."""
+    frames = tmp_path / "frames"
+    ping = {"jsonrpc": "2.0", "id": 3, "method": "ping"}
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    frames.write_text("".join(json.dumps(f) + "\n" for f in (INIT, initialized, ping)))
+    replies = tmp_path / "replies"
+    params = from_mcp_json(tmp_path / "data")
+    with frames.open("rb") as stdin, replies.open("wb") as stdout:
+        done = subprocess.run(
+            [params.command, *params.args], stdin=stdin, stdout=stdout, env=params.env, timeout=60
+        )
+    assert done.returncode == 0
+    answers = [json.loads(line) for line in replies.read_text().splitlines()]
+    assert [a["id"] for a in answers] == [0, 3] and answers[1]["result"] == {}

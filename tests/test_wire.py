@@ -3,14 +3,17 @@ reader gave, however the client's bytes are split between reads."""
 
 from __future__ import annotations
 
+import fcntl
 import io
 import os
+import socket
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
-from dreamwell.server.wire import PipeReader
+from dreamwell.server.wire import PipeReader, _own_pipe
 
 pytestmark = pytest.mark.anyio
 
@@ -52,3 +55,30 @@ async def test_lines_read_from_the_loop_are_the_lines_the_sdk_reader_gave() -> N
     assert lines[1] == "caf\u00e9 \u20ac \U0001f600 split across reads\n"
     assert lines[3:6] == ["windows\n", "old mac\n", "last\n"]
     assert lines[-1] == "no newline at the end"
+
+
+def test_only_a_private_pipe_or_socket_is_served_from_the_loop(tmp_path: Path) -> None:
+    """A file or a terminal keeps the SDK's threads (a terminal's descriptor is the shell's
+    too, and must not be left non-blocking); so does the sys stream served in place."""
+    read, write = os.pipe()
+    left, right = socket.socketpair()
+    above = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3) for fd in (read, left.fileno())]
+    try:
+        with open(above[0], "rb", closefd=False) as pipe:
+            assert _own_pipe(pipe) == above[0]
+        with open(above[1], "rb", closefd=False) as sock:
+            assert _own_pipe(sock) == above[1]
+        with (tmp_path / "file").open("wb") as file:
+            assert _own_pipe(file) is None
+        assert _own_pipe(io.BytesIO()) is None  # no descriptor at all
+        assert _own_pipe(_Standard()) is None  # fd 0: the sys stream served in place
+    finally:
+        for fd in (read, write, *above):
+            os.close(fd)
+        left.close()
+        right.close()
+
+
+class _Standard:
+    def fileno(self) -> int:
+        return 0
