@@ -227,7 +227,8 @@ async def test_saves_made_while_the_backfill_gathers_are_embedded_in_one_batch(
     batches: list[int] = []
     with anyio.fail_after(60):
         async with anyio.create_task_group() as tg:
-            tg.start_soon(backfill_forever, runtime, 600.0, 2.0)
+            # a 5 s gathering pause: nine saves outran 2 s once in a full suite on a slow disk
+            tg.start_soon(backfill_forever, runtime, 600.0, 5.0)
             await until(lambda: store.vectors_loaded)
             embed = runtime.embedder.embed  # type: ignore[union-attr]
 
