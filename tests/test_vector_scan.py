@@ -33,11 +33,13 @@ def clustered(n: int, seed: int) -> npt.NDArray[np.float32]:
     return unit(SHARED + TOPICS[rng.integers(0, 50, n)] + rng.normal(size=(n, DIM)))
 
 
-def build(vectors: npt.NDArray[np.float32], chain: bool = False) -> Rows:
+def build(vectors: npt.NDArray[np.float32], stream: int = 0) -> Rows:
+    """Rows holding `vectors`, with `stream`: in streams of that many, each memory linked
+    to the one before it."""
     rows = Rows(len(vectors) + 1, rescore=RESCORE)
     now = utcnow()
     for i, v in enumerate(vectors):
-        meta = {FOLLOWS: f"m{i - 1}"} if chain and i % 3 else {}
+        meta = {FOLLOWS: f"m{i - 1}"} if stream and i % stream else {}
         entry = MemoryEntry(f"m{i}", "x", f"c/{i % 4}", (), now, now, now, metadata=meta)
         rows.put(entry)
         rows.set_vector(entry.id, "test", v)
@@ -185,13 +187,7 @@ def test_above_rescore_the_contextual_ranking_finds_the_exact_contextual_top_ten
     100,000 real e5 memories (million_bench.py --stage rows), and 0.92 here (a scale model:
     64 x RESCORE rows). With half of RESCORE, 0.968 there and 0.98 here."""
     n, stream = 64 * RESCORE, 10
-    vectors = clustered(n, 12)
-    rows = Rows(n + 1, rescore=RESCORE)
-    now = utcnow()
-    for i, v in enumerate(vectors):
-        meta = {FOLLOWS: f"m{i - 1}"} if i % stream else {}
-        rows.put(MemoryEntry(f"m{i}", "x", None, (), now, now, now, metadata=meta))
-        rows.set_vector(f"m{i}", "test", v)
+    rows = build(clustered(n, 12), stream)
     assert rows.vec is not None
     held = rows.vec.rows(slice(0, n))  # as the store holds them
     summed = held.copy()  # each row's contextual vector: its stream RADIUS each way
