@@ -57,6 +57,7 @@ async def test_the_embedded_model_serves_hybrid_recall_over_stdio(tmp_path: Path
 
 
 INIT = initialize(0, "raw")
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 SURROGATE_CALL = (
     b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"save_to_working_memory",'
     b'"arguments":{"key":"k","data":"\\ud800"}}}'
@@ -172,7 +173,7 @@ class Wire:
     async def handshake(self) -> None:
         await self.send(json.dumps(INIT).encode())
         assert (await self.reply())["id"] == 0
-        await self.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        await self.send(json.dumps(INITIALIZED).encode())
 
     async def reply(self) -> dict[str, Any]:
         while "\n" not in self._buffered:
@@ -187,8 +188,7 @@ def test_a_file_for_stdin_and_stdout_is_served_as_the_sdk_serves_it(tmp_path: Pa
     through the SDK's worker threads, as before (`dreamwell serve < frames > replies`)."""
     frames = tmp_path / "frames"
     ping = {"jsonrpc": "2.0", "id": 3, "method": "ping"}
-    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    frames.write_text("".join(json.dumps(f) + "\n" for f in (INIT, initialized, ping)))
+    frames.write_text("".join(json.dumps(f) + "\n" for f in (INIT, INITIALIZED, ping)))
     replies = tmp_path / "replies"
     params = from_mcp_json(tmp_path / "data")
     with frames.open("rb") as stdin, replies.open("wb") as stdout:
