@@ -55,6 +55,8 @@ def main() -> None:
     parser.add_argument("--searches", type=int, default=300)
     parser.add_argument("--data-dir", type=Path)
     args = parser.parse_args()
+    if args.n < 1 or args.searches < 1:
+        parser.error("--n and --searches must be at least 1")
     sys.stdout.write(f"load average before: {os.getloadavg()}\n")
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
         data = args.data_dir or Path(tmp) / "data"
