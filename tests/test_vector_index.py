@@ -48,7 +48,7 @@ def data() -> tuple[npt.NDArray[np.float32], Rows]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(ivf, "INDEX_AT", INDEX_AT)
         vectors = nested(N, 21)
-        return vectors, build(vectors, chain=True)
+        return vectors, build(vectors, stream=3)
 
 
 def truth(rows: Rows, q: npt.NDArray[np.float32], mask: Any, k: int) -> tuple[set[str], set[str]]:
