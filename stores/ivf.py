@@ -68,8 +68,11 @@ def kmeans(x: Matrix, k: int, rng: np.random.Generator, rounds: int = ROUNDS) ->
     for _ in range(rounds):
         near = nearest(x, centres)
         counts = np.bincount(near, minlength=k)
-        sums = np.zeros_like(centres)
-        np.add.at(sums, near, x)
+        # each centre's sum as a one-hot product: np.add.at took 10x as long (65,536 rows into
+        # 32 centres: 331 ms a round against 34), most of the time the lists are trained in
+        onehot = np.zeros((k, len(x)), dtype=x.dtype)
+        onehot[near, np.arange(len(x))] = 1
+        sums = onehot @ x
         filled = counts > 0
         centres[filled] = sums[filled] / counts[filled, None]
     return centres
