@@ -88,7 +88,7 @@ class Replica:
     def export(self) -> dict[str, dict[str, Any]]:
         """Every live memory this replica's cache holds once caught up (`dreamwell export`)."""
         done = self.cli("export")
-        assert done.returncode == 0, done.stderr.decode(errors="replace")
+        assert done.returncode == 0, (done.returncode, done.stderr.decode(errors="replace"))
         rows = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
         return {row["id"]: row for row in rows}
 

@@ -28,5 +28,5 @@ def test_the_wheel_carries_the_model_its_licences_and_the_browser_files(tmp_path
         assert f"dreamwell/server/static/{name}" in names, name
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
-    assert "dreamwell = dreamwell.server.cli:main" in text
+    assert "dreamwell = dreamwell.server.cli:run" in text
     assert not any(n.startswith(("tests/", "server/", "stores/", "dream/")) for n in names)

@@ -4,11 +4,17 @@ own cache directory as separate replicas would have, sharing one location.
 What is provoked: writes from two replicas racing for the same place in the shared log (the
 loser decides again, nothing is lost or written twice); another replica's saves, deletes and
 compare-and-set writes seen within 2 s; a replica joining after the log dropped what a
-snapshot covers (it rebuilds its cache and resurrects nothing); the location given as a URI.
+snapshot covers (it rebuilds its cache and resurrects nothing); the location given as a URI;
+a command exiting while its log poller is inside LanceDB.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import textwrap
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -142,3 +148,45 @@ def test_tenants_live_under_the_location_and_see_only_their_own(
         log = store._wal
         assert isinstance(log, lancelog.LanceLog)
         log.close()
+
+
+def test_a_command_on_object_storage_exits_without_finalising_the_interpreter(
+    s3: SeaweedS3, s3_prefix: str, tmp_path: Path
+) -> None:
+    """LanceDB answers calls from threads of its own: one answering while the interpreter
+    finalised aborted `dreamwell export` after its export (-6 or -11, 1 run in 200). The
+    program exits once its output is flushed, never finalising: an exit handler, which runs
+    as finalising begins, never runs, and the status is the command's."""
+    settings = Settings(
+        data_dir=s3.uri(s3_prefix),  # type: ignore[arg-type]
+        cache_dir=tmp_path,
+        storage_options=s3.storage_options,
+        embedder="none",
+    )
+    location = settings.remote()
+    assert location is not None
+    remote.attach(settings.data_dir, location)  # the cache the command below finds
+    store = LongTermStore(settings.data_dir)
+    saved = {store.save(f"memory {i} on the shared store").entry.id for i in range(3)}
+    assert isinstance(store._wal, lancelog.LanceLog)
+    store._wal.close()
+    child = textwrap.dedent(
+        """
+        import atexit, sys
+        atexit.register(lambda: sys.stderr.write("finalising\\n"))
+        from dreamwell.server.cli import run
+        run()
+        """
+    )
+    where = ["--data-dir", s3.uri(s3_prefix), "--cache-dir", str(tmp_path)]
+    where += ["--storage-options", json.dumps(s3.storage_options)]
+    env = {**os.environ, "DREAMWELL_EMBEDDER": "none"}
+    for args, status in ((["export"], 0), (["export", "--tenant", "../x"], 2)):
+        done = subprocess.run(
+            [sys.executable, "-c", child, *args, *where], capture_output=True, env=env, timeout=120
+        )
+        err = done.stderr.decode(errors="replace")
+        assert done.returncode == status, (done.returncode, err)
+        assert "finalising" not in err, err
+        if status == 0:
+            assert {json.loads(line)["id"] for line in done.stdout.splitlines()} == saved
