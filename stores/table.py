@@ -486,6 +486,15 @@ def connect(uri: str, options: dict[str, str]) -> Any:
     return _lancedb().connect(uri, storage_options=options)
 
 
+def has_log(uri: str, options: dict[str, str]) -> bool:
+    """Whether a store's log is at `uri` (read only: opening a `LogTable` creates it)."""
+    try:
+        connect(uri, options).open_table(LOG_TABLE)
+    except (FileNotFoundError, ValueError):
+        return False
+    return True
+
+
 class LogTable:
     """The rows of the shared log: `n` (append number, unenforced primary key), `first` and
     `last` (the seqs they hold), `at`, `body` (JSON). Each call reads the latest version."""

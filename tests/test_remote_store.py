@@ -150,6 +150,38 @@ def test_tenants_live_under_the_location_and_see_only_their_own(
         log.close()
 
 
+def where(s3: SeaweedS3, uri: str, cache: Path) -> list[str]:
+    """A `dreamwell` command's flags for `uri` with `cache` as this machine's cache."""
+    return [
+        *("--data-dir", uri, "--cache-dir", str(cache)),
+        *("--storage-options", json.dumps(s3.storage_options)),
+    ]
+
+
+def cli_store(s3: SeaweedS3, uri: str, cache: Path) -> LongTermStore:
+    """The store a command given `where(s3, uri, cache)` opens, opened in this process."""
+    settings = Settings(
+        data_dir=uri,  # type: ignore[arg-type]
+        cache_dir=cache,
+        storage_options=s3.storage_options,
+        embedder="none",
+    )
+    location = settings.remote()
+    assert location is not None
+    remote.attach(settings.data_dir, location)
+    return LongTermStore(settings.data_dir)
+
+
+def saved_three(store: LongTermStore) -> set[str]:
+    saved = {store.save(f"memory {i} on the shared store").entry.id for i in range(3)}
+    assert isinstance(store._wal, lancelog.LanceLog)
+    store._wal.close()
+    return saved
+
+
+CLI_ENV = {**os.environ, "DREAMWELL_EMBEDDER": "none"}
+
+
 def test_a_command_on_object_storage_exits_without_finalising_the_interpreter(
     s3: SeaweedS3, s3_prefix: str, tmp_path: Path
 ) -> None:
@@ -157,19 +189,8 @@ def test_a_command_on_object_storage_exits_without_finalising_the_interpreter(
     finalised aborted `dreamwell export` after its export (-6 or -11, 1 run in 200). The
     program exits once its output is flushed, never finalising: an exit handler, which runs
     as finalising begins, never runs, and the status is the command's."""
-    settings = Settings(
-        data_dir=s3.uri(s3_prefix),  # type: ignore[arg-type]
-        cache_dir=tmp_path,
-        storage_options=s3.storage_options,
-        embedder="none",
-    )
-    location = settings.remote()
-    assert location is not None
-    remote.attach(settings.data_dir, location)  # the cache the command below finds
-    store = LongTermStore(settings.data_dir)
-    saved = {store.save(f"memory {i} on the shared store").entry.id for i in range(3)}
-    assert isinstance(store._wal, lancelog.LanceLog)
-    store._wal.close()
+    uri = s3.uri(s3_prefix)
+    saved = saved_three(cli_store(s3, uri, tmp_path))
     child = textwrap.dedent(
         """
         import atexit, sys
@@ -178,15 +199,45 @@ def test_a_command_on_object_storage_exits_without_finalising_the_interpreter(
         run()
         """
     )
-    where = ["--data-dir", s3.uri(s3_prefix), "--cache-dir", str(tmp_path)]
-    where += ["--storage-options", json.dumps(s3.storage_options)]
-    env = {**os.environ, "DREAMWELL_EMBEDDER": "none"}
     for args, status in ((["export"], 0), (["export", "--tenant", "../x"], 2)):
         done = subprocess.run(
-            [sys.executable, "-c", child, *args, *where], capture_output=True, env=env, timeout=120
+            [sys.executable, "-c", child, *args, *where(s3, uri, tmp_path)],
+            capture_output=True,
+            env=CLI_ENV,
+            timeout=120,
         )
         err = done.stderr.decode(errors="replace")
         assert done.returncode == status, (done.returncode, err)
         assert "finalising" not in err, err
         if status == 0:
             assert {json.loads(line)["id"] for line in done.stdout.splitlines()} == saved
+
+
+def test_export_on_a_new_machine_reads_the_location_and_names_a_wrong_one(
+    s3: SeaweedS3, s3_prefix: str, tmp_path: Path
+) -> None:
+    """A new machine's cache is empty: export reads the location's store. A location or
+    tenant holding none is named as given, not by its cache, and nothing is made there."""
+    import obstore
+
+    uri = s3.uri(s3_prefix)
+    saved = saved_three(cli_store(s3, uri, tmp_path / "first-machine"))
+    new = tmp_path / "new-machine"
+
+    def export(*args: str) -> tuple[int, bytes, str]:
+        command = [sys.executable, "-m", "dreamwell.server", "export", *args]
+        done = subprocess.run(command, capture_output=True, env=CLI_ENV, timeout=120)
+        return done.returncode, done.stdout, done.stderr.decode(errors="replace")
+
+    status, out, err = export(*where(s3, uri, new))
+    assert status == 0, err
+    assert {json.loads(line)["id"] for line in out.splitlines()} == saved
+    for wrong, named in (
+        (where(s3, uri + "-typo", new), uri + "-typo"),
+        ([*where(s3, uri, new), "--tenant", "nobody"], uri + "/tenants/nobody"),
+    ):
+        status, out, err = export(*wrong)
+        assert (status, out) == (1, b"")
+        assert err == f"dreamwell: no memory at {named}; check --data-dir and --tenant\n"
+    assert obstore.list(s3.store(s3_prefix + "-typo")).collect() == []
+    assert obstore.list(s3.store(s3_prefix), "tenants/").collect() == []
