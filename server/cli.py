@@ -369,14 +369,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     raise SystemExit(code)
 
 
+# Servers leave as Python leaves: their worker threads (anyio's, not daemons) may still be
+# finishing a tool call or a checkpoint when serving ends, and a normal exit waits for them
+# (serve's grace timer bounds the wait).
+SERVING = frozenset({"serve", "ui"})
+
+
 def run() -> NoReturn:
-    """The `dreamwell` program: `main`, then an exit that skips the interpreter's finalising.
-    LanceDB answers calls, and drops what it holds, from threads of its own: one doing so
-    while the interpreter finalised aborted the process after its work was done (`dreamwell
-    export` on object storage exited by SIGABRT or SIGSEGV in 1 of 200 runs, and in 3 of 60
-    with a log poller that never sleeps; with this exit, in none of 120). A command has written and
-    synced everything before it returns (files through descriptors, LanceDB's commits); only
+    """The `dreamwell` program: `main`; a command that is not a server then exits without
+    the interpreter's finalising. LanceDB answers calls, and drops what it holds, from
+    threads of its own: one doing so while the interpreter finalised aborted the process
+    after its work was done (`dreamwell export` on object storage exited by SIGABRT or
+    SIGSEGV in 1 of 200 runs, in 3 of 60 with a log poller that never sleeps; with this
+    exit, in none of 120). Such a command has written and synced everything before it
+    returns (files through descriptors, LanceDB's commits) and runs nothing after: only
     what sys.stdout, sys.stderr and logging buffer is left, and it is flushed here."""
+    if sys.argv[1:2] and sys.argv[1] in SERVING:
+        main()
+        raise SystemExit(0)
     try:
         main()
         code = 0

@@ -188,7 +188,8 @@ def test_a_command_on_object_storage_exits_without_finalising_the_interpreter(
     """LanceDB answers calls from threads of its own: one answering while the interpreter
     finalised aborted `dreamwell export` after its export (-6 or -11, 1 run in 200). The
     program exits once its output is flushed, never finalising: an exit handler, which runs
-    as finalising begins, never runs, and the status is the command's."""
+    as finalising begins, never runs, and the status is the command's. A server still
+    leaves as before (a normal exit waits for its worker threads)."""
     uri = s3.uri(s3_prefix)
     saved = saved_three(cli_store(s3, uri, tmp_path))
     child = textwrap.dedent(
