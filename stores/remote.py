@@ -28,6 +28,10 @@ SCHEMES = ("s3", "gs", "az", "abfs", "abfss")
 _URI = re.compile(r"(s3|gs|az|abfss?)://([^/?#\s]+)(/[^?#\s]*)?")
 MARKER = "remote.json"
 _SECRET = re.compile(r"secret|key|token|password|credential|sas", re.IGNORECASE)
+# an HTTP status of refusal, not the digits of a port or an address (:40312, 10.0.4.13)
+_DENIED = re.compile(
+    r"invalidaccesskeyid|signaturedoesnotmatch|accessdenied|(?<![\d.:])40[13](?!\d)"
+)
 # A call against a store that does not answer fails within seconds (a hung store: about 20 s
 # for a save, measured), instead of LanceDB's and obstore's defaults (30 s a request, retried
 # for up to 3 minutes): a client hears an error before its own time-out.
@@ -110,10 +114,7 @@ def describe(exc: BaseException) -> str:
     low = text.lower()
     if "nosuchbucket" in low or "bucket does not exist" in low:
         return "the bucket does not exist; create it or fix the URI"
-    if any(
-        w in low
-        for w in ("invalidaccesskeyid", "signaturedoesnotmatch", "accessdenied", "403", "401")
-    ):
+    if _DENIED.search(low):
         return (
             "access denied: check the credentials "
             "(AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or storage_options)"

@@ -212,6 +212,16 @@ def test_a_command_on_object_storage_exits_without_finalising_the_interpreter(
         assert "finalising" not in err, err
         if status == 0:
             assert {json.loads(line)["id"] for line in done.stdout.splitlines()} == saved
+    # a server leaves as Python leaves: its worker threads may be finishing a call
+    serve = ["serve", "--data-dir", str(tmp_path / "local")]
+    done = subprocess.run(
+        [sys.executable, "-c", child, *serve],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        env=CLI_ENV,
+        timeout=120,
+    )
+    assert done.returncode == 0 and "finalising" in done.stderr.decode(errors="replace")
 
 
 def test_export_on_a_new_machine_reads_the_location_and_names_a_wrong_one(
@@ -242,3 +252,20 @@ def test_export_on_a_new_machine_reads_the_location_and_names_a_wrong_one(
         assert err == f"dreamwell: no memory at {named}; check --data-dir and --tenant\n"
     assert obstore.list(s3.store(s3_prefix + "-typo")).collect() == []
     assert obstore.list(s3.store(s3_prefix), "tenants/").collect() == []
+
+
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [
+        ("error sending request for url (http://127.0.0.1:40312/away/x): timed out", "answer"),
+        ("error sending request for url (http://10.0.4.13:9000/x): connection refused", "answer"),
+        ("HTTP status client error (403 Forbidden) for url (http://127.0.0.1:9000/x)", "denied"),
+        ("<Code>SignatureDoesNotMatch</Code>", "denied"),
+        ("<Code>NoSuchBucket</Code>", "bucket does not exist"),
+    ],
+)
+def test_an_object_store_error_is_told_by_its_status_not_by_the_digits_of_a_port(
+    error: str, said: str
+) -> None:
+    """A test server on port 40312 that stopped answering was said to deny access."""
+    assert said in remote.describe(OSError(error))
