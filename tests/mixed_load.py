@@ -225,9 +225,10 @@ async def op_search_deleted(client: Client, slot: int, load: Load) -> str:
         return await op_save(client, slot, load)
     entry_id = load.rng.choice(list(load.deleted))
     text = await _ok(client, "search_memory", query=load.deleted[entry_id])
+    said = f"deleted {entry_id}, searched on server {slot}: {text}"
     if load.exact_search:  # nor through a neighbour's contextual field
-        assert text == "No memories found matching the search criteria.", text
-    assert f"[{entry_id}]" not in text, text
+        assert text == "No memories found matching the search criteria.", said
+    assert f"[{entry_id}]" not in text, said
     return "search deleted"
 
 
