@@ -488,11 +488,15 @@ def connect(uri: str, options: dict[str, str]) -> Any:
 
 def has_log(uri: str, options: dict[str, str]) -> bool:
     """Whether a store's log is at `uri` (read only: opening a `LogTable` creates it)."""
+    return _existing_log(connect(uri, options)) is not None
+
+
+def _existing_log(db: Any) -> Any | None:
+    """The log table at `db`'s location, None if there is none."""
     try:
-        connect(uri, options).open_table(LOG_TABLE)
+        return db.open_table(LOG_TABLE)
     except (FileNotFoundError, ValueError):
-        return False
-    return True
+        return None
 
 
 class LogTable:
@@ -505,10 +509,9 @@ class LogTable:
     @staticmethod
     def _open(db: Any) -> Any:
         for _ in range(5):
-            try:
-                return db.open_table(LOG_TABLE)
-            except (FileNotFoundError, ValueError):
-                pass
+            table = _existing_log(db)
+            if table is not None:
+                return table
             try:
                 return db.create_table(LOG_TABLE, schema=_LOG_SCHEMA, exist_ok=True)
             except _READ_ERRORS as exc:  # another replica created it first
