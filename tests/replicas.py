@@ -38,14 +38,7 @@ class Replica:
         self.cache = cache
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = cache.with_suffix(".log")
-        self.where = [
-            "--data-dir",
-            s3.uri(prefix),
-            "--cache-dir",
-            str(cache),
-            "--storage-options",
-            json.dumps(s3.storage_options),
-        ]
+        self.where = s3.flags(s3.uri(prefix), cache)
         serve = ["serve", "--transport", "http", "--port", str(self.port)]
         self.command = [sys.executable, "-m", "dreamwell.server", *serve, *self.where]
         self.env = {**os.environ, "DREAMWELL_EMBEDDER": "none", "DREAMWELL_LOG_LEVEL": "INFO"}

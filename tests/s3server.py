@@ -23,6 +23,7 @@ worker would dial a stranger's admin server (or an invalid port above 65535).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import shutil
@@ -174,6 +175,14 @@ class SeaweedS3:
 
     def uri(self, prefix: str = "") -> str:
         return f"s3://{self.bucket}/{prefix.strip('/')}".rstrip("/")
+
+    def flags(self, uri: str, cache: Path) -> list[str]:
+        """A `dreamwell` command's flags for `uri` (in this server's bucket) with `cache` as
+        its machine's cache directory."""
+        return [
+            *("--data-dir", uri, "--cache-dir", str(cache)),
+            *("--storage-options", json.dumps(self.storage_options)),
+        ]
 
     def store(self, prefix: str = "", **kwargs: Any) -> S3Store:
         """An obstore store at `prefix` in the bucket; kwargs: client_options, retry_config.

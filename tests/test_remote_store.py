@@ -5,7 +5,8 @@ What is provoked: writes from two replicas racing for the same place in the shar
 loser decides again, nothing is lost or written twice); another replica's saves, deletes and
 compare-and-set writes seen within 2 s; a replica joining after the log dropped what a
 snapshot covers (it rebuilds its cache and resurrects nothing); the location given as a URI;
-a command exiting while its log poller is inside LanceDB.
+a command that must exit without the interpreter's finalising (LanceDB's threads crashed it);
+export from a new machine's empty cache and from a location holding no store.
 """
 
 from __future__ import annotations
@@ -150,16 +151,8 @@ def test_tenants_live_under_the_location_and_see_only_their_own(
         log.close()
 
 
-def where(s3: SeaweedS3, uri: str, cache: Path) -> list[str]:
-    """A `dreamwell` command's flags for `uri` with `cache` as this machine's cache."""
-    return [
-        *("--data-dir", uri, "--cache-dir", str(cache)),
-        *("--storage-options", json.dumps(s3.storage_options)),
-    ]
-
-
 def cli_store(s3: SeaweedS3, uri: str, cache: Path) -> LongTermStore:
-    """The store a command given `where(s3, uri, cache)` opens, opened in this process."""
+    """The store a command given `s3.flags(uri, cache)` opens, opened in this process."""
     settings = Settings(
         data_dir=uri,  # type: ignore[arg-type]
         cache_dir=cache,
@@ -202,7 +195,7 @@ def test_a_command_on_object_storage_exits_without_finalising_the_interpreter(
     )
     for args, status in ((["export"], 0), (["export", "--tenant", "../x"], 2)):
         done = subprocess.run(
-            [sys.executable, "-c", child, *args, *where(s3, uri, tmp_path)],
+            [sys.executable, "-c", child, *args, *s3.flags(uri, tmp_path)],
             capture_output=True,
             env=CLI_ENV,
             timeout=120,
@@ -240,12 +233,12 @@ def test_export_on_a_new_machine_reads_the_location_and_names_a_wrong_one(
         done = subprocess.run(command, capture_output=True, env=CLI_ENV, timeout=120)
         return done.returncode, done.stdout, done.stderr.decode(errors="replace")
 
-    status, out, err = export(*where(s3, uri, new))
+    status, out, err = export(*s3.flags(uri, new))
     assert status == 0, err
     assert {json.loads(line)["id"] for line in out.splitlines()} == saved
     for wrong, named in (
-        (where(s3, uri + "-typo", new), uri + "-typo"),
-        ([*where(s3, uri, new), "--tenant", "nobody"], uri + "/tenants/nobody"),
+        (s3.flags(uri + "-typo", new), uri + "-typo"),
+        ([*s3.flags(uri, new), "--tenant", "nobody"], uri + "/tenants/nobody"),
     ):
         status, out, err = export(*wrong)
         assert (status, out) == (1, b"")
