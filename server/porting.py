@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from dreamwell.server.formats import FOREIGN, MAX_TAGS, read_records
-from dreamwell.server.stats import ensure_format
+from dreamwell.server.stats import ensure_format, no_store
 from dreamwell.stores import (
-    DataDir,
     LongTermStore,
     MemoryEntry,
     OnnxE5,
@@ -223,7 +222,7 @@ def _write_all(out: IO[str], lines: Iterable[str], total: int) -> int:
 def export_command(data_dir: Path, args: argparse.Namespace, model: str | None) -> int:
     """`model`: the name the configured embedder's vectors are stored under (--with-vectors
     exports those, exactly as LanceDB holds them)."""
-    missing = _no_memory(data_dir)
+    missing = no_store(data_dir)
     if missing:
         sys.stderr.write(f"dreamwell: no memory at {missing}; check --data-dir and --tenant\n")
         return 1
@@ -246,19 +245,6 @@ def export_command(data_dir: Path, args: argparse.Namespace, model: str | None) 
     sys.stderr.write(f"exported {count} memories\n")
     _name_lost(data_dir)
     return 0
-
-
-def _no_memory(data_dir: Path) -> str | None:
-    """Where no store is, as given (None when there is one). The cache of an object-store
-    location is filled from the location when the store opens: a new machine's is empty."""
-    where = DataDir(data_dir).remote
-    if where is None:
-        return None if (data_dir / "lancedb").exists() else str(data_dir)
-    from dreamwell.stores.lancelog import reaching
-    from dreamwell.stores.table import has_log
-
-    with reaching(where, "read"):
-        return None if has_log(where.uri, where.storage_options()) else where.uri
 
 
 def _name_lost(data_dir: Path) -> None:

@@ -40,6 +40,22 @@ def format_problem(data_dir: Path, found: int) -> str:
     return newer_format(data_dir, found)
 
 
+def no_store(data_dir: Path) -> str | None:
+    """Where no memory store is, as given (None when there is one): a local data directory
+    without its table folder, or an object-store location without its log table. Asked
+    before a command that reads opens the store, since opening one creates it (a mistyped
+    location would get an empty store). The cache of an object-store location is filled
+    from the location when the store opens: a new machine's is empty, so it is not asked."""
+    where = DataDir(data_dir).remote
+    if where is None:
+        return None if (data_dir / "lancedb").exists() else str(data_dir)
+    from dreamwell.stores.lancelog import reaching
+    from dreamwell.stores.table import has_log
+
+    with reaching(where, "read"):
+        return None if has_log(where.uri, where.storage_options()) else where.uri
+
+
 # ---- stats ---------------------------------------------------------------------------------
 def tenants(root: Path) -> list[tuple[str, Path]]:
     """('', root) and every ('name', root/tenants/name) that exists."""
@@ -167,6 +183,10 @@ def stats_command(settings: Settings) -> int:
     if not settings.data_dir.is_dir():
         sys.stderr.write(f"dreamwell: no data directory at {settings.data_dir}; check --data-dir\n")
         return 1
+    missing = no_store(settings.data_dir) if settings.store_uri else None
+    if missing:
+        sys.stderr.write(f"dreamwell: no memory at {missing}; check --data-dir\n")
+        return 1
     found = [collect(settings, n, d) for n, d in tenants(settings.data_dir)]
     sys.stdout.write(render_stats(settings, found))
     return 0
@@ -238,6 +258,29 @@ def check_lock(data_dir: Path, wait: float = 2.0) -> Finding:
             f"the write lock {data_dir / 'write.lock'} has been held for over {wait:.0f} s",
             f"stop the dreamwell process that hangs (see: fuser -v {data_dir / 'write.lock'})",
         )
+
+
+def check_location(settings: Settings, data_dir: Path) -> list[Finding]:
+    """On an object-store location: nothing when it holds this tenant's store, else why
+    not (opening the store to check it would make one at a mistyped location)."""
+    from dreamwell.stores import StoreError
+
+    if not settings.store_uri:
+        return []
+    try:
+        missing = no_store(data_dir)
+    except StoreError as exc:
+        return [Finding(False, str(exc), "check --data-dir and --storage-options")]
+    if missing is None:
+        return []
+    return [
+        Finding(
+            False,
+            f"no memory at {missing}",
+            "check --data-dir and --tenant (a location holds a store once `dreamwell "
+            "serve` has opened it)",
+        )
+    ]
 
 
 def check_store(settings: Settings, name: str, data_dir: Path) -> list[Finding]:
@@ -334,7 +377,10 @@ def doctor_command(settings: Settings, only: str | None = None) -> int:
         for name, data_dir in tenants(settings.data_dir):
             if only is None or name == only:
                 label = f"[{name or 'default'}] "
-                for f in [check_lock(data_dir), *check_store(settings, name, data_dir)]:
+                for f in check_location(settings, data_dir) or [
+                    check_lock(data_dir),
+                    *check_store(settings, name, data_dir),
+                ]:
                     findings.append(Finding(f.ok, label + f.what, f.fix))
     if settings.embedder in ("e5", "minilm"):
         findings.append(check_model(settings.embedder))

@@ -6,7 +6,7 @@ loser decides again, nothing is lost or written twice); another replica's saves,
 compare-and-set writes seen within 2 s; a replica joining after the log dropped what a
 snapshot covers (it rebuilds its cache and resurrects nothing); the location given as a URI;
 a command that must exit without the interpreter's finalising (LanceDB's threads crashed it);
-export from a new machine's empty cache and from a location holding no store.
+export, stats and doctor from a new machine's empty cache and on a location holding no store.
 """
 
 from __future__ import annotations
@@ -175,6 +175,13 @@ def saved_three(store: LongTermStore) -> set[str]:
 CLI_ENV = {**os.environ, "DREAMWELL_EMBEDDER": "none"}
 
 
+def dreamwell(*args: str) -> tuple[int, bytes, str]:
+    """A `dreamwell` command's status, stdout and stderr."""
+    command = [sys.executable, "-m", "dreamwell.server", *args]
+    done = subprocess.run(command, capture_output=True, env=CLI_ENV, timeout=120)
+    return done.returncode, done.stdout, done.stderr.decode(errors="replace")
+
+
 def test_a_command_on_object_storage_exits_without_finalising_the_interpreter(
     s3: SeaweedS3, s3_prefix: str, tmp_path: Path
 ) -> None:
@@ -227,24 +234,44 @@ def test_export_on_a_new_machine_reads_the_location_and_names_a_wrong_one(
     uri = s3.uri(s3_prefix)
     saved = saved_three(cli_store(s3, uri, tmp_path / "first-machine"))
     new = tmp_path / "new-machine"
-
-    def export(*args: str) -> tuple[int, bytes, str]:
-        command = [sys.executable, "-m", "dreamwell.server", "export", *args]
-        done = subprocess.run(command, capture_output=True, env=CLI_ENV, timeout=120)
-        return done.returncode, done.stdout, done.stderr.decode(errors="replace")
-
-    status, out, err = export(*s3.flags(uri, new))
+    status, out, err = dreamwell("export", *s3.flags(uri, new))
     assert status == 0, err
     assert {json.loads(line)["id"] for line in out.splitlines()} == saved
     for wrong, named in (
         (s3.flags(uri + "-typo", new), uri + "-typo"),
         ([*s3.flags(uri, new), "--tenant", "nobody"], uri + "/tenants/nobody"),
     ):
-        status, out, err = export(*wrong)
+        status, out, err = dreamwell("export", *wrong)
         assert (status, out) == (1, b"")
         assert err == f"dreamwell: no memory at {named}; check --data-dir and --tenant\n"
     assert obstore.list(s3.store(s3_prefix + "-typo")).collect() == []
     assert obstore.list(s3.store(s3_prefix), "tenants/").collect() == []
+
+
+def test_stats_and_doctor_read_a_location_and_make_nothing_where_no_store_is(
+    s3: SeaweedS3, s3_prefix: str, tmp_path: Path
+) -> None:
+    """`stats` and `doctor` read the store a location holds. Opening a store makes one, so
+    on a mistyped location both made an empty log table there and reported an empty store
+    as found; they now name the location, as export does, and make nothing."""
+    import obstore
+
+    uri = s3.uri(s3_prefix)
+    saved_three(cli_store(s3, uri, tmp_path / "first-machine"))
+    status, out, err = dreamwell("stats", *s3.flags(uri, tmp_path / "new-machine"))
+    assert status == 0, err
+    assert b"memories: 3 live, 0 archived" in out
+    typo = tmp_path / "typo-machine"
+    status, out, err = dreamwell("stats", *s3.flags(uri + "-typo", typo))
+    assert (status, out) == (1, b"")
+    assert err == f"dreamwell: no memory at {uri}-typo; check --data-dir\n"
+    status, out, err = dreamwell("doctor", *s3.flags(uri + "-typo", typo))
+    assert status == 1, err
+    assert f"FAIL [default] no memory at {uri}-typo\n" in out.decode()
+    assert "store opens" not in out.decode()
+    assert obstore.list(s3.store(s3_prefix + "-typo")).collect() == []
+    status, out, err = dreamwell("doctor", *s3.flags(uri, tmp_path / "new-machine"))
+    assert "ok   [default] store opens: 3 live, 0 archived" in out.decode(), out
 
 
 @pytest.mark.parametrize(
