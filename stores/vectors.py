@@ -95,12 +95,23 @@ class Vectors:
             logger.warning("backfill paused: %s", exc)
             return 0
         model = self.embedder.name
+        m = self.parts.mirror
 
         def plan(s: Scratch) -> tuple[list[Op], int]:
+            # not for a memory whose vector was logged while this one was being embedded: a
+            # saver slower than the grace logged its own meanwhile (the mirror is read up to
+            # the log's end here, under the write lock)
+            with m.lock:
+                logged_since = {
+                    e.id for e in missing if m.rows.has_vector(e.id) and e.id not in m.unlogged
+                }
             logged = [
                 ops.vec_op(e, model, v)
                 for e, v in zip(missing, vectors, strict=True)
-                if (now := s.get(e.id)) is not None and now.live and now.content == e.content
+                if (now := s.get(e.id)) is not None
+                and now.live
+                and now.content == e.content
+                and e.id not in logged_since
             ]
             return logged, len(logged)
 

@@ -130,3 +130,43 @@ def test_another_process_s_saves_do_not_wake_this_one_s_backfill(tmp_path: Path)
     assert not reader.vectors_wanted.is_set()
     reader.apply([replace(reader.entries()[0], importance=0.9)])  # its own change wakes it
     assert reader.vectors_wanted.is_set()
+
+
+def test_a_vector_another_process_logs_while_this_one_embeds_is_not_logged_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The window of the grace: it ran out while the saver was slow, so the reader's backfill
+    embeds the memory, and the saver's own backfill logs its vector meanwhile. The reader
+    then logs nothing (before: a second vector record for the memory, as
+    concurrent_read_bench.py once counted, {1: 818, 2: 1})."""
+    import threading
+
+    from dreamwell.stores.layout import DataDir
+    from dreamwell.stores.wal import Wal
+
+    started, go = threading.Event(), threading.Event()
+
+    class Held(Counting):
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            started.set()
+            assert go.wait(10)
+            return super().embed(texts)
+
+    writer_embedder, reader_embedder = Counting(), Held()
+    writer = opened(tmp_path, writer_embedder)
+    reader = opened(tmp_path, reader_embedder)
+    memory = writer.save("the harbour master retires in June").entry
+    monkeypatch.setattr(mirror, "FOREIGN_GRACE", 0.0)  # the saver has been slow this long
+    logged: list[int] = []
+    backfill = threading.Thread(target=lambda: logged.append(reader.backfill()))
+    backfill.start()
+    assert started.wait(10)  # the reader is embedding the memory now
+    assert writer.backfill() == 1  # and the saver logs its vector meanwhile
+    go.set()
+    backfill.join(10)
+    assert logged == [0]
+    assert reader_embedder.seen == writer_embedder.seen == [memory.content]
+    records = Wal(DataDir(tmp_path).wal).read_new()
+    vectors = [op for r in records for op in r.ops if op["op"] == "vec"]
+    assert [op["id"] for op in vectors] == [memory.id]
+    assert reader.missing_vectors() == 0
