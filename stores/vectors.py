@@ -99,8 +99,8 @@ class Vectors:
 
         def plan(s: Scratch) -> tuple[list[Op], int]:
             # not for a memory whose vector was logged while this one was being embedded: a
-            # saver slower than the grace logged its own meanwhile (the mirror is read up to
-            # the log's end here, under the write lock)
+            # saver slower than the grace logged its own meanwhile, e.g. another replica on
+            # object storage (the mirror is read up to the log's end here, under the lock)
             with m.lock:
                 logged_since = {
                     e.id for e in missing if m.rows.has_vector(e.id) and e.id not in m.unlogged

@@ -137,8 +137,9 @@ def test_a_vector_another_process_logs_while_this_one_embeds_is_not_logged_again
 ) -> None:
     """The window of the grace: it ran out while the saver was slow, so the reader's backfill
     embeds the memory, and the saver's own backfill logs its vector meanwhile. The reader
-    then logs nothing (before: a second vector record for the memory, as
-    concurrent_read_bench.py once counted, {1: 818, 2: 1})."""
+    then logs nothing (before: a second vector record for the memory). Two servers on one
+    directory take turns to backfill (`backfill.lock`); replicas on object storage each
+    lock their own cache, so their backfills overlap like these two."""
     import threading
 
     from dreamwell.stores.layout import DataDir
