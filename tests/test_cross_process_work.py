@@ -3,6 +3,7 @@ directory (as two `dreamwell serve` processes have them), each counting what it 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 
 import dreamwell.stores.mirror as mirror
 from dreamwell.stores import LongTermStore, MemoryEntry, utcnow
+from tests.racing import eventually
 from tests.test_recall import HashEmbedder
 
 
@@ -21,6 +23,19 @@ class Counting(HashEmbedder):
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         self.seen.extend(texts)
+        return super().embed(texts)
+
+
+class Gated(Counting):
+    """Each embedding says it started, then waits until it may go on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started, self.go = threading.Event(), threading.Event()
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.started.set()
+        assert self.go.wait(10)
         return super().embed(texts)
 
 
@@ -132,42 +147,38 @@ def test_another_process_s_saves_do_not_wake_this_one_s_backfill(tmp_path: Path)
     assert reader.vectors_wanted.is_set()
 
 
+def overlapping_backfills(
+    saver: LongTermStore, other: LongTermStore, monkeypatch: pytest.MonkeyPatch
+) -> list[str]:
+    """The grace ran out while the saver was slow, so `other` (its embedder `Gated`)
+    embeds the saver's memory, and the saver's own backfill logs its vector meanwhile:
+    `other` then logs nothing. Returns the ids of the vector records in the log."""
+    gated = other.embedder
+    assert isinstance(gated, Gated)
+    memory = saver.save("the harbour master retires in June").entry
+    monkeypatch.setattr(mirror, "FOREIGN_GRACE", 0.0)  # the saver has been slow this long
+    eventually(lambda: other.get(memory.id) is not None)
+    logged: list[int] = []
+    backfill = threading.Thread(target=lambda: logged.append(other.backfill()))
+    backfill.start()
+    assert gated.started.wait(10)  # `other` is embedding the memory now
+    assert saver.backfill() == 1  # and the saver logs its vector meanwhile
+    gated.go.set()
+    backfill.join(30)
+    assert logged == [0]
+    assert gated.seen == [memory.content]
+    assert other.missing_vectors() == 0
+    records = saver._wal.sealed_records(0, 10**9)
+    return [str(op["id"]) for r in records for op in r.ops if op["op"] == "vec"]
+
+
 def test_a_vector_another_process_logs_while_this_one_embeds_is_not_logged_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The window of the grace: it ran out while the saver was slow, so the reader's backfill
-    embeds the memory, and the saver's own backfill logs its vector meanwhile. The reader
-    then logs nothing (before: a second vector record for the memory). Two servers on one
-    directory take turns to backfill (`backfill.lock`); replicas on object storage each
-    lock their own cache, so their backfills overlap like these two."""
-    import threading
-
-    from dreamwell.stores.layout import DataDir
-    from dreamwell.stores.wal import Wal
-
-    started, go = threading.Event(), threading.Event()
-
-    class Held(Counting):
-        def embed(self, texts: Sequence[str]) -> list[list[float]]:
-            started.set()
-            assert go.wait(10)
-            return super().embed(texts)
-
-    writer_embedder, reader_embedder = Counting(), Held()
-    writer = opened(tmp_path, writer_embedder)
-    reader = opened(tmp_path, reader_embedder)
-    memory = writer.save("the harbour master retires in June").entry
-    monkeypatch.setattr(mirror, "FOREIGN_GRACE", 0.0)  # the saver has been slow this long
-    logged: list[int] = []
-    backfill = threading.Thread(target=lambda: logged.append(reader.backfill()))
-    backfill.start()
-    assert started.wait(10)  # the reader is embedding the memory now
-    assert writer.backfill() == 1  # and the saver logs its vector meanwhile
-    go.set()
-    backfill.join(10)
-    assert logged == [0]
-    assert reader_embedder.seen == writer_embedder.seen == [memory.content]
-    records = Wal(DataDir(tmp_path).wal).read_new()
-    vectors = [op for r in records for op in r.ops if op["op"] == "vec"]
-    assert [op["id"] for op in vectors] == [memory.id]
-    assert reader.missing_vectors() == 0
+    """Before, a second vector record for the memory was logged. Two servers on one
+    directory take turns to backfill (`backfill.lock`), but replicas on object storage
+    each lock their own cache (tests/test_remote_store.py), so their backfills overlap
+    like these two stores'."""
+    saver = opened(tmp_path, Counting())
+    other = opened(tmp_path, Gated())
+    assert overlapping_backfills(saver, other, monkeypatch) == [saver.entries()[0].id]

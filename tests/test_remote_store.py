@@ -25,23 +25,28 @@ import pytest
 
 from dreamwell.server.config import Settings
 from dreamwell.stores import lancelog, remote, snapshot
+from dreamwell.stores.embedding import Embedder
 from dreamwell.stores.longterm import LongTermStore, Write
 from tests.racing import eventually, race
 from tests.s3server import SeaweedS3
+from tests.test_cross_process_work import Counting, Gated, overlapping_backfills
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 
 
 @pytest.fixture
-def replica(s3: SeaweedS3, s3_prefix: str, tmp_path: Path) -> Iterator[Callable[[], LongTermStore]]:
-    """Opens another store on the test's location, with a cache directory of its own."""
+def replica(
+    s3: SeaweedS3, s3_prefix: str, tmp_path: Path
+) -> Iterator[Callable[..., LongTermStore]]:
+    """Opens another store on the test's location, with a cache directory of its own (and
+    the embedder given, if any)."""
     location = remote.Remote.of(s3.uri(s3_prefix), s3.storage_options)
     opened: list[LongTermStore] = []
 
-    def open_one() -> LongTermStore:
+    def open_one(embedder: Embedder | None = None) -> LongTermStore:
         cache = tmp_path / f"cache{len(opened)}"
         remote.attach(cache, location)
-        store = LongTermStore(cache)
+        store = LongTermStore(cache, embedder=embedder)
         opened.append(store)
         return store
 
@@ -53,7 +58,7 @@ def replica(s3: SeaweedS3, s3_prefix: str, tmp_path: Path) -> Iterator[Callable[
 
 
 def test_the_log_is_kept_in_the_object_store_not_the_cache(
-    replica: Callable[[], LongTermStore],
+    replica: Callable[..., LongTermStore],
 ) -> None:
     a = replica()
     a.save("the user's timezone is Europe/Berlin", "user-preferences/timezone")
@@ -62,7 +67,7 @@ def test_the_log_is_kept_in_the_object_store_not_the_cache(
 
 
 def test_saves_deletes_and_compare_and_set_are_seen_by_another_replica(
-    replica: Callable[[], LongTermStore],
+    replica: Callable[..., LongTermStore],
 ) -> None:
     a, b = replica(), replica()
     saved = a.save("deploys go through the staging cluster first", "project/deploy")
@@ -79,8 +84,20 @@ def test_saves_deletes_and_compare_and_set_are_seen_by_another_replica(
     assert b.search("canary") == []
 
 
+def test_two_replicas_that_both_embedded_a_memory_log_its_vector_once(
+    replica: Callable[..., LongTermStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each replica locks its own cache to backfill, so past the grace a replica embeds
+    another's memory while that one logs the memory's vector itself: the first reads the
+    record before it appends, and logs nothing."""
+    saver, other = replica(Counting()), replica(Gated())
+    for store in (saver, other):
+        store.load_vectors()
+    assert overlapping_backfills(saver, other, monkeypatch) == [saver.entries()[0].id]
+
+
 def test_racing_replicas_lose_nothing_and_write_nothing_twice(
-    replica: Callable[[], LongTermStore],
+    replica: Callable[..., LongTermStore],
 ) -> None:
     """Two replicas, three threads each, save at once: each append that lost the race for
     its place in the log decides again; every acknowledged save is in both, exactly once."""
@@ -105,7 +122,7 @@ def test_racing_replicas_lose_nothing_and_write_nothing_twice(
 
 
 def test_a_replica_joining_after_the_log_was_trimmed_rebuilds_from_the_snapshot(
-    replica: Callable[[], LongTermStore], monkeypatch: pytest.MonkeyPatch
+    replica: Callable[..., LongTermStore], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(snapshot, "SNAPSHOT_EVERY", 20)
     monkeypatch.setattr(lancelog, "KEEP_RECORDS", 5)
@@ -136,7 +153,7 @@ def test_the_data_dir_may_be_an_object_store_uri(tmp_path: Path) -> None:
 
 
 def test_tenants_live_under_the_location_and_see_only_their_own(
-    replica: Callable[[], LongTermStore],
+    replica: Callable[..., LongTermStore],
 ) -> None:
     root_a, root_b = replica(), replica()
     team_a = LongTermStore(root_a.dirs.tenant("team-a").root)
