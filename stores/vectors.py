@@ -95,27 +95,34 @@ class Vectors:
             logger.warning("backfill paused: %s", exc)
             return 0
         model = self.embedder.name
-        m = self.parts.mirror
 
         def plan(s: Scratch) -> tuple[list[Op], int]:
-            # not for a memory whose vector was logged while this one was being embedded: a
-            # saver slower than the grace logged its own meanwhile, e.g. another replica on
-            # object storage (the mirror is read up to the log's end here, under the lock)
-            with m.lock:
-                logged_since = {
-                    e.id for e in missing if m.rows.has_vector(e.id) and e.id not in m.unlogged
-                }
-            logged = [
-                ops.vec_op(e, model, v)
-                for e, v in zip(missing, vectors, strict=True)
-                if (now := s.get(e.id)) is not None
-                and now.live
-                and now.content == e.content
-                and e.id not in logged_since
-            ]
+            logged = self._still_wanted(s, missing, model, vectors)
             return logged, len(logged)
 
         return self.group.commit(plan)
+
+    def _still_wanted(
+        self, s: Scratch, embedded: list[MemoryEntry], model: str, vectors: list[list[float]]
+    ) -> list[Op]:
+        """The vector records of `embedded` still to log when the commit is planned (the
+        mirror read up to the log's end, under the write lock): not for a memory gone or
+        edited since, nor for one whose vector was logged while this process embedded it (a
+        saver slower than the grace logged its own meanwhile, e.g. another replica on
+        object storage). A vector a search computed but did not log is still logged."""
+        m = self.parts.mirror
+        with m.lock:
+            logged_since = {
+                e.id for e in embedded if m.rows.has_vector(e.id) and e.id not in m.unlogged
+            }
+        return [
+            ops.vec_op(e, model, v)
+            for e, v in zip(embedded, vectors, strict=True)
+            if (now := s.get(e.id)) is not None
+            and now.live
+            and now.content == e.content
+            and e.id not in logged_since
+        ]
 
     def _without_vector(self, batch: int) -> list[MemoryEntry]:
         """Up to `batch` live entries to embed: first those a search embedded but did not
