@@ -30,6 +30,7 @@ from dreamwell.stores.longterm import LongTermStore, Write
 from tests.racing import eventually, race
 from tests.s3server import SeaweedS3
 from tests.test_cross_process_work import Counting, Gated, overlapping_backfills
+from tests.test_dream_edge import dreamwell
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 
@@ -192,13 +193,6 @@ def saved_three(store: LongTermStore) -> set[str]:
 CLI_ENV = {**os.environ, "DREAMWELL_EMBEDDER": "none"}
 
 
-def dreamwell(*args: str) -> tuple[int, bytes, str]:
-    """A `dreamwell` command's status, stdout and stderr."""
-    command = [sys.executable, "-m", "dreamwell.server", *args]
-    done = subprocess.run(command, capture_output=True, env=CLI_ENV, timeout=120)
-    return done.returncode, done.stdout, done.stderr.decode(errors="replace")
-
-
 def test_a_command_on_object_storage_exits_without_finalising_the_interpreter(
     s3: SeaweedS3, s3_prefix: str, tmp_path: Path
 ) -> None:
@@ -251,16 +245,16 @@ def test_export_on_a_new_machine_reads_the_location_and_names_a_wrong_one(
     uri = s3.uri(s3_prefix)
     saved = saved_three(cli_store(s3, uri, tmp_path / "first-machine"))
     new = tmp_path / "new-machine"
-    status, out, err = dreamwell("export", *s3.flags(uri, new))
-    assert status == 0, err
-    assert {json.loads(line)["id"] for line in out.splitlines()} == saved
+    done = dreamwell("export", *s3.flags(uri, new))
+    assert done.returncode == 0, done.stderr
+    assert {json.loads(line)["id"] for line in done.stdout.splitlines()} == saved
     for wrong, named in (
         (s3.flags(uri + "-typo", new), uri + "-typo"),
         ([*s3.flags(uri, new), "--tenant", "nobody"], uri + "/tenants/nobody"),
     ):
-        status, out, err = dreamwell("export", *wrong)
-        assert (status, out) == (1, b"")
-        assert err == f"dreamwell: no memory at {named}; check --data-dir and --tenant\n"
+        done = dreamwell("export", *wrong)
+        assert (done.returncode, done.stdout) == (1, "")
+        assert done.stderr == f"dreamwell: no memory at {named}; check --data-dir and --tenant\n"
     assert obstore.list(s3.store(s3_prefix + "-typo")).collect() == []
     assert obstore.list(s3.store(s3_prefix), "tenants/").collect() == []
 
@@ -275,20 +269,20 @@ def test_stats_and_doctor_read_a_location_and_make_nothing_where_no_store_is(
 
     uri = s3.uri(s3_prefix)
     saved_three(cli_store(s3, uri, tmp_path / "first-machine"))
-    status, out, err = dreamwell("stats", *s3.flags(uri, tmp_path / "new-machine"))
-    assert status == 0, err
-    assert b"memories: 3 live, 0 archived" in out
+    done = dreamwell("stats", *s3.flags(uri, tmp_path / "new-machine"))
+    assert done.returncode == 0, done.stderr
+    assert "memories: 3 live, 0 archived" in done.stdout
     typo = tmp_path / "typo-machine"
-    status, out, err = dreamwell("stats", *s3.flags(uri + "-typo", typo))
-    assert (status, out) == (1, b"")
-    assert err == f"dreamwell: no memory at {uri}-typo; check --data-dir\n"
-    status, out, err = dreamwell("doctor", *s3.flags(uri + "-typo", typo))
-    assert status == 1, err
-    assert f"FAIL [default] no memory at {uri}-typo\n" in out.decode()
-    assert "store opens" not in out.decode()
+    done = dreamwell("stats", *s3.flags(uri + "-typo", typo))
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == f"dreamwell: no memory at {uri}-typo; check --data-dir\n"
+    done = dreamwell("doctor", *s3.flags(uri + "-typo", typo))
+    assert done.returncode == 1, done.stderr
+    assert f"FAIL [default] no memory at {uri}-typo\n" in done.stdout
+    assert "store opens" not in done.stdout
     assert obstore.list(s3.store(s3_prefix + "-typo")).collect() == []
-    status, out, err = dreamwell("doctor", *s3.flags(uri, tmp_path / "new-machine"))
-    assert "ok   [default] store opens: 3 live, 0 archived" in out.decode(), out
+    done = dreamwell("doctor", *s3.flags(uri, tmp_path / "new-machine"))
+    assert "ok   [default] store opens: 3 live, 0 archived" in done.stdout, done.stdout
 
 
 @pytest.mark.parametrize(
