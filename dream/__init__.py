@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dreamwell.stores.lazy import lazy_exports
+from dreamwell.stores.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from dreamwell.dream.cycle import DreamBusy, DreamCancelled, DreamOptions, run_cycle

@@ -27,10 +27,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from dreamwell.dream import feeding, passes, skillpasses
+from dreamwell.dream import feeding, passes
 from dreamwell.dream.llm import LLM, LLMCancelled, LLMError
 from dreamwell.dream.report import Change, PassResult, Report, save_report
 from dreamwell.dream.rules import DecayPolicy
+from dreamwell.dream.skills import passes as skillpasses
 from dreamwell.stores import (
     CONVERSATION,
     FEEDBACK,

@@ -1,5 +1,5 @@
 """`python -m dreamwell.server` is the `dreamwell` command."""
 
-from dreamwell.server.cli import run
+from dreamwell.server.cli.main import run
 
 run()

@@ -93,7 +93,7 @@ def on_two_threads(
     embed: Callable[[Sequence[str]], list[list[float]]], texts: Sequence[str]
 ) -> list[list[float]]:
     """`embed(texts)` as two halves at once, one on the calling thread and one on a thread of
-    lower priority: the embedders run each call on one core (stores/embedding.py), and a
+    lower priority: the embedders run each call on one core (stores/index/embedders.py), and a
     backfill on one core took 1.8x as long as on two, which a search right after an ingest
     spends ranking by keywords alone. Halves alternate through the texts by length, so that
     each gets as much to do."""

@@ -16,8 +16,8 @@ from dreamwell.stores.errors import (
     StoreUnavailable,
     WriteFailed,
 )
-from dreamwell.stores.layout import DataDir, check_tenant
-from dreamwell.stores.lazy import lazy_exports
+from dreamwell.stores.layout import DataDir
+from dreamwell.stores.lazy_exports import lazy_exports
 from dreamwell.stores.model import (
     MAX_CONTENT_CHARS,
     MAX_QUERY_CHARS,
@@ -29,6 +29,7 @@ from dreamwell.stores.model import (
     category_prefixes,
     check_category,
     check_tags,
+    check_tenant,
     entry_from_dict,
     entry_to_dict,
     fold_text,
@@ -38,7 +39,9 @@ from dreamwell.stores.model import (
 from dreamwell.stores.writable import advice, mount_point, read_only_mount
 
 if TYPE_CHECKING:
-    from dreamwell.stores.embedding import (
+    from dreamwell.stores.dream_reports import DreamReports, ReportChanged
+    from dreamwell.stores.files import write_atomic
+    from dreamwell.stores.index.embedders import (
         CrossEncoderReranker,
         Embedder,
         EmbedderError,
@@ -46,8 +49,9 @@ if TYPE_CHECKING:
         OnnxE5,
         OnnxMiniLM,
     )
-    from dreamwell.stores.lease import Held, exclusive
-    from dreamwell.stores.logs import (
+    from dreamwell.stores.index.hybrid_rank import rank_hits
+    from dreamwell.stores.index.stopwords import ENGLISH_STOPWORDS
+    from dreamwell.stores.inputs.jsonl_log import (
         CONVERSATION,
         CONVERSATION_MAX_BYTES,
         ENRICH_QUEUE,
@@ -56,7 +60,8 @@ if TYPE_CHECKING:
         RECALL,
         JsonlLog,
     )
-    from dreamwell.stores.longterm import (
+    from dreamwell.stores.lease import Held, exclusive
+    from dreamwell.stores.longterm.store import (
         ANY,
         CHECKPOINT_SECONDS,
         Hit,
@@ -64,13 +69,7 @@ if TYPE_CHECKING:
         SaveResult,
         Write,
     )
-    from dreamwell.stores.ranking import rank_hits
-    from dreamwell.stores.reports import DreamReports, ReportChanged
-    from dreamwell.stores.skillfmt import InvalidSkill, SkillFolder, skill_md_parts
-    from dreamwell.stores.skillio import make_folder, read_skills
-    from dreamwell.stores.skillport import export_skills, exported_files, import_skills
-    from dreamwell.stores.skillrecord import skill_from_json, skill_to_json
-    from dreamwell.stores.skills import (
+    from dreamwell.stores.skills.catalog import (
         ANY_REVISION,
         NEW,
         ApplyResult,
@@ -80,10 +79,12 @@ if TYPE_CHECKING:
         SkillChange,
         SkillConflict,
     )
-    from dreamwell.stores.skillusage import SkillUsage, UsageStats
-    from dreamwell.stores.state import write_atomic
-    from dreamwell.stores.stopwords import ENGLISH_STOPWORDS
-    from dreamwell.stores.working import (
+    from dreamwell.stores.skills.folders import make_folder, read_skills
+    from dreamwell.stores.skills.porting import export_skills, exported_files, import_skills
+    from dreamwell.stores.skills.record import skill_from_json, skill_to_json
+    from dreamwell.stores.skills.skill_md import InvalidSkill, SkillFolder, skill_md_parts
+    from dreamwell.stores.skills.usage import SkillUsage, UsageStats
+    from dreamwell.stores.working.memory import (
         TOP_SEGMENTS,
         SaveOutcome,
         WorkingMemory,
@@ -101,7 +102,7 @@ _LAZY = {
             "OnnxE5",
             "OnnxMiniLM",
         ],
-        "embedding",
+        "index.embedders",
     ),
     **dict.fromkeys(
         [
@@ -113,25 +114,40 @@ _LAZY = {
             "RECALL",
             "JsonlLog",
         ],
-        "logs",
+        "inputs.jsonl_log",
     ),
     **dict.fromkeys(
-        ["ANY", "CHECKPOINT_SECONDS", "Hit", "LongTermStore", "SaveResult", "Write"], "longterm"
+        [
+            "ANY",
+            "CHECKPOINT_SECONDS",
+            "Hit",
+            "LongTermStore",
+            "SaveResult",
+            "Write",
+        ],
+        "longterm.store",
     ),
-    "rank_hits": "ranking",
-    "DreamReports": "reports",
-    "ReportChanged": "reports",
+    "rank_hits": "index.hybrid_rank",
+    "DreamReports": "dream_reports",
+    "ReportChanged": "dream_reports",
     "Held": "lease",
     "exclusive": "lease",
-    "InvalidSkill": "skillfmt",
-    "SkillFolder": "skillfmt",
-    "skill_md_parts": "skillfmt",
-    "make_folder": "skillio",
-    "read_skills": "skillio",
-    "skill_from_json": "skillrecord",
-    "skill_to_json": "skillrecord",
-    "ENGLISH_STOPWORDS": "stopwords",
-    **dict.fromkeys(["export_skills", "exported_files", "import_skills"], "skillport"),
+    "InvalidSkill": "skills.skill_md",
+    "SkillFolder": "skills.skill_md",
+    "skill_md_parts": "skills.skill_md",
+    "make_folder": "skills.folders",
+    "read_skills": "skills.folders",
+    "skill_from_json": "skills.record",
+    "skill_to_json": "skills.record",
+    "ENGLISH_STOPWORDS": "index.stopwords",
+    **dict.fromkeys(
+        [
+            "export_skills",
+            "exported_files",
+            "import_skills",
+        ],
+        "skills.porting",
+    ),
     **dict.fromkeys(
         [
             "ANY_REVISION",
@@ -143,12 +159,24 @@ _LAZY = {
             "SkillChange",
             "SkillConflict",
         ],
-        "skills",
+        "skills.catalog",
     ),
-    **dict.fromkeys(["SkillUsage", "UsageStats"], "skillusage"),
-    "write_atomic": "state",
     **dict.fromkeys(
-        ["TOP_SEGMENTS", "SaveOutcome", "WorkingMemory", "check_own_namespace"], "working"
+        [
+            "SkillUsage",
+            "UsageStats",
+        ],
+        "skills.usage",
+    ),
+    "write_atomic": "files",
+    **dict.fromkeys(
+        [
+            "TOP_SEGMENTS",
+            "SaveOutcome",
+            "WorkingMemory",
+            "check_own_namespace",
+        ],
+        "working.memory",
     ),
 }
 

@@ -11,15 +11,15 @@
     working-memory/          one JSON file per top-level segment, and its lock
     conversation.jsonl …     input logs of the dream worker (and their locks)
     dreams/<run>.json        dream reports; dream.lock; .activity (tool traffic marker)
-    skills/<name>.json       skills (stores/skills.py); skills/.generation; skills.lock
+    skills/<name>.json       skills (stores/skills/catalog.py); skills/.generation; skills.lock
     skill-usage.jsonl        uses of skills (bounded)
     enrich.lock, backfill.lock  held by the one process doing that background work
     hooks/<session>.json     client hooks' state per client session; hooks.log their log
     hooks/entries.sqlite     the memories' text for hooks, which never open LanceDB
     tenants/<name>/          a tenant: the same layout again
     remote.json              present when this directory caches an object-store location
-                             (`stores/remote.py`): the log is then kept there, not in wal/,
-                             and the skills (stores/skillblobs.py; skills/ holds copies)
+                             (`stores/remote/location.py`): the log is then kept there, not in wal/,
+                             and the skills (stores/skills/object_storage.py; skills/ holds copies)
 """
 
 from __future__ import annotations
@@ -30,15 +30,14 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from dreamwell.stores.errors import InvalidInput, StoreError
-
-if TYPE_CHECKING:
-    from dreamwell.stores.remote import Remote
+from dreamwell.stores.errors import StoreError
+from dreamwell.stores.files import write_atomic
+from dreamwell.stores.model import TENANT_RE, check_tenant
+from dreamwell.stores.remote.location import Remote
+from dreamwell.stores.remote.location import of as remote_of
 
 FORMAT = 2  # 1: v0.1 (one LanceDB version per write); 2: write-ahead log + checkpoints
-TENANT_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _SAFE_SESSION = re.compile(r"[A-Za-z0-9_-]{1,80}")
 
 
@@ -47,12 +46,6 @@ def newer_format(root: Path, found: int) -> str:
         f"{root} holds data format {found}, newer than this dreamwell reads ({FORMAT}); "
         "upgrade it: pipx upgrade dreamwell (or pip install -U dreamwell)"
     )
-
-
-def check_tenant(name: str) -> str:
-    if not TENANT_RE.fullmatch(name):
-        raise InvalidInput(f"tenant name {name!r} must be 1-64 letters, digits, '-' or '_'.")
-    return name
 
 
 @dataclass(frozen=True)
@@ -103,9 +96,7 @@ class DataDir:
     @property
     def remote(self) -> Remote | None:
         """The object-store location this directory caches (`remote.json`), None if local."""
-        from dreamwell.stores import remote
-
-        return remote.of(self.root)
+        return remote_of(self.root)
 
     # ---- working memory, logs, dream ----------------------------------------------------
     @property
@@ -222,8 +213,6 @@ class DataDir:
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             if not self.format_file.exists():
-                from dreamwell.stores.state import write_atomic
-
                 write_atomic(self.format_file, json.dumps({"format": FORMAT}))
         except OSError as exc:
             if not self.root.is_dir():

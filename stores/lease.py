@@ -32,7 +32,7 @@ from dreamwell.stores.errors import StoreError
 from dreamwell.stores.layout import DataDir
 
 if TYPE_CHECKING:
-    from dreamwell.stores.blobs import Blobs
+    from dreamwell.stores.remote.blobs import Blobs
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ class Lease:
 
     def acquire(self) -> bool:
         """True when this holder now has the lease (and renews it until `release`)."""
-        from dreamwell.stores.blobs import CREATE, Conflict
+        from dreamwell.stores.remote.blobs import CREATE, Conflict
 
         for _ in range(3):  # the object may vanish or expire between the steps
             found = self.blobs.read(self.name)
@@ -83,7 +83,7 @@ class Lease:
         return time.time() + self.ttl
 
     def _renew(self) -> None:
-        from dreamwell.stores.blobs import Conflict
+        from dreamwell.stores.remote.blobs import Conflict
 
         while not self._stop.wait(self.ttl / 3):
             try:
@@ -97,7 +97,7 @@ class Lease:
                 logger.warning("could not renew the lease %s: %s", self.name, exc)
 
     def release(self) -> None:
-        from dreamwell.stores.blobs import Conflict
+        from dreamwell.stores.remote.blobs import Conflict
 
         self._stop.set()
         if self._renewer is not None:
@@ -137,7 +137,7 @@ def exclusive(data_dir: Path, name: str, lock: Path, what: str) -> Iterator[None
         finally:
             flock.release()
         return
-    from dreamwell.stores.blobs import Blobs
+    from dreamwell.stores.remote.blobs import Blobs
 
     lease = Lease(Blobs(remote, FOLDER), name)
     if not lease.acquire():

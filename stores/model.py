@@ -306,3 +306,12 @@ def entry_from_dict(data: Mapping[str, object]) -> MemoryEntry:
         metadata=Metadata.of(metadata),  # which makes keys and values strings
         archived_at=times["archived_at"],
     )
+
+
+TENANT_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def check_tenant(name: str) -> str:
+    if not TENANT_RE.fullmatch(name):
+        raise InvalidInput(f"tenant name {name!r} must be 1-64 letters, digits, '-' or '_'.")
+    return name

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from dreamwell.server.app import build_server
 from dreamwell.server.config import Settings
+from dreamwell.server.mcp.app import build_server
 from tests.s3server import SeaweedS3, weed_binary
 
 

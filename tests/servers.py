@@ -8,10 +8,11 @@ from contextlib import asynccontextmanager
 
 import anyio
 
-from dreamwell.server.app import build_server
 from dreamwell.server.config import Settings
-from dreamwell.server.http import build_asgi, uvicorn_server
+from dreamwell.server.mcp.app import build_server
 from dreamwell.server.runtime import Runtime
+from dreamwell.server.transports.http import build_asgi
+from dreamwell.server.transports.uvicorn_server import uvicorn_server
 
 
 @asynccontextmanager

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from dreamwell.stores.skillrecord import Skill, skill_to_json
+from dreamwell.stores.skills.record import Skill, skill_to_json
 
 RELEASE_MD = """---
 name: cut-release

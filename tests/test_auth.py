@@ -12,8 +12,8 @@ import httpx2
 import pytest
 from mcp import Client
 
-from dreamwell.server.app import build_server
 from dreamwell.server.config import Settings
+from dreamwell.server.mcp.app import build_server
 from tests.conftest import initialize, ok
 from tests.servers import http_server
 from tests.test_transports import http

@@ -13,8 +13,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from dreamwell.server.app import backfill_forever, checkpoint_forever, sweep_forever
 from dreamwell.server.config import Settings
+from dreamwell.server.mcp.app import backfill_forever, checkpoint_forever, sweep_forever
 from dreamwell.server.runtime import Runtime, Tenant
 from dreamwell.stores import LongTermStore, WorkingMemory, utcnow
 
@@ -76,7 +76,7 @@ async def test_backfill_embeds_memories_saved_without_vectors(tmp_path: Path) ->
 
 async def test_the_dream_timer_runs_cycles_on_open_stores(tmp_path: Path) -> None:
     from dreamwell.dream.report import list_reports
-    from dreamwell.server.dream_edge import dream_forever
+    from dreamwell.server.mcp.dream import dream_forever
 
     runtime = Runtime(Settings(data_dir=tmp_path, embedder="none", dream_every="12h"))
     tenant = await runtime.tenant()
@@ -161,7 +161,7 @@ async def test_the_backfill_sleeps_while_idle_and_a_save_wakes_it(
     """It used to poll the stores every 20 ms: 50 wake-ups a second in an idle server. Now
     it sleeps until a store wants vectors. The idle wait here is 10 minutes, so only the
     save's wake-up can get its vector embedded before the time-out."""
-    import dreamwell.server.app as app
+    import dreamwell.server.mcp.app as app
 
     looks = 0
     look = app._vectors_wanted
@@ -317,7 +317,7 @@ async def test_the_heap_is_handed_back_once_a_run_of_backfill_rounds_is_over(
     """Issue 24: embedding 64 memories of 2.8 KB left 199 MiB of activations freed but mapped
     (RSS stayed up for good). After the rounds that embedded something comes one that finds
     nothing to do: then the heap is handed back, once."""
-    import dreamwell.server.app as app
+    import dreamwell.server.mcp.app as app
     from tests.test_recall import HashEmbedder
 
     trims: list[int] = []
@@ -347,7 +347,7 @@ def test_a_burst_of_saves_waits_for_the_backfill_and_no_save_waits_without_one(
     logging vectors (an embedder that is down), nothing waits."""
     import time
 
-    import dreamwell.stores.vectors as vectors
+    import dreamwell.stores.longterm.vectors as vectors
     from tests.test_recall import HashEmbedder
 
     # the bounds that let a save go ahead are not what this test is about: on a loaded
@@ -444,7 +444,7 @@ def test_a_held_save_waits_hold_max_at_most(
 ) -> None:
     """30 of the store's own memories wait for a slow embedder (10 a second), bound 4: the
     save waits for it, but HOLD_MAX at most, not the 3 s the backlog takes."""
-    import dreamwell.stores.vectors as vectors
+    import dreamwell.stores.longterm.vectors as vectors
 
     monkeypatch.setattr(vectors, "HOLD_MAX", 0.3)
     store = _Slow.store(tmp_path)
@@ -462,8 +462,8 @@ async def test_the_heap_is_handed_back_once_requests_pause_never_within_a_stream
     nor does a long request in flight."""
     from mcp import Client
 
-    import dreamwell.server.app as app
-    from dreamwell.server.app import build_server, trim_when_idle
+    import dreamwell.server.mcp.app as app
+    from dreamwell.server.mcp.app import build_server, trim_when_idle
 
     trims: list[int] = []
     runtime = Runtime(Settings(data_dir=tmp_path, embedder="none"))

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from dreamwell.server.cli import HELP, main, parser
+from dreamwell.server.cli.main import main, parser
+from dreamwell.server.cli.parsing import HELP
 from dreamwell.server.config import Settings, settings_table
 from dreamwell.server.flags import COMMANDS, SETTINGS, flag_for
 
@@ -32,7 +33,7 @@ def dreamwell(*args: str, stdin: str | None = None) -> subprocess.CompletedProce
 def test_help_of_every_command_imports_no_heavy_library() -> None:
     probe = (
         "import sys, contextlib, io\n"
-        "from dreamwell.server.cli import HELP, parser\n"
+        "from dreamwell.server.cli.parsing import HELP, parser\n"
         "for args in [['--help'], ['--version']] + [[c, '--help'] for c in HELP]:\n"
         "    with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
         "        parser().parse_args(args)\n"

@@ -36,7 +36,7 @@ AFTER_THE_HANDSHAKE = {
     "pyarrow": "search_memory",
     "numpy": "search_memory",
     "tantivy": "search_memory",
-    "dreamwell.stores.longterm": "search_memory",
+    "dreamwell.stores.longterm.store": "search_memory",
     "onnxruntime": "the embedder, loaded after the handshake",
     "dreamwell.dream": "the dream prompt",
     "dreamwell.dream.cycle": "the dream prompt",
@@ -44,7 +44,7 @@ AFTER_THE_HANDSHAKE = {
 }
 # Only the remote transports load these; stdio never does. (starlette and uvicorn themselves
 # are imported by the MCP SDK's own package __init__, whatever the transport.)
-NEVER_ON_STDIO = ("dreamwell.server.http", "dreamwell.server.ui")
+NEVER_ON_STDIO = ("dreamwell.server.transports.http", "dreamwell.server.ui.app")
 # (the report's times go negative when two threads import at once; the names stay right)
 IMPORTED = re.compile(rb"^import time:\s+-?\d+ \|\s+-?\d+ \| *(\S+)\s*$")
 STORES_OPENED = b"opened stores in"
@@ -110,7 +110,7 @@ async def test_tools_list_is_answered_before_the_stores_the_embedder_or_the_drea
         tools = json.loads(before[-1])["result"]["tools"]
         assert len(tools) == 8
         early = imported(before)
-        assert {"mcp", "dreamwell.server.app", "dreamwell.stores"} <= early  # the report is on
+        assert {"mcp", "dreamwell.server.mcp.app", "dreamwell.stores"} <= early  # the report is on
         assert early & {*AFTER_THE_HANDSHAKE, *NEVER_ON_STDIO} == set()
         assert not any(STORES_OPENED in line for line in before)
 

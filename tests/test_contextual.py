@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from mcp import Client
 
-from dreamwell.server.app import build_server
 from dreamwell.server.config import Settings
+from dreamwell.server.mcp.app import build_server
 from dreamwell.stores import LongTermStore
+from dreamwell.stores.index.view import Rows
 from dreamwell.stores.model import FOLLOWS, MemoryEntry, utcnow
-from dreamwell.stores.view import Rows
 from tests.conftest import ok
 
 A = "We moved to Lisbon in March"

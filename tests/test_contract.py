@@ -7,8 +7,8 @@ import json
 import pytest
 from mcp import Client
 
-from dreamwell.server.app import build_server
 from dreamwell.server.config import Settings
+from dreamwell.server.mcp.app import build_server
 
 pytestmark = pytest.mark.anyio
 

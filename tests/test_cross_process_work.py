@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import dreamwell.stores.mirror as mirror
+import dreamwell.stores.longterm.mirror as mirror
 from dreamwell.stores import LongTermStore, MemoryEntry, utcnow
 from tests.racing import eventually
 from tests.test_recall import HashEmbedder
@@ -116,7 +116,7 @@ def test_catching_up_on_another_process_copies_the_view_once_not_once_per_record
     """1,000 saves by another process, one log record each: the reader applies them with one
     new view whose overlay holds what changed (before: 1,000 views, each copying the growing
     overlay, half a million entries copied for a thousand changed)."""
-    from dreamwell.stores.view import View
+    from dreamwell.stores.index.view import View
 
     writer = opened(tmp_path, None)
     reader = opened(tmp_path, None)

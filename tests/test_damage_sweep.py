@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from dreamwell.server.app import build_server
-from dreamwell.server.cli import main
+from dreamwell.server.cli.main import main
 from dreamwell.server.config import Settings
+from dreamwell.server.mcp.app import build_server
 from dreamwell.stores import LongTermStore
-from dreamwell.stores.logs import CONVERSATION, FEEDBACK, JsonlLog
+from dreamwell.stores.inputs.jsonl_log import CONVERSATION, FEEDBACK, JsonlLog
 from tests.conftest import call, ok
 
 pytestmark = pytest.mark.anyio

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from dreamwell.server.cli import main
+from dreamwell.server.cli.main import main
 from dreamwell.stores import LongTermStore
 from tests.test_recall import HashEmbedder
 

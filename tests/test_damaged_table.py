@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from dreamwell.server.app import build_server
-from dreamwell.server.cli import main
+from dreamwell.server.cli.main import main
 from dreamwell.server.config import Settings
+from dreamwell.server.mcp.app import build_server
 from dreamwell.stores import LongTermStore
 from tests.conftest import ok
 

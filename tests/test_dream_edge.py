@@ -11,8 +11,8 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from dreamwell.server.app import build_server
 from dreamwell.server.config import Settings
+from dreamwell.server.mcp.app import build_server
 from dreamwell.stores import LongTermStore
 
 pytestmark = pytest.mark.anyio

@@ -14,8 +14,8 @@ import pytest
 from mcp import Client
 
 from dreamwell.dream.report import list_reports
-from dreamwell.server.app import build_server
 from dreamwell.server.config import Settings
+from dreamwell.server.mcp.app import build_server
 from dreamwell.stores import CONVERSATION, JsonlLog, LongTermStore, MemoryEntry, utcnow
 
 pytestmark = pytest.mark.anyio

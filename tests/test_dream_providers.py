@@ -18,7 +18,7 @@ from dreamwell.dream.answers import ask_for, parse_answer, schema_for
 from dreamwell.dream.llm import BadAnswer, LLMCancelled, LLMUnavailable, OllamaLLM, OpenAILLM
 from dreamwell.dream.passes import ConsolidationPlan, Preferences, consolidation_pass
 from dreamwell.server.config import Settings
-from dreamwell.server.dream_edge import llm_for
+from dreamwell.server.mcp.dream import llm_for
 from dreamwell.stores import MemoryEntry, utcnow
 from tests.fake_ollama import fake_ollama, unreachable_host
 from tests.fake_openai import Drip, Slow, Status, fake_openai
@@ -241,8 +241,8 @@ def test_schema_marks_every_field_required_and_forbids_extra_keys() -> None:
 def test_llm_flags_on_dream_and_serve_beat_the_environment(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from dreamwell.server.cli import parser as _parser
-    from dreamwell.server.cli import settings_from
+    from dreamwell.server.cli.main import parser as _parser
+    from dreamwell.server.cli.parsing import settings_from
 
     LLM_FLAGS = ["llm_provider", "llm_base_url", "llm_model", "llm_api_key"]
 

@@ -17,8 +17,8 @@ from mcp import Client, StdioServerParameters
 from mcp.types import CreateMessageRequestParams, CreateMessageResult, TextContent
 
 from dreamwell.dream import directives
-from dreamwell.server.app import build_server
 from dreamwell.server.config import Settings
+from dreamwell.server.mcp.app import build_server
 from dreamwell.stores import CONVERSATION, FEEDBACK, JsonlLog, LongTermStore
 
 pytestmark = pytest.mark.anyio

@@ -20,9 +20,9 @@ import pytest
 from dreamwell.dream import DreamOptions, render, run_cycle, undo
 from dreamwell.dream.llm import OpenAILLM
 from dreamwell.stores import CONVERSATION, FEEDBACK, JsonlLog, LongTermStore, utcnow
-from dreamwell.stores.skillio import make_folder
-from dreamwell.stores.skills import NEW, SkillCatalog, SkillChange, SkillConflict
-from dreamwell.stores.skillusage import SkillUsage
+from dreamwell.stores.skills.catalog import NEW, SkillCatalog, SkillChange, SkillConflict
+from dreamwell.stores.skills.folders import make_folder
+from dreamwell.stores.skills.usage import SkillUsage
 from tests.fake_openai import fake_openai
 from tests.skill_samples import content_of
 
@@ -438,7 +438,7 @@ def test_a_dry_run_plans_skill_changes_and_writes_nothing(tmp_path: Path) -> Non
 
 
 def test_the_body_guard_knows_commands_paths_urls_and_numbers() -> None:
-    from dreamwell.dream.skillrules import body_facts, lost_facts
+    from dreamwell.dream.skills.rules import body_facts, lost_facts
 
     body = (
         RELEASE + "```sh\n$ make deploy ENV=prod\n# a comment\n```\nSettings: ~/.config/app.toml\n"

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from dreamwell.stores import LongTermStore
-from dreamwell.stores.dupindex import FOLD_AT, DupIndex
+from dreamwell.stores.index.duplicate_map import FOLD_AT, DupIndex
 from dreamwell.stores.model import MemoryEntry, utcnow
 
 

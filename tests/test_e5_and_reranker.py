@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from dreamwell.stores.embedding import (
+from dreamwell.stores.index.embedders import (
     BATCH_CHARS,
     E5_DIR,
     RERANKER_DIR,
@@ -215,7 +215,7 @@ def test_a_missing_reranker_model_raises_embedder_error(tmp_path: Path) -> None:
 def test_constructing_e5_and_the_reranker_does_not_load_onnxruntime() -> None:
     code = (
         "import sys\n"
-        "from dreamwell.stores.embedding import CrossEncoderReranker, OnnxE5\n"
+        "from dreamwell.stores.index.embedders import CrossEncoderReranker, OnnxE5\n"
         "OnnxE5(); CrossEncoderReranker()\n"
         "assert 'onnxruntime' not in sys.modules, 'onnxruntime imported'\n"
         "assert 'tokenizers' not in sys.modules, 'tokenizers imported'\n"
@@ -241,7 +241,7 @@ def test_embedding_long_texts_does_not_keep_their_activations() -> None:
     8 texts of 512 tokens left ~300 MB behind (64 of them, 2.3 GB)."""
     code = (
         "import ctypes\n"
-        "from dreamwell.stores.embedding import OnnxE5\n"
+        "from dreamwell.stores.index.embedders import OnnxE5\n"
         "def rss():\n"
         "    for line in open('/proc/self/status'):\n"
         "        if line.startswith('VmRSS'): return int(line.split()[1]) / 1024\n"

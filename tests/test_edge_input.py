@@ -9,9 +9,9 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from dreamwell.server.app import build_server
 from dreamwell.server.config import Settings
-from dreamwell.server.tools import text_result
+from dreamwell.server.mcp.app import build_server
+from dreamwell.server.mcp.tools import text_result
 from tests.conftest import fails, ok
 
 pytestmark = pytest.mark.anyio

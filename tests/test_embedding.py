@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from dreamwell.stores.embedding import (
+from dreamwell.stores.index.embedders import (
     MODEL_DIR,
     Embedder,
     EmbedderError,
@@ -148,7 +148,7 @@ def test_concurrent_first_use_loads_once_and_agrees() -> None:
 def test_constructing_the_embedder_does_not_load_onnxruntime() -> None:
     code = (
         "import sys\n"
-        "from dreamwell.stores.embedding import OnnxMiniLM\n"
+        "from dreamwell.stores.index.embedders import OnnxMiniLM\n"
         "OnnxMiniLM()\n"
         "assert 'onnxruntime' not in sys.modules, 'onnxruntime imported'\n"
         "assert 'tokenizers' not in sys.modules, 'tokenizers imported'\n"

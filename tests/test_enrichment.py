@@ -15,8 +15,8 @@ from mcp import Client
 from dreamwell.dream import undo
 from dreamwell.dream.enrichment import enrich_queued, queue_for
 from dreamwell.dream.llm import OpenAILLM
-from dreamwell.server.app import build_server
 from dreamwell.server.config import Settings
+from dreamwell.server.mcp.app import build_server
 from dreamwell.stores import LongTermStore
 from tests.conftest import ok
 from tests.fake_openai import fake_openai

@@ -29,8 +29,8 @@ from hypothesis.stateful import (
 )
 from mcp import Client
 
-from dreamwell.server.app import build_server
 from dreamwell.server.config import Settings
+from dreamwell.server.mcp.app import build_server
 from dreamwell.server.runtime import Runtime
 from dreamwell.stores import fold_text
 

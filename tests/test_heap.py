@@ -50,7 +50,7 @@ def test_arrow_allocates_through_glibc_not_its_bundled_mimalloc() -> None:
     mixed calls (tests/bench/rss_growth_bench.py), out of reach of the trims above. The
     module that owns pyarrow switches it to the system allocator when it loads."""
     code = (
-        "import dreamwell.stores.table\n"
+        "import dreamwell.stores.longterm.lance_table\n"
         "import pyarrow as pa\n"
         "print(pa.default_memory_pool().backend_name)\n"
     )

@@ -11,7 +11,7 @@ import pytest
 from filelock import FileLock
 
 from dreamwell.stores import LongTermStore
-from dreamwell.stores.hookstate import HOOKS_LOG_MAX_BYTES, hooks_log
+from dreamwell.stores.hooks.sessions import HOOKS_LOG_MAX_BYTES, hooks_log
 from dreamwell.stores.layout import DataDir
 from tests.hooks_helpers import event, hook, log_lines, prompt, turns
 

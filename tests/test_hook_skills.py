@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from dreamwell.stores import SkillCatalog
-from dreamwell.stores.hookstate import HookSessions
+from dreamwell.stores.hooks.sessions import HookSessions
 from dreamwell.stores.layout import DataDir
 from tests.hooks_helpers import event, hook, prompt, recalls
 

@@ -8,8 +8,8 @@ import sys
 import time
 from pathlib import Path
 
-from dreamwell.server.hook_stats import hook_lines
-from dreamwell.stores.hookstate import HookSessions
+from dreamwell.server.hooks.stats import hook_lines
+from dreamwell.stores.hooks.sessions import HookSessions
 from dreamwell.stores.layout import DataDir
 from tests.hooks_helpers import hook, prompt
 from tests.test_hooks import DEPLOY, seeded

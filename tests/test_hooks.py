@@ -14,13 +14,14 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from dreamwell.server import hook_settings
 from dreamwell.server.config import Settings
-from dreamwell.server.hook_refresh import refresh
-from dreamwell.stores import LongTermStore, MemoryEntry, snapshot, utcnow
+from dreamwell.server.hooks import settings as hook_settings
+from dreamwell.server.hooks.refresh import refresh
+from dreamwell.stores import LongTermStore, MemoryEntry, utcnow
 from dreamwell.stores.layout import DataDir
-from dreamwell.stores.skillio import make_folder
-from dreamwell.stores.skills import SkillCatalog
+from dreamwell.stores.longterm import snapshot
+from dreamwell.stores.skills.catalog import SkillCatalog
+from dreamwell.stores.skills.folders import make_folder
 from tests.hooks_helpers import (
     Transcript,
     event,
@@ -274,7 +275,7 @@ def test_a_hook_imports_no_heavy_library(name: str, tmp_path: Path) -> None:
     probe = (
         "import io, sys\n"
         f"sys.stdin = io.TextIOWrapper(io.BytesIO({given.encode()!r}))\n"
-        "from dreamwell.server.hooks import hook_main\n"
+        "from dreamwell.server.hooks.entry import hook_main\n"
         f"code = hook_main(['hook', {name!r}, '--data-dir', {str(tmp_path)!r}])\n"
         f"print('\\nloaded', sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))\n"
     )

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from dreamwell.dream import DreamOptions, OpenAILLM, run_cycle
-from dreamwell.server.hook_refresh import refresh
+from dreamwell.server.hooks.refresh import refresh
 from dreamwell.stores import CONVERSATION, RECALL, JsonlLog, LongTermStore, MemoryEntry, utcnow
 from dreamwell.stores.layout import DataDir
 from tests.fake_openai import fake_openai

@@ -16,7 +16,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from dreamwell.server.config import Settings
-from dreamwell.server.http import MAX_BODY_BYTES
+from dreamwell.server.transports.http import MAX_BODY_BYTES
 from tests.conftest import fails, ok
 from tests.servers import http_server
 from tests.test_auth import INIT

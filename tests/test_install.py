@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from dreamwell.server.install import InstallError, Where, apply, plan
+from dreamwell.server.cli.install import InstallError, Where, apply, plan
 
 CMD = "/opt/dw/bin/dreamwell"
 EXPECTED = {  # (client, platform) -> the files written, relative to the home

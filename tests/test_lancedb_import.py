@@ -1,5 +1,6 @@
-"""LanceDB is imported without the body of Lance's namespace REST client (stores/table.py):
-an embedded store never uses it, and it took half of LanceDB's import time."""
+"""LanceDB is imported without the body of Lance's namespace REST client
+(stores/longterm/lance_table.py): an embedded store never uses it, and it took half of LanceDB's
+import time."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ PROBE = """
 import json, sys
 from pathlib import Path
 from dreamwell.stores.model import MemoryEntry, new_id, utcnow
-from dreamwell.stores.table import MemoryTable
+from dreamwell.stores.longterm.lance_table import MemoryTable
 table = MemoryTable(Path(sys.argv[1]))
 now = utcnow()
 table.upsert([(MemoryEntry(new_id(), "kept", "t/x", (), now, now, now), None)])

@@ -12,12 +12,12 @@ ALLOWED = {
     "server": {"server", "dream", "stores"},
 }
 HOMES = {
-    "tantivy": {"stores/text_index.py"},
-    "lancedb": {"stores/table.py"},
-    "pyarrow": {"stores/table.py"},
-    "onnxruntime": {"stores/embedding.py"},
-    "sqlite3": {"stores/quick_recall.py"},
-    "obstore": {"stores/blobs.py"},
+    "tantivy": {"stores/index/text_index.py"},
+    "lancedb": {"stores/longterm/lance_table.py"},
+    "pyarrow": {"stores/longterm/lance_table.py"},
+    "onnxruntime": {"stores/index/embedders.py"},
+    "sqlite3": {"stores/hooks/quick_recall.py"},
+    "obstore": {"stores/remote/blobs.py"},
 }
 
 
@@ -78,6 +78,6 @@ def test_the_dream_reaches_storage_only_through_the_stores_public_names() -> Non
         f"{path.relative_to(ROOT)}: {name}"
         for path in (ROOT / "dream").rglob("*.py")
         for name in imports(path)
-        if name.startswith("dreamwell.stores.") and name != "dreamwell.stores.lazy"
+        if name.startswith("dreamwell.stores.") and name != "dreamwell.stores.lazy_exports"
     ]
     assert wrong == []

@@ -1,4 +1,4 @@
-"""The store reaches its durable log only through the `Log` interface (stores/log.py): a
+"""The store reaches its durable log only through the `Log` interface (stores/longterm/log.py): a
 second implementation, kept in memory here, carries saves, deletes, catch-up between two
 stores, checkpoints and a reader that lagged behind dropped records, and nothing is written
 to the write-ahead log's files or its lock."""
@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from dreamwell.stores import LongTermStore, snapshot
-from dreamwell.stores.log import Log, LogGap, Op, Record
+from dreamwell.stores import LongTermStore
+from dreamwell.stores.longterm import snapshot
+from dreamwell.stores.longterm.log import Log, LogGap, Op, Record
 
 
 class Shared:
@@ -117,7 +118,7 @@ def test_a_reader_behind_dropped_records_recovers_them_from_lancedb(
         saved.append(writer.save(f"tide table for week {i}").entry.id)
         assert writer.checkpoint()
     assert shared.segments[0] > 1, "records the lagging store never read were dropped"
-    with caplog.at_level(logging.INFO, logger="dreamwell.stores.catchup"):
+    with caplog.at_level(logging.INFO, logger="dreamwell.stores.longterm.catchup"):
         found = {h.entry.id for h in lagging.search("tide table")}
     assert "catching up from LanceDB" in caplog.text  # the gap was heard, not skipped
     assert found == set(saved)

@@ -21,12 +21,12 @@ def test_the_wheel_carries_the_model_its_licences_and_the_browser_files(tmp_path
     )
     (wheel,) = tmp_path.glob("dreamwell-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    model = "dreamwell/stores/models/minilm-l6-v2-int8/"
+    model = "dreamwell/stores/index/models/minilm-l6-v2-int8/"
     for name in ("model.onnx", "tokenizer.json", "reference.json", "LICENSE", "NOTICE"):
         assert model + name in names, name
     for name in ("ui.html", "ui.js", "ui.css"):
-        assert f"dreamwell/server/static/{name}" in names, name
+        assert f"dreamwell/server/ui/static/{name}" in names, name
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
-    assert "dreamwell = dreamwell.server.cli:run" in text
+    assert "dreamwell = dreamwell.server.cli.main:run" in text
     assert not any(n.startswith(("tests/", "server/", "stores/", "dream/")) for n in names)

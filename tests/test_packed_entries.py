@@ -13,10 +13,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dreamwell.stores import LongTermStore
+from dreamwell.stores.index.packed_entries import (
+    PackedEntries,
+    brief,
+    is_live,
+    live_importance,
+    pack,
+    unpack,
+)
+from dreamwell.stores.index.view import View
+from dreamwell.stores.longterm.search import matches
 from dreamwell.stores.model import FOLLOWS, MemoryEntry, entry_to_dict, utcnow
-from dreamwell.stores.packed import PackedEntries, brief, is_live, live_importance, pack, unpack
-from dreamwell.stores.search import matches
-from dreamwell.stores.view import View
 
 UTC = timezone.utc
 _times = st.datetimes(

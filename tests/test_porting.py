@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from dreamwell.server.cli import main
-from dreamwell.server.formats import read_records
-from dreamwell.server.porting import write_batches
+from dreamwell.server.cli.formats import read_records
+from dreamwell.server.cli.main import main
+from dreamwell.server.cli.porting import write_batches
 from dreamwell.stores import LongTermStore, MemoryEntry, OnnxE5, OnnxMiniLM, entry_to_dict, utcnow
 
 T0 = datetime(2026, 3, 1, 12, 30, 15, 123456, tzinfo=timezone.utc)

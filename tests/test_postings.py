@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from dreamwell.stores import LongTermStore
-from dreamwell.stores.postings import Postings
-from dreamwell.stores.text_index import _AVG_LEN, _B, _K1, CONTEXT_BOOST, DocTerms, TextIndex
+from dreamwell.stores.index.postings import DocTerms, Postings
+from dreamwell.stores.index.text_index import _AVG_LEN, _B, _K1, CONTEXT_BOOST, TextIndex
 
 WORDS = ["kayak", "harbour", "tide", "anchor", "sail", "rope", "lantern", "gull", "pier", "buoy"]
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from dreamwell.server.app import build_server
 from dreamwell.server.config import Settings
+from dreamwell.server.mcp.app import build_server
 from tests.conftest import fails, ok
 
 pytestmark = pytest.mark.anyio

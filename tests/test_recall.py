@@ -14,10 +14,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from mcp import Client
 
-from dreamwell.server.app import build_server
 from dreamwell.server.config import Settings
+from dreamwell.server.mcp.app import build_server
 from dreamwell.stores import EmbedderError, LongTermStore, OnnxMiniLM, rank_hits
-from dreamwell.stores.ranking import minmax
+from dreamwell.stores.index.hybrid_rank import minmax
 
 ids = st.text(alphabet="abcdef0123456789", min_size=1, max_size=4)
 bm25_scores = st.integers(0, 5000).map(lambda x: x / 100)  # BM25 scores as Tantivy gives them

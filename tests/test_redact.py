@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from dreamwell.server.app import build_server
 from dreamwell.server.config import Settings
+from dreamwell.server.mcp.app import build_server
 from dreamwell.stores import CONVERSATION, RECALL, JsonlLog, LongTermStore
 from dreamwell.stores.redact import MARK, redact
 from tests.conftest import ok

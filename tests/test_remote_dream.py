@@ -24,9 +24,11 @@ import pytest
 
 from dreamwell.dream import DreamBusy, DreamOptions, run_cycle, undo
 from dreamwell.dream.report import list_reports, load_report
-from dreamwell.stores import LongTermStore, lancelog, remote
-from dreamwell.stores.blobs import Blobs
+from dreamwell.stores import LongTermStore
 from dreamwell.stores.lease import Lease
+from dreamwell.stores.longterm import shared_log as lancelog
+from dreamwell.stores.remote import location as remote
+from dreamwell.stores.remote.blobs import Blobs, attach
 from tests.racing import eventually
 from tests.s3server import SeaweedS3
 from tests.test_dream_cycle import seed
@@ -45,7 +47,7 @@ def replica(location: remote.Remote, tmp_path: Path) -> Iterator[Callable[[], Lo
 
     def open_one() -> LongTermStore:
         cache = tmp_path / f"cache{len(opened)}"
-        remote.attach(cache, location)
+        attach(cache, location)
         opened.append(LongTermStore(cache))
         return opened[-1]
 

@@ -20,8 +20,8 @@ import anyio
 import pytest
 
 from dreamwell.stores import FEEDBACK, RECALL, JsonlLog, NotFound, WorkingMemory, utcnow
-from dreamwell.stores.blobs import Blobs
-from dreamwell.stores.remote import Remote, attach
+from dreamwell.stores.remote.blobs import Blobs, attach
+from dreamwell.stores.remote.location import Remote
 from tests.racing import eventually, race
 from tests.s3server import SeaweedS3
 
@@ -148,7 +148,7 @@ async def test_two_mcp_servers_on_one_location_share_working_memory(
 ) -> None:
     """Two real HTTP servers with their own caches: a save acknowledged by one is read on
     the other within 2 s, and so is an overwrite."""
-    from dreamwell.server.cli import attach_remote
+    from dreamwell.server.cli.main import attach_remote
     from dreamwell.server.config import Settings
     from tests.conftest import ok
     from tests.servers import http_server

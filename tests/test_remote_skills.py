@@ -21,20 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from dreamwell.stores import (
-    ANY_REVISION,
-    NEW,
-    SkillCatalog,
-    SkillChange,
-    SkillConflict,
-    StoreError,
-    remote,
-)
-from dreamwell.stores.blobs import Blobs
-from dreamwell.stores.skillblobs import SWEEP_EVERY, BlobSkills
-from dreamwell.stores.skillio import read_skills
-from dreamwell.stores.skillport import import_skills
-from dreamwell.stores.skills import ApplyResult
+from dreamwell.stores import ANY_REVISION, NEW, SkillCatalog, SkillChange, SkillConflict, StoreError
+from dreamwell.stores.remote import location as remote
+from dreamwell.stores.remote.blobs import Blobs, attach
+from dreamwell.stores.skills.catalog import ApplyResult
+from dreamwell.stores.skills.folders import read_skills
+from dreamwell.stores.skills.object_storage import SWEEP_EVERY, BlobSkills
+from dreamwell.stores.skills.porting import import_skills
 from tests.s3server import SeaweedS3
 from tests.skill_samples import simple_md, write_skill
 from tests.test_remote_store import eventually
@@ -55,7 +48,7 @@ def replica(location: remote.Remote, tmp_path: Path) -> Iterator[Replica]:
 
     def open_one() -> SkillCatalog:
         cache = tmp_path / f"cache{next(count)}"
-        remote.attach(cache, location)
+        attach(cache, location)
         return SkillCatalog(cache)
 
     yield open_one
@@ -249,7 +242,7 @@ def test_the_store_away_refuses_writes_in_one_line_and_a_catalog_recovers(
 ) -> None:
     with SeaweedS3() as own:
         location = remote.Remote.of(own.uri("away"), own.storage_options)
-        remote.attach(tmp_path / "a", location)
+        attach(tmp_path / "a", location)
         a = SkillCatalog(tmp_path / "a")
         a.apply([SkillChange("tea", NEW, md("tea", "v1"))])
         own.pause()

@@ -20,7 +20,7 @@ import anyio.to_thread
 import pytest
 from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged
 
-from dreamwell.server.cli import attach_remote
+from dreamwell.server.cli.main import attach_remote
 from dreamwell.server.config import Settings
 from tests.s3server import SeaweedS3
 from tests.servers import http_server

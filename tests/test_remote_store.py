@@ -24,9 +24,12 @@ from pathlib import Path
 import pytest
 
 from dreamwell.server.config import Settings
-from dreamwell.stores import lancelog, remote, snapshot
-from dreamwell.stores.embedding import Embedder
-from dreamwell.stores.longterm import LongTermStore, Write
+from dreamwell.stores.index.embedders import Embedder
+from dreamwell.stores.longterm import shared_log as lancelog
+from dreamwell.stores.longterm import snapshot
+from dreamwell.stores.longterm.store import LongTermStore, Write
+from dreamwell.stores.remote import location as remote
+from dreamwell.stores.remote.blobs import attach
 from tests.racing import eventually, race
 from tests.s3server import SeaweedS3
 from tests.test_cross_process_work import Counting, Gated, overlapping_backfills
@@ -46,7 +49,7 @@ def replica(
 
     def open_one(embedder: Embedder | None = None) -> LongTermStore:
         cache = tmp_path / f"cache{len(opened)}"
-        remote.attach(cache, location)
+        attach(cache, location)
         store = LongTermStore(cache, embedder=embedder)
         opened.append(store)
         return store
@@ -179,7 +182,7 @@ def cli_store(s3: SeaweedS3, uri: str, cache: Path) -> LongTermStore:
     )
     location = settings.remote()
     assert location is not None
-    remote.attach(settings.data_dir, location)
+    attach(settings.data_dir, location)
     return LongTermStore(settings.data_dir)
 
 
@@ -207,7 +210,7 @@ def test_a_command_on_object_storage_exits_without_finalising_the_interpreter(
         """
         import atexit, sys
         atexit.register(lambda: sys.stderr.write("finalising\\n"))
-        from dreamwell.server.cli import run
+        from dreamwell.server.cli.main import run
         run()
         """
     )

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import dreamwell.stores.checkpoint as checkpoint
+import dreamwell.stores.longterm.checkpoint as checkpoint
 from dreamwell.stores import LongTermStore
+from dreamwell.stores.index.view import Rows, View
 from dreamwell.stores.model import FOLLOWS, MemoryEntry, utcnow
-from dreamwell.stores.view import Rows, View
 from tests.test_recall import HashEmbedder
 from tests.test_vector_scan import RESCORE, clustered
 

@@ -12,8 +12,8 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import Request
 from pydantic import TypeAdapter
 
-from dreamwell.server.app import build_server
 from dreamwell.server.config import Settings
+from dreamwell.server.mcp.app import build_server
 from dreamwell.stores import SkillCatalog, SkillUsage, import_skills
 from tests.conftest import ok
 from tests.skill_samples import release_skill, simple_md, write_skill

@@ -15,17 +15,17 @@ import yaml
 from dreamwell.stores import InvalidInput, NotFound
 from dreamwell.stores.layout import DataDir
 from dreamwell.stores.model import utcnow
-from dreamwell.stores.skillfmt import InvalidSkill, strip_bookkeeping
-from dreamwell.stores.skillio import read_skills
-from dreamwell.stores.skillport import export_skills, import_skills
-from dreamwell.stores.skills import (
+from dreamwell.stores.skills.catalog import (
     ANY_REVISION,
     NEW,
     SkillCatalog,
     SkillChange,
     SkillConflict,
 )
-from dreamwell.stores.skillusage import SkillUsage
+from dreamwell.stores.skills.folders import read_skills
+from dreamwell.stores.skills.porting import export_skills, import_skills
+from dreamwell.stores.skills.skill_md import InvalidSkill, strip_bookkeeping
+from dreamwell.stores.skills.usage import SkillUsage
 from tests.skill_samples import RELEASE_MD, long_skill, release_skill, simple_md, write_skill
 
 

@@ -1,10 +1,10 @@
-"""stores/state.py: the checkpoint journal stays small however much is checkpointed."""
+"""stores/longterm/state.py: the checkpoint journal stays small however much is checkpointed."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from dreamwell.stores.state import _JOURNAL_TOTAL_IDS, StateFile
+from dreamwell.stores.longterm.state import _JOURNAL_TOTAL_IDS, StateFile
 
 
 def test_the_journal_names_a_bounded_number_of_ids_and_says_so_for_older_checkpoints(

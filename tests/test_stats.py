@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from dreamwell.server.cli import main
-from dreamwell.server.stats import FORMAT_VERSION
+from dreamwell.server.cli.main import main
+from dreamwell.server.cli.stats import FORMAT_VERSION
 from dreamwell.stores import LongTermStore
 
 

@@ -115,8 +115,8 @@ async def test_bytes_that_are_not_utf8_are_refused_in_words_and_nothing_is_store
 async def test_a_client_that_stops_reading_holds_up_its_replies_not_the_server(
     tmp_path: Path,
 ) -> None:
-    """Replies are written from the event loop (server/wire.py's PipeWriter). While the pipe
-    is full because the client does not read, a reply waits for room without blocking the
+    """Replies are written from the event loop (server/transports/wire.py's PipeWriter). While the
+    pipe is full because the client does not read, a reply waits for room without blocking the
     loop: a save sent meanwhile is still made, and every reply arrives whole once the client
     reads again (requests run at once, so replies come in the order they finish)."""
     big = "".join(f"{i:07d} " for i in range(40_000))  # 320 KB: five times a pipe's buffer

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from dreamwell.stores import ANY, LongTermStore, StoreError, Write, snapshot
-from dreamwell.stores.wal import Wal
+from dreamwell.stores import ANY, LongTermStore, StoreError, Write
+from dreamwell.stores.longterm import snapshot
+from dreamwell.stores.longterm.wal import Wal
 from tests.test_recall import HashEmbedder
 
 
@@ -330,8 +331,8 @@ def test_stored_vectors_of_mixed_lengths_and_none_are_read_back_per_entry(tmp_pa
     import numpy as np
 
     from dreamwell.stores import MemoryEntry, new_id, utcnow
+    from dreamwell.stores.longterm.lance_table import MemoryTable, StoredVector
     from dreamwell.stores.model import text_hash
-    from dreamwell.stores.table import MemoryTable, StoredVector
 
     now = utcnow()
     made = [MemoryEntry(new_id(), f"note {i}", None, (), now, now, now) for i in range(4)]
@@ -381,7 +382,7 @@ def test_a_collision_of_the_duplicate_digest_never_merges_two_memories(
 ) -> None:
     """The duplicate map keys on a 64-bit digest; a hit is checked against the text. Here
     every text collides."""
-    from dreamwell.stores import ops
+    from dreamwell.stores.longterm import operations as ops
 
     monkeypatch.setattr(ops, "dup_key", lambda category, content: 7)
     store = LongTermStore(tmp_path)
@@ -437,7 +438,7 @@ def test_a_save_while_the_backfill_finds_nothing_to_embed_still_wants_its_vector
     there must leave `vectors_wanted` set, and call the hook that wakes the server's
     backfill. The backfill used to clear the flag after finding nothing, erasing that save's
     wake-up; its vector then waited for the next save or the 30 s idle round."""
-    from dreamwell.stores.view import Rows
+    from dreamwell.stores.index.view import Rows
 
     woken = []
     store = LongTermStore(
@@ -471,7 +472,7 @@ def test_a_search_embeds_the_missing_vectors_only_up_to_its_limit(
 ) -> None:
     """Up to SEARCH_EMBEDS entries without a vector are embedded by the search itself; one
     more and it ranks by keywords alone rather than embed them all in a tool call."""
-    import dreamwell.stores.vectors as vectors
+    import dreamwell.stores.longterm.vectors as vectors
 
     monkeypatch.setattr(vectors, "SEARCH_EMBEDS", 3)
     embedder = _Recording()

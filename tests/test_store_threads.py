@@ -69,7 +69,7 @@ def test_has_unread_never_fstats_a_descriptor_another_thread_closes(
 ) -> None:
     """Deterministic form of the race above: another thread closes the segment exactly
     between has_unread()'s check of the descriptor and its fstat."""
-    from dreamwell.stores import wal as wal_module
+    from dreamwell.stores.longterm import wal as wal_module
 
     store = LongTermStore(tmp_path)
     store.save("one fact")

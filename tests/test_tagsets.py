@@ -8,9 +8,9 @@ import random
 
 import numpy as np
 
+from dreamwell.stores.index.tagsets import TagSets
+from dreamwell.stores.index.view import Rows
 from dreamwell.stores.model import MemoryEntry, utcnow
-from dreamwell.stores.tagsets import TagSets
-from dreamwell.stores.view import Rows
 
 
 def test_tag_masks_match_each_row_s_tags_through_changes_growth_and_renumbering() -> None:

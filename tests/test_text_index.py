@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dreamwell.stores.stopwords import ENGLISH_STOPWORDS
-from dreamwell.stores.text_index import IndexDoc, TextIndex
+from dreamwell.stores.index.stopwords import ENGLISH_STOPWORDS
+from dreamwell.stores.index.text_index import IndexDoc, TextIndex
 
 
 @pytest.fixture

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from dreamwell.dream.report import Change, PassResult, Report, save_report
-from dreamwell.dream.skillcommit import record
+from dreamwell.dream.skills.commit import record
 from dreamwell.stores import LongTermStore, MemoryEntry, new_id, utcnow
-from dreamwell.stores.skills import SkillCatalog
+from dreamwell.stores.skills.catalog import SkillCatalog
 from tests.fake_openai import fake_openai
 from tests.test_dream_skills import (
     RELEASE,
@@ -182,7 +182,7 @@ def memory_changes(store: LongTermStore) -> list[Change]:
 
 
 def skill_changes(data: Path) -> list[Change]:
-    """Skill changes shaped as dream/skillconsolidate.py makes them (whole records)."""
+    """Skill changes shaped as dream/skills/consolidate.py makes them (whole records)."""
     add_skill(data, "deploy-web", "Run `make deploy-web`.")
     add_skill(data, "tidy-inbox", "Archive mail older than 30 days in `mutt`.")
     web = record(SkillCatalog(data).get("deploy-web"))

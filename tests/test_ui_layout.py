@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from dreamwell.stores import LongTermStore, MemoryEntry, new_id, utcnow
-from dreamwell.stores.hookstate import HookSessions, hooks_log
+from dreamwell.stores.hooks.sessions import HookSessions, hooks_log
 from dreamwell.stores.layout import DataDir
 from tests.ui_browser import chromium, open_page, serious_violations, shot, ui_process
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dreamwell.server.hook_stats import hook_activity
+from dreamwell.server.hooks.stats import hook_activity
 from dreamwell.stores.layout import DataDir
 from tests.hooks_helpers import hook, prompt
 from tests.test_hooks import DEPLOY, seeded

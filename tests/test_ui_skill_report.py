@@ -9,7 +9,7 @@ from pathlib import Path
 from dreamwell.dream import DreamOptions, run_cycle
 from dreamwell.dream.llm import OpenAILLM
 from dreamwell.stores import LongTermStore
-from dreamwell.stores.skills import SkillCatalog
+from dreamwell.stores.skills.catalog import SkillCatalog
 from tests.fake_openai import fake_openai
 from tests.skill_samples import content_of
 from tests.test_dream_skills import RELEASE, at_risk, improved, model

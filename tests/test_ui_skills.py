@@ -16,8 +16,8 @@ from dreamwell.dream.report import Change, PassResult, Report, save_report
 from dreamwell.server.config import Settings
 from dreamwell.server.runtime import Runtime
 from dreamwell.stores import SkillCatalog, SkillUsage
-from dreamwell.stores.skillio import make_folder
-from dreamwell.stores.skillrecord import skill_to_json
+from dreamwell.stores.skills.folders import make_folder
+from dreamwell.stores.skills.record import skill_to_json
 from tests.servers import http_server
 from tests.test_ui import csrf_of, seed
 from tests.ui_browser import chromium, open_page, serious_violations, shot, ui_process

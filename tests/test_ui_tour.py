@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dreamwell.server.hook_refresh import refresh
+from dreamwell.server.hooks.refresh import refresh
 from dreamwell.stores.layout import DataDir
 from tests.hooks_helpers import hook, prompt
 from tests.test_ui_dream_diff import dreamt

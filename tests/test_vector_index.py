@@ -1,4 +1,4 @@
-"""The inverted file over the rows' vectors and their contextual vectors (stores/ivf.py),
+"""The inverted file over the rows' vectors and their contextual vectors (stores/index/ivf.py),
 probed from ivf.INDEX_AT vectors on (lowered here): its answers against the exact scan on
 seeded data, filters before the top k, and the lists kept true as vectors and links arrive,
 change and go, while a reader searches, and across two processes on one data directory."""
@@ -18,8 +18,9 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from dreamwell.stores import LongTermStore, MemoryEntry, ivf, new_id, utcnow, vector_rank
-from dreamwell.stores.view import Rows
+from dreamwell.stores import LongTermStore, MemoryEntry, new_id, utcnow
+from dreamwell.stores.index import ivf, vector_rank
+from dreamwell.stores.index.view import Rows
 from tests.test_vector_scan import DIM, SHARED, TOPICS, build, clustered, unit
 
 INDEX_AT = 4_000

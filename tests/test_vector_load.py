@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from dreamwell.stores import LongTermStore
+from dreamwell.stores.index.view import Rows
 from dreamwell.stores.model import FOLLOWS, MemoryEntry, utcnow
-from dreamwell.stores.view import Rows
 from tests.test_recall import HashEmbedder
 
 

@@ -9,10 +9,10 @@ import itertools
 import numpy as np
 import numpy.typing as npt
 
-from dreamwell.stores import signs
-from dreamwell.stores.held import quantize
+from dreamwell.stores.index import sign_codes as signs
+from dreamwell.stores.index.held_vectors import quantize
+from dreamwell.stores.index.view import RADIUS, Rows
 from dreamwell.stores.model import FOLLOWS, MemoryEntry, utcnow
-from dreamwell.stores.view import RADIUS, Rows
 
 RESCORE = 256  # candidates rescored: 3 % of the 8,192 rows below, as 2,048 is of 65,536
 DIM = 384  # the embedded model's dimension: sign bits are coarser with fewer

@@ -1,5 +1,5 @@
-"""The stdio wire read from the event loop (server/wire.py) gives the SDK the lines its own
-reader gave, however the client's bytes are split between reads."""
+"""The stdio wire read from the event loop (server/transports/wire.py) gives the SDK the lines its
+own reader gave, however the client's bytes are split between reads."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dreamwell.server.wire import PipeReader, _own_pipe
+from dreamwell.server.transports.wire import PipeReader, _own_pipe
 
 pytestmark = pytest.mark.anyio
 

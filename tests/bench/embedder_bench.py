@@ -7,7 +7,7 @@ Prints: cold start (process start -> first embedding, in a fresh subprocess), mo
 time, embeddings/s for N sentences in batches of 32, single-query latency percentiles, peak
 RSS, and the installed size of onnxruntime + tokenizers + numpy with everything they pull in.
 Each measurement that needs a cold process runs in its own subprocess.  The embedder module is
-loaded straight from stores/embedding.py, so the numbers are the embedder's own and do not
+loaded straight from stores/index/embedders.py, so the numbers are the embedder's own and do not
 include importing the rest of dreamwell.stores (LanceDB, pyarrow, ...).
 """
 

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from dreamwell.server.cli import HELP
+from dreamwell.server.cli.parsing import HELP
 
 
 def main() -> None:

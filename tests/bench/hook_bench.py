@@ -35,9 +35,9 @@ from scale_bench import OBJECTS, SUBJECTS, VERBS, pct
 from search_scale_bench import build
 
 HOOK_IMPORTS = (
-    "import dreamwell.server.cli, dreamwell.server.hooks, dreamwell.server.hook_settings, "
-    "dreamwell.stores.quick_recall, dreamwell.stores.logs; "
-    "dreamwell.server.hook_settings.read(None)"
+    "import dreamwell.server.cli.main, dreamwell.server.hooks.events, "
+    "dreamwell.server.hooks.settings, dreamwell.stores.hooks.quick_recall, "
+    "dreamwell.stores.inputs.jsonl_log; dreamwell.server.hooks.settings.read(None)"
 )
 DREAMWELL = str(Path(sys.executable).with_name("dreamwell"))
 
@@ -105,7 +105,7 @@ def wait_refreshers(data: Path) -> None:
 
 
 def bm25(data: Path, runs: int) -> None:
-    from dreamwell.server.hook_refresh import refresh
+    from dreamwell.server.hooks.refresh import refresh
     from dreamwell.stores.layout import DataDir
 
     dirs = DataDir(data)
@@ -124,7 +124,7 @@ def bm25(data: Path, runs: int) -> None:
         wait_refreshers(data)
     sys.stdout.write(line("BM25 only, cold (no snapshot: starts a refresher)", cold) + "\n")
     spawn = [
-        timed([sys.executable, "-m", "dreamwell.server.hook_refresh", str(data)]) for _ in range(3)
+        timed([sys.executable, "-m", "dreamwell.server.hooks.refresh", str(data)]) for _ in range(3)
     ]
     sys.stdout.write(line("  the refresher as its own process", spawn) + "\n")
 

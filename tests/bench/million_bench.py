@@ -1,5 +1,5 @@
 """A million memories (not collected by pytest): the vector search with and without the
-inverted file (stores/ivf.py), and the real server's hybrid search over stdio.
+inverted file (stores/index/ivf.py), and the real server's hybrid search over stdio.
 
 The data (tests/bench/million_data.py): real texts and real e5 vectors of the LoCoMo dev split
 (~4,500 turns, observations and event summaries), each memory two of them joined, its vector
@@ -44,12 +44,12 @@ from million_data import embedded, memories, texts_and_questions
 from scale_bench import _until_idle, pct, rss_split, serve_pids, tantivy_limit
 from search_scale_bench import PROBE, StandIn, e5_query_ms
 
-from dreamwell.server.app import TRIM_QUIET
+from dreamwell.server.mcp.app import TRIM_QUIET
 from dreamwell.stores import LongTermStore, new_id
-from dreamwell.stores.held import Held
+from dreamwell.stores.index.held_vectors import Held
+from dreamwell.stores.index.view import RADIUS, Rows
 from dreamwell.stores.layout import DataDir
 from dreamwell.stores.model import FOLLOWS, MemoryEntry, utcnow
-from dreamwell.stores.view import RADIUS, Rows
 
 STREAM = 10  # memories per stream: each follows the one before it within its stream
 CACHE = Path(os.environ.get("BENCH_TMP", "/tmp")) / "dreamwell-bench" / "e5_locomo.npz"

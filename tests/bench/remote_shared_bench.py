@@ -18,9 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dreamwell.stores import FEEDBACK, JsonlLog, NotFound, WorkingMemory
-from dreamwell.stores.blobs import CREATE, Blobs
 from dreamwell.stores.lease import Lease
-from dreamwell.stores.remote import Remote, attach
+from dreamwell.stores.remote.blobs import CREATE, Blobs, attach
+from dreamwell.stores.remote.location import Remote
 from tests.s3server import SeaweedS3
 
 NS = "session/bench"

@@ -19,8 +19,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from dreamwell.stores import ANY_REVISION, NEW, SkillCatalog, SkillChange, remote
-from dreamwell.stores.blobs import CREATE, Blobs
+from dreamwell.stores import ANY_REVISION, NEW, SkillCatalog, SkillChange
+from dreamwell.stores.remote import location as remote
+from dreamwell.stores.remote.blobs import CREATE, Blobs, attach
 from tests.s3server import SeaweedS3
 from tests.skill_samples import simple_md
 
@@ -56,7 +57,7 @@ def run(s3: SeaweedS3, root: Path, skills: int, rounds: int) -> None:
     location = remote.Remote.of(s3.uri("bench"), s3.storage_options)
     caches = [root / f"cache{i}" for i in range(4)]
     for cache in caches:
-        remote.attach(cache, location)
+        attach(cache, location)
     a, b = SkillCatalog(caches[0]), SkillCatalog(caches[1])
     raw = Blobs(location, "raw")
     line("raw: one conditional PUT (If-None-Match)", [

@@ -23,9 +23,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dreamwell.stores import remote
-from dreamwell.stores.longterm import ANY, LongTermStore, Write
+from dreamwell.stores.longterm.store import ANY, LongTermStore, Write
 from dreamwell.stores.model import MemoryEntry, new_id, utcnow
+from dreamwell.stores.remote import location as remote
+from dreamwell.stores.remote.blobs import attach
 
 WORDS = [
     "deploy",
@@ -80,7 +81,7 @@ def scratch(prefix: str) -> Path:
 
 def open_replica(s3: Any, prefix: str) -> LongTermStore:
     cache = scratch("dw-replica-")
-    remote.attach(cache, remote.Remote.of(s3.uri(prefix), s3.storage_options))
+    attach(cache, remote.Remote.of(s3.uri(prefix), s3.storage_options))
     return LongTermStore(cache)
 
 

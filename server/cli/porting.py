@@ -1,0 +1,261 @@
+"""`dreamwell export` and `dreamwell import`: JSON Lines of every field out, and in, through
+`LongTermStore.apply` in batches, from any format `formats` reads. Vectors are left for the
+server's background backfill."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from dreamwell.server.cli.formats import FOREIGN, MAX_TAGS, read_records
+from dreamwell.server.cli.stats import ensure_format, no_store
+from dreamwell.stores import (
+    LongTermStore,
+    MemoryEntry,
+    OnnxE5,
+    OnnxMiniLM,
+    StoreBusy,
+    StoreError,
+    VectorLike,
+    Write,
+    entry_to_dict,
+    fold_text,
+    utcnow,
+)
+
+BATCH = 5_000
+MAX_ATTEMPTS = 5  # a batch another process keeps changing is planned again this often
+SHOWN_BAD = 20
+IMPORTED_AS = "imported_as"  # metadata: ids of imported records reinforced into this entry
+
+if TYPE_CHECKING:
+    from dreamwell.server.config import Settings
+
+
+# ---- planning and writing ------------------------------------------------------------------
+@dataclass
+class Plan:
+    upserts: dict[str, MemoryEntry] = field(default_factory=dict)
+    added: int = 0
+    reinforced: int = 0
+    updated: int = 0
+    unchanged: int = 0
+
+
+def _dup_key(e: MemoryEntry) -> tuple[str, str]:
+    return (e.category or "", fold_text(e.content) or e.content)
+
+
+class Planner:
+    """What importing records into a store holding `existing` changes (SPEC §3): a known id
+    is left alone (or, for dreamwell's own records, replaced by a newer version of itself;
+    foreign records carry no version); the same text live in the same category reinforces;
+    anything else is added. Remembers what it planned, batch after batch."""
+
+    def __init__(self, existing: Iterable[MemoryEntry]) -> None:
+        self.by_id = {e.id: e for e in existing}
+        self.seen = set(self.by_id)
+        for e in self.by_id.values():
+            self.seen.update(i for i in e.metadata.get(IMPORTED_AS, "").split(",") if i)
+        self.dups = {_dup_key(e): e.id for e in self.by_id.values() if e.live}
+
+    def plan(self, records: Iterable[MemoryEntry], now: datetime) -> Plan:
+        plan = Plan()
+        for r in records:
+            self._one(plan, r, now)
+        self.by_id.update(plan.upserts)
+        return plan
+
+    def _one(self, plan: Plan, r: MemoryEntry, now: datetime) -> None:
+        current = plan.upserts.get(r.id) or self.by_id.get(r.id)
+        if r.id in self.seen:
+            own = r.metadata.get("source") not in FOREIGN
+            if own and current is not None and r != current and r.updated_at > current.updated_at:
+                plan.upserts[r.id] = r
+                plan.updated += 1
+            else:
+                plan.unchanged += 1
+            return
+        self.seen.add(r.id)
+        target_id = self.dups.get(_dup_key(r)) if r.live else None
+        if target_id is None:
+            plan.upserts[r.id] = r
+            plan.added += 1
+            if r.live:
+                self.dups[_dup_key(r)] = r.id
+            return
+        target = plan.upserts.get(target_id) or self.by_id[target_id]
+        ids = [i for i in target.metadata.get(IMPORTED_AS, "").split(",") if i]
+        plan.upserts[target_id] = replace(
+            target,
+            tags=tuple(dict.fromkeys(target.tags + r.tags))[:MAX_TAGS],
+            last_seen_at=max(target.last_seen_at, r.last_seen_at),
+            updated_at=now,
+            reinforcement_count=target.reinforcement_count + 1,
+            metadata={**target.metadata, IMPORTED_AS: ",".join([*ids, r.id])},
+        )
+        plan.reinforced += 1
+
+
+def progress(total: int, what: str, unit: str = " memories") -> Any:
+    """A tqdm bar on a terminal; plain lines (one per batch) otherwise."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=what, unit=unit, disable=not sys.stderr.isatty())
+
+
+def write_batches(
+    store: LongTermStore, records: Sequence[MemoryEntry], now: datetime, batch: int = BATCH
+) -> Plan:
+    """Plan and write batch by batch. Each batch is one compare-and-set group (one log
+    record, one fsync, then one checkpoint into LanceDB and Tantivy): if another process
+    changed an entry the plan touches, nothing of the batch is written and it is planned
+    again on a fresh snapshot, so a server's concurrent write is never overwritten."""
+    total = Plan()
+    with progress(len(records), "importing") as bar:
+        for start in range(0, len(records), batch):
+            chunk = records[start : start + batch]
+            for _attempt in range(MAX_ATTEMPTS):
+                current = store.entries(include_archived=True)
+                known = {e.id: e for e in current}
+                plan = Planner(current).plan(chunk, now)
+                group = [Write(i, known.get(i), e) for i, e in plan.upserts.items()]
+                if not group or store.write([group]) == [True]:
+                    break
+            else:
+                raise StoreBusy(
+                    "other processes kept changing the memories this import touches; "
+                    "nothing more was imported. Run the import again."
+                )
+            store.checkpoint()
+            for name in ("added", "reinforced", "updated", "unchanged"):
+                setattr(total, name, getattr(total, name) + getattr(plan, name))
+            bar.update(len(chunk))
+            if bar.disable:
+                sys.stderr.write(f"imported {start + len(chunk)}/{len(records)}\n")
+    return total
+
+
+def import_file(data_dir: Path, text: str, skip_bad: bool) -> tuple[Plan, list[str]]:
+    """Read and validate everything, then write in batches. With bad records and no
+    `skip_bad`, nothing is written."""
+    now = utcnow()
+    records, bad = read_records(text, now)
+    if bad and not skip_bad:
+        return Plan(), bad
+    ensure_format(data_dir)
+    store = LongTermStore(data_dir, embedder=None)
+    return write_batches(store, records, now), bad
+
+
+def import_command(data_dir: Path, args: argparse.Namespace) -> int:
+    try:
+        text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        sys.stderr.write(f"dreamwell: cannot read {args.file}: {exc}\n")
+        return 1
+    try:
+        plan, bad = import_file(data_dir, text, args.skip_bad)
+    except (StoreError, ValueError) as exc:
+        sys.stderr.write(f"dreamwell: {exc}\n")
+        return 1
+    for message in bad[:SHOWN_BAD]:
+        sys.stderr.write(f"{args.file}: {message}\n")
+    if len(bad) > SHOWN_BAD:
+        sys.stderr.write(f"{args.file}: … and {len(bad) - SHOWN_BAD} more bad records\n")
+    if bad and not args.skip_bad:
+        sys.stderr.write(
+            f"dreamwell: {len(bad)} bad record(s), nothing imported; fix them or pass "
+            "--skip-bad to import the rest\n"
+        )
+        return 1
+    sys.stdout.write(
+        f"Imported {plan.added} new, reinforced {plan.reinforced}, updated {plan.updated}, "
+        f"{plan.unchanged} already there, {len(bad)} skipped. Vectors are computed by the "
+        "server in the background.\n"
+    )
+    return 0
+
+
+# ---- export --------------------------------------------------------------------------------
+def export_lines(
+    entries: Sequence[MemoryEntry],
+    vectors: Mapping[str, VectorLike] | None = None,
+    model: str = "",
+) -> Iterator[str]:
+    for e in sorted(entries, key=lambda e: (e.created_at, e.id)):
+        data = entry_to_dict(e)
+        if vectors is not None and e.id in vectors:
+            data["vector"] = [float(x) for x in vectors[e.id]]
+            data["vector_model"] = model
+        yield json.dumps(data, ensure_ascii=False) + "\n"
+
+
+def vector_model(settings: Settings) -> str | None:
+    """The name the configured embedder's vectors are stored under (None: no embedder)."""
+    if settings.embedder == "e5":
+        return OnnxE5.name
+    if settings.embedder == "minilm":
+        return OnnxMiniLM.name
+    if settings.embedder == "ollama":
+        return f"ollama:{settings.ollama_embed_model}"
+    return None
+
+
+def _write_all(out: IO[str], lines: Iterable[str], total: int) -> int:
+    count = 0
+    with progress(total, "exporting") as bar:
+        for line in lines:
+            out.write(line)
+            count += 1
+            if count % 1000 == 0 or count == total:
+                bar.update(count - bar.n)
+    return count
+
+
+def export_command(data_dir: Path, args: argparse.Namespace, model: str | None) -> int:
+    """`model`: the name the configured embedder's vectors are stored under (--with-vectors
+    exports those, exactly as LanceDB holds them)."""
+    missing = no_store(data_dir)
+    if missing:
+        sys.stderr.write(f"dreamwell: no memory at {missing}; check --data-dir and --tenant\n")
+        return 1
+    if args.with_vectors and model is None:
+        sys.stderr.write("dreamwell: --with-vectors needs an embedder; embedder is none\n")
+        return 1
+    store = LongTermStore(data_dir)  # no embedder: vectors come from the table, not memory
+    vectors = store.vectors(model) if args.with_vectors and model else None
+    entries = store.entries(args.include_archived)
+    lines = export_lines(entries, vectors, model or "")
+    if args.output:
+        target = Path(args.output)
+        if not target.parent.is_dir():
+            sys.stderr.write(f"dreamwell: cannot write {target}: no directory {target.parent}\n")
+            return 1
+        with target.open("w", encoding="utf-8") as out:
+            count = _write_all(out, lines, len(entries))
+    else:
+        count = _write_all(sys.stdout, lines, len(entries))
+    sys.stderr.write(f"exported {count} memories\n")
+    _name_lost(data_dir)
+    return 0
+
+
+def _name_lost(data_dir: Path) -> None:
+    """Say which memories were lost to damage (no copy held them), from the repair reports."""
+    for report in sorted((data_dir / "damaged").glob("longterm-*.json")):
+        try:
+            lost = json.loads(report.read_text(encoding="utf-8"))["lost"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if lost:
+            sys.stderr.write(
+                f"{len(lost)} memories were lost to a damaged file and are not exported "
+                f"(ids in {report})\n"
+            )

@@ -1,0 +1,285 @@
+"""`dreamwell hook EVENT`: Claude Code's hooks (SPEC §8), run as a fresh process per event.
+
+stdin is the client's hook JSON (`session_id`, `transcript_path`, `cwd`, `hook_event_name`,
+`prompt`, `source`; anything else is ignored). `session-start` and `user-prompt` print plain
+text, which Claude Code adds to the model's context; `stop`, `pre-compact` and `session-end`
+read what is new in the transcript and print nothing. The exit code is always 0 and a failure
+prints nothing: it is one line in `hooks.log` instead, because a hook must never break the
+user's prompt.
+
+The read path imports no MCP SDK, LanceDB, numpy or onnxruntime (see stores/hooks/quick_recall.py).
+Skills come from the skill catalog (stores/skills/catalog.py, through server/hooks/skills.py): the
+active ones listed at session start, up to 3 relevant ones per prompt, each once a session."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dreamwell.server.mcp.recall_text import FIRST_TURN_RECENT, MAX_RECALLED, RECALLED, fill
+from dreamwell.server.mcp.recall_text import memory_line as _line
+from dreamwell.stores.hooks.sessions import HookSession, HookSessions, hooks_log
+from dreamwell.stores.layout import DataDir
+from dreamwell.stores.redact import redact
+
+if TYPE_CHECKING:
+    from dreamwell.server.hooks.settings import HookSettings
+    from dreamwell.stores.hooks.quick_recall import QuickRecall
+
+EVENTS = ("session-start", "user-prompt", "stop", "pre-compact", "session-end")
+CLIENT = "claude-code"
+MAX_INPUT = 1024 * 1024  # bytes of hook JSON read from stdin
+MAX_TURN_CHARS = 16_000  # of one recorded turn (a log line holds 64 KiB; the dream reads 800)
+LOG_WAIT = 2.0  # seconds a hook waits for a log's lock before giving up (and logging that)
+PREFERENCES = ("user-preferences", "preferences", "anti-patterns")
+PREFERENCES_HEADER = "The user's preferences and anti-patterns (from long-term memory):"
+SKILLS_HEADER = "Skills available (ask for one by name):"
+WORKING_HEADER = "Working memory (use get_from_working_memory with the full key to read):"
+
+
+class HookInputError(ValueError):
+    """The hook's stdin is not what the client sends."""
+
+
+@dataclass(frozen=True)
+class Call:
+    event: str
+    dirs: DataDir
+    payload: dict[str, Any]
+    session: str
+    settings: HookSettings
+
+
+# ---- skills: from the skill catalog (server/hooks/skills.py) --------------------------------
+def skills_for_session_start(dirs: DataDir, state: HookSession) -> list[tuple[str, str]]:
+    """(name, description) of the active skills to list at session start (those already
+    shown in this session's context left out); the caller fits them to hook_max_chars."""
+    from dreamwell.server.hooks.skills import active
+
+    return active(dirs, state.skills)
+
+
+def skills_for_prompt(dirs: DataDir, state: HookSession, prompt: str) -> list[tuple[str, str]]:
+    """(name, description) of up to 3 active skills relevant to `prompt` not yet shown in
+    this session."""
+    from dreamwell.server.hooks.skills import relevant
+
+    return relevant(dirs, prompt, state.skills)
+
+
+def record_skill_uses(
+    dirs: DataDir, session: str, skills: Sequence[str], tools: Counter[str]
+) -> None:
+    """The skills and tools the agent used, into `skill-usage.jsonl` (usage counts are derived
+    from it). Every skill name is kept, the catalog's or not: a skill the user wrote by hand
+    and uses often is what the dream's gap detection should know about."""
+    from dreamwell.stores.inputs.jsonl_log import SKILL_USAGE, SKILL_USAGE_MAX_BYTES, JsonlLog
+
+    if not skills and not tools:
+        return
+    log = JsonlLog(dirs.root, SKILL_USAGE, lock_timeout=LOG_WAIT, max_bytes=SKILL_USAGE_MAX_BYTES)
+    for skill in skills:
+        log.append({"session": session, "skill": skill, "via": "hook", "client": CLIENT})
+    for tool, count in sorted(tools.items()):
+        log.append(
+            {"session": session, "tool": tool, "count": count, "via": "hook", "client": CLIENT}
+        )
+
+
+# ---- recording -----------------------------------------------------------------------------
+def _append(dirs: DataDir, name: str, record: dict[str, Any], now: datetime | None = None) -> None:
+    from dreamwell.stores.inputs.jsonl_log import CONVERSATION, CONVERSATION_MAX_BYTES, JsonlLog
+
+    bound = CONVERSATION_MAX_BYTES if name == CONVERSATION else None
+    JsonlLog(dirs.root, name, lock_timeout=LOG_WAIT, max_bytes=bound).append(record, now)
+
+
+def record_turn(call: Call, state: HookSession, text: str, ts: str = "") -> bool:
+    """One user turn (redacted) into the conversation log, once per session."""
+    text = redact(text).strip()
+    if not call.settings.record_conversation or not text or not state.mark_recorded(text):
+        return False
+    record = {"session": call.session, "role": "user", "content": text[:MAX_TURN_CHARS]}
+    record |= {"cwd": str(call.payload.get("cwd") or ""), "via": "hook", "client": CLIENT}
+    when = None
+    if ts:
+        try:
+            when = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+        except ValueError:
+            when = None
+    _append(call.dirs, "conversation.jsonl", record, when)
+    state.turns += 1
+    state.note("turn")
+    return True
+
+
+def record_recall(
+    call: Call, state: HookSession, query: str, ids: list[str], skills: list[str]
+) -> None:
+    """What a hook injected, so the dream's judge sees what the agent was shown (and, for
+    `dreamwell stats`, that it ran, even when it had nothing to show)."""
+    state.note("recall", len(ids))
+    if not ids and not skills:
+        return
+    record = {"session": call.session, "query": query[:2000], "ids": ids, "skills": skills}
+    _append(call.dirs, "recall.jsonl", record | {"via": "hook", "client": CLIENT})
+    state.mark_injected(ids)
+    state.skills = [*state.skills, *(s for s in skills if s not in state.skills)]
+    state.recalls += 1
+
+
+# ---- events -------------------------------------------------------------------------------------
+def _recall(dirs: DataDir) -> QuickRecall:
+    from dreamwell.stores.hooks.quick_recall import QuickRecall
+
+    reader = QuickRecall(dirs)
+    for problem in reader.problems:
+        hooks_log(dirs, problem)
+    if reader.stale:
+        from dreamwell.server.hooks.refresh import start_refresh
+
+        start_refresh(dirs)
+    return reader
+
+
+def _working_lines(call: Call) -> list[str]:
+    from dreamwell.server.mcp.recall_text import wm_line
+    from dreamwell.stores.working.memory import WorkingMemory
+
+    working = WorkingMemory(call.dirs.root)
+    prefixes = [p for p in (call.settings.namespace, "patrol") if p]
+    return [wm_line(e) for p in prefixes for e in working.listing(p)]
+
+
+def session_start(call: Call, state: HookSession) -> str:
+    if call.payload.get("source") in ("clear", "compact"):
+        state.injected, state.skills = [], []  # the context no longer holds what was shown
+    reader = _recall(call.dirs)
+    try:
+        preferences = reader.recent(40, PREFERENCES)
+    finally:
+        reader.close()
+    skills = skills_for_session_start(call.dirs, state)
+    sections = [
+        (PREFERENCES_HEADER, [_line(e) for e in preferences]),
+        (SKILLS_HEADER, [f"- {name}: {about}" for name, about in skills]),
+        (WORKING_HEADER, _working_lines(call)),
+    ]
+    block = fill(sections, call.settings.hook_max_chars)
+    ids = [e.id for e in preferences if f"[{e.id}]" in block]
+    record_recall(call, state, "", ids, [n for n, _ in skills if f"- {n}:" in block])
+    HookSessions(call.dirs).prune()
+    return block
+
+
+def user_prompt(call: Call, state: HookSession) -> str:
+    prompt = call.payload.get("prompt")
+    if not isinstance(prompt, str):
+        raise HookInputError("the hook input has no 'prompt' text")
+    text = redact(prompt)
+    record_turn(call, state, text)
+    reader = _recall(call.dirs)
+    try:
+        hits = reader.search(text, MAX_RECALLED * 3) if text.strip() else []
+        if not hits and not state.recalls:
+            hits = reader.recent(FIRST_TURN_RECENT)
+    finally:
+        reader.close()
+    fresh = [e for e in hits if e.id not in state.injected][:MAX_RECALLED]
+    skills = skills_for_prompt(call.dirs, state, text)
+    sections = [
+        (RECALLED, [_line(e) for e in fresh]),
+        (SKILLS_HEADER, [f"- {name}: {about}" for name, about in skills]),
+    ]
+    block = fill(sections, call.settings.hook_max_chars)
+    ids = [e.id for e in fresh if f"[{e.id}]" in block]
+    record_recall(call, state, text, ids, [n for n, _ in skills if f"- {n}:" in block])
+    return block
+
+
+def transcript_event(call: Call, state: HookSession) -> str:
+    """stop / pre-compact / session-end: record what is new in the transcript."""
+    from dreamwell.server.hooks.transcript import read_new
+
+    path = call.payload.get("transcript_path")
+    if not isinstance(path, str) or not path:
+        raise HookInputError("the hook input has no 'transcript_path'")
+    news = read_new(Path(path).expanduser(), state.offset)
+    for ts, text in news.user_turns:
+        record_turn(call, state, text, ts)
+    record_skill_uses(call.dirs, call.session, news.skills, news.tools)
+    state.offset = news.offset
+    if call.event == "session-end":
+        HookSessions(call.dirs).prune()
+    return ""
+
+
+HANDLERS: dict[str, Callable[[Call, HookSession], str]] = {
+    "session-start": session_start,
+    "user-prompt": user_prompt,
+    "stop": transcript_event,
+    "pre-compact": transcript_event,
+    "session-end": transcript_event,
+}
+
+
+# ---- the command ------------------------------------------------------------------------------
+def read_payload(raw: bytes) -> dict[str, Any]:
+    try:
+        payload = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise HookInputError(f"the hook input is not JSON ({exc})") from None
+    if not isinstance(payload, dict):
+        raise HookInputError("the hook input is not a JSON object")
+    session = payload.get("session_id")
+    if not isinstance(session, str) or not session.strip():
+        raise HookInputError("the hook input has no 'session_id'")
+    return payload
+
+
+def run_hook(event: str, dirs: DataDir, settings: HookSettings, raw: bytes) -> str:
+    """What to print for one hook call; raises on any failure (the caller logs it)."""
+    payload = read_payload(raw)
+    session = str(payload["session_id"])[:200]
+    dirs.ensure()
+    sessions = HookSessions(dirs)
+    state = sessions.load(session)
+    state.cwd = str(payload.get("cwd") or state.cwd)
+    call = Call(event, dirs, payload, session, settings)
+    out = HANDLERS[event](call, state)
+    sessions.save(state)
+    return out
+
+
+def hook_command(settings: HookSettings, event: str, tenant: str | None) -> int:
+    """Run one hook: print its text on success; on any failure print nothing, log one line
+    to hooks.log and still exit 0."""
+    began = time.perf_counter()
+    dirs = DataDir(settings.data_dir)
+    try:
+        dirs = dirs.tenant(tenant or "")
+        out = run_hook(event, dirs, settings, sys.stdin.buffer.read(MAX_INPUT))
+    except Exception as exc:
+        fail_log(dirs, f"{event} failed: {type(exc).__name__}: {exc}")
+        return 0
+    if out:
+        sys.stdout.write(out + "\n")
+        sys.stdout.flush()
+    hooks_log(
+        dirs, f"{event} ok: {len(out)} chars in {1000 * (time.perf_counter() - began):.0f} ms"
+    )
+    return 0
+
+
+def fail_log(dirs: DataDir, line: str) -> None:
+    with contextlib.suppress(OSError):
+        dirs.root.mkdir(parents=True, exist_ok=True)
+    hooks_log(dirs, line)

@@ -1,0 +1,53 @@
+"""The skills a client hook shows (SPEC §8): the active skills' names and descriptions at
+session start, and at each prompt up to MAX_PROMPT_SKILLS relevant ones not yet shown in the
+session. Read straight from the skill records (stores/skills/catalog.py: JSON files, no lock) and
+ranked by BM25 over name + description + body with the memories' own analyser, in a Tantivy
+index held in RAM (stores/index/text_index.py): no numpy, no model, nothing that would slow a hook
+down."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from dreamwell.stores.layout import DataDir
+from dreamwell.stores.skills.catalog import Skill, SkillCatalog
+
+MAX_PROMPT_SKILLS = 3
+MAX_DESCRIPTION = 200  # characters of a description in one hook line
+
+
+def _about(skill: Skill) -> str:
+    text = " ".join(skill.description.split())
+    return text if len(text) <= MAX_DESCRIPTION else text[: MAX_DESCRIPTION - 1] + "…"
+
+
+def active(dirs: DataDir, shown: Collection[str] = ()) -> list[tuple[str, str]]:
+    """(name, description) of every active skill not in `shown`, pinned ones first."""
+    skills = [s for s in SkillCatalog(dirs).list("active") if s.name not in shown]
+    skills.sort(key=lambda s: (not s.pinned, s.name))
+    return [(s.name, _about(s)) for s in skills]
+
+
+def relevant(
+    dirs: DataDir, prompt: str, shown: Collection[str] = (), limit: int = MAX_PROMPT_SKILLS
+) -> list[tuple[str, str]]:
+    """(name, description) of up to `limit` active skills matching `prompt`, best first,
+    leaving out those in `shown`."""
+    skills = {s.name: s for s in SkillCatalog(dirs).list("active") if s.name not in shown}
+    if not skills or not prompt.strip():
+        return []
+    from dreamwell.stores.index.text_index import IndexDoc, TextIndex
+
+    index = TextIndex(None)  # empty, in RAM: the statistics are the skills' own
+    docs = {
+        name: index.doc_terms(IndexDoc(name, _text(skill), None, ()))
+        for name, skill in skills.items()
+    }
+    scored = sorted(index.score_docs(prompt, docs), key=lambda hit: (-hit[1], hit[0]))
+    return [(name, _about(skills[name])) for name, _ in scored[:limit]]
+
+
+def _text(skill: Skill) -> str:
+    """Name and description count twice: they say what the skill is for."""
+    head = f"{skill.name.replace('-', ' ')}\n{skill.description}"
+    return f"{head}\n{head}\n{skill.body}"

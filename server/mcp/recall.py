@@ -1,0 +1,187 @@
+"""The MCP prompt `recall(message, max_tokens?)`: the seeds' per-turn memory injection."""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Annotated
+
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS
+from pydantic import Field
+
+from dreamwell.server.mcp.recall_text import (
+    FIRST_TURN_RECENT,
+    MAX_RECALLED,
+    OWN,
+    PATROL,
+    RECALLED,
+    fill,
+    memory_line,
+    wm_line,
+)
+from dreamwell.server.mcp.tools import valid_unicode
+from dreamwell.server.runtime import Runtime, Tenant
+from dreamwell.stores import (
+    MemoryEntry,
+    StoreError,
+    fold_text,
+)
+from dreamwell.stores.redact import redact
+
+if TYPE_CHECKING:
+    from dreamwell.server.mcp.skills import SkillsEdge
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_TOKENS = 1000
+MAX_MESSAGE_CHARS = 10_000
+_CALLERS_KEPT = 1024
+
+
+class Injected:
+    """Which memory ids each caller has already been shown (bounded, least recent dropped)."""
+
+    def __init__(self) -> None:
+        self._seen: OrderedDict[tuple[str, str], set[str]] = OrderedDict()
+
+    def first_turn(self, caller: tuple[str, str]) -> bool:
+        return caller not in self._seen
+
+    def fresh(self, caller: tuple[str, str], entries: Iterable[MemoryEntry]) -> list[MemoryEntry]:
+        seen = self._seen.get(caller, set())
+        return [e for e in entries if e.id not in seen]
+
+    def mark(self, caller: tuple[str, str], ids: Iterable[str]) -> None:
+        seen = self._seen.setdefault(caller, set())
+        seen.update(ids)
+        self._seen.move_to_end(caller)
+        while len(self._seen) > _CALLERS_KEPT:
+            self._seen.popitem(last=False)
+
+
+def build_block(
+    tenant: Tenant,
+    namespace: str,
+    message: str,
+    injected: Injected,
+    caller: tuple[str, str],
+    max_tokens: int,
+) -> str:
+    unavailable = ""
+    try:
+        hits = (
+            [h.entry for h in tenant.longterm.search(message, limit=MAX_RECALLED * 3)]
+            if message.strip()
+            else []
+        )
+        if not hits and injected.first_turn(caller):
+            hits = [h.entry for h in tenant.longterm.search(None, limit=FIRST_TURN_RECENT)]
+    except StoreError as exc:  # working memory can still be shown
+        hits, unavailable = [], f"Long-term memory is unavailable: {exc}"
+    folded: set[str] = set()
+    recalled: list[MemoryEntry] = []
+    for entry in injected.fresh(caller, hits):
+        key = fold_text(entry.content)
+        if key not in folded and len(recalled) < MAX_RECALLED:
+            folded.add(key)
+            recalled.append(entry)
+    lines = [memory_line(e) for e in recalled]
+    sections = [(RECALLED, lines), (OWN, [wm_line(e) for e in tenant.working.listing(namespace)])]
+    if not namespace.startswith("patrol/"):
+        sections.append((PATROL, [wm_line(e) for e in tenant.working.listing("patrol")]))
+    block = fill(sections, max_tokens * 4)
+    shown = {e.id for e in recalled if f"[{e.id}]" in block}
+    injected.mark(caller, shown)
+    if shown:  # what the caller was shown, for the dream's judge (as search_memory records)
+        try:
+            tenant.recall_log.append(
+                {"caller": namespace, "query": redact(message)[:500], "ids": sorted(shown)}
+                | {"skills": [], "via": "prompt"}
+            )
+        except StoreError as exc:
+            logger.warning("recall served, but not recorded in the recall log: %s", exc)
+    if unavailable:
+        return "\n\n".join(part for part in (unavailable, block) if part)
+    return block or "Nothing recalled: long-term and working memory have nothing for this yet."
+
+
+def record_turn(tenant: Tenant, namespace: str, message: str) -> None:
+    """The user's message, per caller and timestamped, into the conversation log that the
+    dream's preference, correction and judging passes read (bounded in size). A failure to
+    record never fails the prompt."""
+    from dreamwell.stores import CONVERSATION, CONVERSATION_MAX_BYTES, JsonlLog
+
+    message = redact(message)  # private spans and secrets never reach the log
+    if not message.strip():
+        return
+
+    log = JsonlLog(tenant.data_dir, CONVERSATION, max_bytes=CONVERSATION_MAX_BYTES)
+    try:
+        log.append({"session": namespace, "role": "user", "content": message, "via": "recall"})
+    except StoreError as exc:
+        logger.warning("could not record the conversation turn: %s", exc)
+
+
+def with_skills(
+    skills: SkillsEdge | None, caller: tuple[str, str], message: str, block: str, budget: int
+) -> str:
+    """The block with the relevant skills added (SPEC §7a; server/mcp/skills_recall.py), in the
+    thread that built the block."""
+    if skills is None:
+        return block
+    from dreamwell.server.mcp.skills_recall import skills_section
+
+    kept = "" if block.startswith("Nothing recalled") else block
+    catalog = skills.catalog(caller[0])
+    section = skills_section(catalog, skills.injected, caller, message, budget * 4 - len(kept))
+    return "\n\n".join(part for part in (kept, section) if part) or block
+
+
+def register_recall(
+    mcp: MCPServer[Runtime], runtime: Runtime, skills: SkillsEdge | None = None
+) -> None:
+    injected = Injected()
+
+    @mcp.prompt(
+        description="Memory context for a user message: recalled memories not yet shown "
+        "in this session, plus working-memory keys."
+    )
+    async def recall(
+        message: Annotated[str, Field(description="The user's message (≤ 10,000 characters)")],
+        ctx: Context,
+        max_tokens: Annotated[
+            str | None, Field(description="Budget (≈ chars/4), default 1000")
+        ] = None,
+    ) -> str:
+        if len(message) > MAX_MESSAGE_CHARS:
+            raise MCPError(
+                INVALID_PARAMS,
+                f"message is {len(message)} characters; the limit is {MAX_MESSAGE_CHARS}.",
+            )
+        budget = DEFAULT_TOKENS
+        if max_tokens not in (None, ""):
+            if not max_tokens.strip().isdigit() or not 50 <= int(max_tokens) <= 32_000:
+                raise MCPError(
+                    INVALID_PARAMS,
+                    f"max_tokens must be a whole number from 50 to 32000; got {max_tokens!r}",
+                )
+            budget = int(max_tokens)
+        try:
+            tenant_name, namespace = runtime.caller(ctx.request_context.request)
+            tenant = await runtime.tenant(tenant_name)
+            caller = (tenant_name, namespace)
+
+            def compose() -> str:
+                block = build_block(tenant, namespace, message, injected, caller, budget)
+                return with_skills(skills, caller, message, block, budget)
+
+            block = await anyio.to_thread.run_sync(compose)
+            if runtime.settings.record_conversation:
+                await anyio.to_thread.run_sync(record_turn, tenant, namespace, message)
+            return valid_unicode(block)
+        except StoreError as exc:
+            raise MCPError(INVALID_PARAMS, str(exc)) from exc

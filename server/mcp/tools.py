@@ -1,0 +1,233 @@
+"""The eight tools of SPEC §3, and nothing else."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import CallToolResult, TextContent
+from pydantic import Field
+
+from dreamwell.server.mcp import render
+from dreamwell.server.runtime import Runtime, Tenant
+from dreamwell.stores import (
+    MAX_CONTENT_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_TTL_MINUTES,
+    InvalidInput,
+    StoreError,
+    utcnow,
+)
+from dreamwell.stores.redact import redact
+
+logger = logging.getLogger(__name__)
+
+TagsArg = Annotated[
+    Annotated[str, Field(max_length=2200)]
+    | Annotated[list[Annotated[str, Field(max_length=64)]], Field(max_length=32)]
+    | None,
+    Field(description='Tags: \'a, b\' or ["a", "b"]'),
+]
+CategoryArg = Annotated[
+    str | None,
+    Field(description="Category path, e.g. user-preferences/timezone", max_length=200),
+]
+QueryArg = Annotated[
+    str | None, Field(description="Words to search for", max_length=MAX_QUERY_CHARS)
+]
+NamespaceArg = Annotated[
+    str | None, Field(description="Namespace prefix, e.g. patrol/heartbeat", max_length=256)
+]
+
+
+def visible(text: str, what: str) -> str:
+    """Refuse text with nothing to read in it (NUL and other control characters; blank text is
+    the store's own 'content is empty')."""
+    if text.strip() and not any(ch.isprintable() and not ch.isspace() for ch in text):
+        raise InvalidInput(
+            f"{what} has no visible text (only spaces or control characters); "
+            "pass the fact to remember as text."
+        )
+    return text
+
+
+def valid_unicode(text: str) -> str:
+    """Lone surrogates (only a damaged file can hold them) become U+FFFD: a reply that cannot
+    be encoded as UTF-8 would take the whole stdio transport down."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def text_result(text: str, error: bool = False) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=valid_unicode(text))], is_error=error
+    )
+
+
+def register_tools(mcp: MCPServer, runtime: Runtime) -> None:
+    async def call(ctx: Context, work: Callable[[Tenant, str], str]) -> CallToolResult:
+        try:
+            tenant_name, namespace = runtime.caller(ctx.request_context.request)
+            tenant = await runtime.tenant(tenant_name)
+            runtime.touch(tenant)
+            text = await anyio.to_thread.run_sync(work, tenant, namespace)
+        except StoreError as exc:
+            return text_result(str(exc), error=True)
+        except OSError as exc:  # an infrastructure fault the store did not word: say what it is
+            logger.error("%s failed in the data directory: %s", ctx.request_context.method, exc)
+            return text_result(
+                f"The data directory refused this operation ({exc.strerror or exc}); check its "
+                "free space and permissions, then try again.",
+                error=True,
+            )
+        return text_result(text)
+
+    @mcp.tool(
+        description="Save a fact, preference or lesson to long-term memory.",
+        structured_output=False,
+    )
+    async def save_memory(
+        content: Annotated[
+            str,
+            Field(description="The fact to remember", min_length=1, max_length=MAX_CONTENT_CHARS),
+        ],
+        ctx: Context,
+        category: CategoryArg = None,
+        tags: TagsArg = None,
+    ) -> CallToolResult:
+        def work(t: Tenant, ns: str) -> str:
+            saved = t.longterm.save(visible(content, "content"), category, tags, caller=ns)
+            if runtime.enriching and not saved.reinforced:
+                from dreamwell.dream.enrichment import enqueue
+
+                enqueue(t.longterm, saved.entry)  # the LLM expands it later; never waits
+            return render.saved(saved)
+
+        return await call(ctx, work)
+
+    @mcp.tool(
+        description="Search long-term memory (keywords + meaning). No query: most recent.",
+        structured_output=False,
+    )
+    async def search_memory(
+        ctx: Context,
+        query: QueryArg = None,
+        category: Annotated[
+            str | None, Field(description="Category prefix", max_length=200)
+        ] = None,
+        tags: TagsArg = None,
+    ) -> CallToolResult:
+        def work(t: Tenant, ns: str) -> str:
+            hits = t.longterm.search(query, category, tags, limit=20)
+            if query and hits:  # which memories each caller was shown: the dream's scoring input
+                try:
+                    asked = redact(query)[:500]  # no secret reaches the log
+                    t.recall_log.append(
+                        {"caller": ns, "query": asked, "ids": [h.entry.id for h in hits]}
+                    )
+                except StoreError as exc:  # a full or read-only disk must not fail a search
+                    logger.warning("search served, but not recorded in the recall log: %s", exc)
+            return render.found([h.entry for h in hits], utcnow())
+
+        return await call(ctx, work)
+
+    @mcp.tool(description="Delete one long-term memory by its id.", structured_output=False)
+    async def delete_memory(
+        id: Annotated[
+            str, Field(description="Memory id from search_memory", min_length=1, max_length=64)
+        ],
+        ctx: Context,
+    ) -> CallToolResult:
+        return await call(ctx, lambda t, _ns: render.deleted(t.longterm.delete(id.strip())))
+
+    @mcp.tool(description="List long-term memory categories with counts.", structured_output=False)
+    async def list_memory_categories(ctx: Context) -> CallToolResult:
+        return await call(ctx, lambda t, _ns: render.categories(t.longterm.categories()))
+
+    @mcp.tool(
+        description="Store scratch data under a key in your namespace, with a TTL.",
+        structured_output=False,
+    )
+    async def save_to_working_memory(
+        key: Annotated[
+            str, Field(description="Key, e.g. draft_reply", min_length=1, max_length=256)
+        ],
+        data: Annotated[
+            str, Field(description="The value to store (≤ 1 MiB)", max_length=1024 * 1024)
+        ],
+        ctx: Context,
+        ttl_minutes: Annotated[
+            int | None, Field(description="Minutes to keep (default 5)", ge=1, le=MAX_TTL_MINUTES)
+        ] = None,
+        category: CategoryArg = None,
+        tags: TagsArg = None,
+    ) -> CallToolResult:
+        def work(t: Tenant, ns: str) -> str:
+            now = utcnow()
+            outcome = t.working.save(ns, key, data, ttl_minutes, category, tags, now=now)
+            return render.wm_saved(outcome, now)
+
+        return await call(ctx, work)
+
+    @mcp.tool(
+        description="Read a working-memory entry: plain key (yours) or full path.",
+        structured_output=False,
+    )
+    async def get_from_working_memory(
+        key: Annotated[
+            str, Field(description="Plain key or full path", min_length=1, max_length=256)
+        ],
+        ctx: Context,
+    ) -> CallToolResult:
+        return await call(ctx, lambda t, ns: t.working.get(key, ns).value)
+
+    @mcp.tool(
+        description="List working-memory keys (default: your namespace).", structured_output=False
+    )
+    async def list_working_memory(ctx: Context, namespace: NamespaceArg = None) -> CallToolResult:
+        def work(t: Tenant, ns: str) -> str:
+            prefix = _prefix(namespace) if namespace else ns
+            return render.wm_list(prefix, t.working.listing(prefix), prefix == ns, utcnow())
+
+        return await call(ctx, work)
+
+    @mcp.tool(
+        description="Search working memory by words, category or tags.", structured_output=False
+    )
+    async def search_working_memory(
+        ctx: Context,
+        query: QueryArg = None,
+        category: CategoryArg = None,
+        tags: TagsArg = None,
+        namespace: NamespaceArg = None,
+    ) -> CallToolResult:
+        def work(t: Tenant, ns: str) -> str:
+            prefix = _prefix(namespace) if namespace else ns
+            found = t.working.search(prefix, query, category, tags)
+            filters = [
+                (k, v)
+                for k, v in (("query", query), ("category", category), ("tags", _tags_text(tags)))
+                if v
+            ]
+            return render.wm_search(prefix, filters, found, utcnow())
+
+        return await call(ctx, work)
+
+
+def _prefix(namespace: str) -> str:
+    """A checked namespace prefix (working memory's module loads with the stores, not here)."""
+    from dreamwell.stores.working.memory import check_prefix
+
+    return check_prefix(namespace)
+
+
+def _tags_text(tags: Any) -> str | None:
+    if tags is None or isinstance(tags, str):
+        return tags
+    return ", ".join(str(t) for t in tags)

@@ -1,0 +1,82 @@
+"""Run the server on the chosen transport, with process-level background work."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+
+from dreamwell.server.config import Settings
+from dreamwell.server.mcp.app import (
+    backfill_forever,
+    build_server,
+    checkpoint_forever,
+    sweep_forever,
+    trim_when_idle,
+)
+from dreamwell.server.mcp.dream import dream_forever, enrich_forever
+from dreamwell.server.runtime import Runtime
+from dreamwell.server.transports.stdio import run_stdio
+
+logger = logging.getLogger(__name__)
+
+
+STOP_GRACE = 1.0  # seconds from EOF or a signal to exit, whatever is still running
+
+
+def _exit_soon(grace: float = STOP_GRACE) -> None:
+    """Leave within `grace` seconds even if a thread cannot be interrupted (the stdio reader
+    blocked in read(), a model loading, an LLM call). Safe: every acknowledged write is in
+    the fsynced log, and file locks are released with the process."""
+    timer = threading.Timer(grace, os._exit, args=(0,))
+    timer.daemon = True
+    timer.start()
+
+
+async def _stop_on_signal(stop: Callable[[], None]) -> None:
+    """SIGTERM or SIGINT: stop serving and leave cleanly (every acknowledged write is already
+    in the fsynced log; no lock is held by an idle process)."""
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for received in signals:
+            logger.info("received %s; stopping", signal.Signals(received).name)
+            _exit_soon()
+            stop()
+            return
+
+
+def _http_server(mcp: MCPServer[Runtime], settings: Settings, runtime: Runtime) -> Any:
+    """uvicorn serving --transport http or sse (the HTTP stack loads only for these)."""
+    from dreamwell.server.transports.http import build_asgi
+    from dreamwell.server.transports.uvicorn_server import uvicorn_server
+
+    return uvicorn_server(build_asgi(mcp, settings, runtime), settings)
+
+
+async def serve(settings: Settings) -> None:
+    runtime = Runtime(settings)
+    mcp = build_server(settings, runtime)
+    server = None if settings.transport == "stdio" else _http_server(mcp, settings, runtime)
+    async with anyio.create_task_group() as tg:
+        if server is None:
+            tg.start_soon(_stop_on_signal, tg.cancel_scope.cancel)
+        else:  # ask uvicorn to exit: cancelled mid-serve, its lifespan task logs a traceback
+            tg.start_soon(_stop_on_signal, lambda: setattr(server, "should_exit", True))
+        tg.start_soon(sweep_forever, runtime)
+        tg.start_soon(trim_when_idle, runtime)
+        tg.start_soon(backfill_forever, runtime)
+        tg.start_soon(checkpoint_forever, runtime)
+        if settings.dream_every:
+            tg.start_soon(dream_forever, runtime)
+        tg.start_soon(enrich_forever, runtime)
+        if server is None:
+            await run_stdio(mcp, on_eof=_exit_soon)
+        else:
+            await server.serve()
+        _exit_soon()
+        tg.cancel_scope.cancel()

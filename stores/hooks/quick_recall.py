@@ -1,0 +1,229 @@
+"""Keyword recall for client hooks, which start a fresh process on every user message and so
+must never import LanceDB (2.5-3.3 s) or numpy: the Tantivy index, the write-ahead log's tail
+and a snapshot of the memories' text.
+
+The Tantivy index holds ids only, so the text of what it finds comes from `hooks/entries.sqlite`
+(one row per live memory, written by `write_snapshot` in a background process that opens the
+store) with the log's records after the snapshot laid over it. A memory the index finds but
+neither holds (checkpointed and dropped from the log after the snapshot was taken) is left
+out, and `stale` says a new snapshot is due. Reads take no lock and write nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from dreamwell.stores.index.hybrid_rank import rank_hits
+from dreamwell.stores.index.text_index import IndexDoc, TextIndex
+from dreamwell.stores.layout import DataDir
+from dreamwell.stores.longterm.log import Record
+from dreamwell.stores.longterm.state import StateFile
+from dreamwell.stores.longterm.wal import Wal, WalGap
+from dreamwell.stores.model import MemoryEntry, entry_from_dict, entry_to_dict, fold_text
+
+_CANDIDATES = 100
+_MAX_OVERLAY = 2000  # log records over the snapshot past which a new snapshot is asked for
+_SCHEMA = """
+CREATE TABLE entries (id TEXT PRIMARY KEY, category TEXT NOT NULL, seen TEXT NOT NULL,
+                      body TEXT NOT NULL);
+CREATE INDEX entries_seen ON entries (seen);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+def write_snapshot(dirs: DataDir, entries: Iterable[MemoryEntry], seq: int) -> None:
+    """Replace the hooks' snapshot with `entries` (the live ones), valid for every log record
+    up to `seq`: a reader lays the records after `seq` over it (replaying one it already
+    holds is harmless, so `seq` may be a lower bound)."""
+    dirs.hooks.mkdir(parents=True, exist_ok=True)
+    tmp = dirs.hooks / f".entries.{os.getpid()}.tmp"
+    tmp.unlink(missing_ok=True)
+    con = sqlite3.connect(tmp)
+    try:
+        con.executescript(_SCHEMA)
+        con.executemany(
+            "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?)",
+            (
+                (e.id, e.category or "", e.last_seen_at.isoformat(), json.dumps(entry_to_dict(e)))
+                for e in entries
+                if e.live
+            ),
+        )
+        con.execute("INSERT INTO meta VALUES ('seq', ?)", (str(seq),))
+        con.commit()
+    finally:
+        con.close()
+    os.replace(tmp, dirs.hook_entries)
+
+
+@dataclass(frozen=True)
+class Tail:
+    overlay: dict[str, MemoryEntry | None]  # changed after the snapshot (None: deleted)
+    pending: set[str]  # changed after the index's checkpoint
+    gap: bool  # some records after the snapshot were no longer in the log
+
+
+class QuickRecall:
+    """One hook call's read-only view of a store."""
+
+    def __init__(self, dirs: DataDir) -> None:
+        self.dirs = dirs
+        self.problems: list[str] = []  # what could not be read (the rest is still searched)
+        state = StateFile(dirs.state).read()
+        self._db = self._open_snapshot()
+        oldest = self._first_logged() - 1  # everything the log still holds
+        checkpoint = state.checkpoint if state.known else oldest
+        snapshot_seq = self._meta_seq()
+        start = min(checkpoint, snapshot_seq) if snapshot_seq is not None else oldest
+        self._tail = _read_tail(Wal(dirs.wal), (start, oldest, checkpoint), checkpoint)
+        self.stale = self._db is None or self._tail.gap or len(self._tail.overlay) > _MAX_OVERLAY
+        self._index: TextIndex | None = None
+        if dirs.index.is_dir() and any(dirs.index.iterdir()):
+            try:
+                self._index = TextIndex(dirs.index, repair=False)
+            except (ValueError, OSError) as exc:  # the server repairs it; the log is searched
+                self.problems.append(f"the text index is unreadable ({exc})")
+
+    def _first_logged(self) -> int:
+        segments = Wal(self.dirs.wal).segments()
+        return segments[0] if segments else 1
+
+    def _open_snapshot(self) -> sqlite3.Connection | None:
+        path = self.dirs.hook_entries
+        if not path.exists():
+            return None
+        try:
+            con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            con.execute("SELECT 1 FROM meta LIMIT 1")
+        except sqlite3.Error as exc:
+            self.problems.append(f"the hooks' snapshot is unreadable ({exc}); rebuilding it")
+            return None
+        return con
+
+    def _meta_seq(self) -> int | None:
+        if self._db is None:
+            return None
+        try:
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()
+            return int(row[0]) if row else None
+        except (sqlite3.Error, ValueError):
+            self._db = None
+            return None
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+
+    # ---- entries ----------------------------------------------------------------------------
+    def get_many(self, ids: Sequence[str]) -> dict[str, MemoryEntry]:
+        """The live entries among `ids` whose text this reader has."""
+        out: dict[str, MemoryEntry] = {}
+        rest = []
+        for i in ids:
+            if i in self._tail.overlay:
+                entry = self._tail.overlay[i]
+                if entry is not None and entry.live:
+                    out[i] = entry
+            else:
+                rest.append(i)
+        if rest and self._db is not None:
+            marks = ",".join("?" * len(rest))
+            rows = self._db.execute(f"SELECT body FROM entries WHERE id IN ({marks})", rest)
+            for entry in _entries(row[0] for row in rows):
+                out[entry.id] = entry
+        return out
+
+    def recent(self, limit: int, prefixes: Sequence[str] = ()) -> list[MemoryEntry]:
+        """The most recently seen live entries (in categories under `prefixes`, if given)."""
+        found = [
+            e
+            for e in self._tail.overlay.values()
+            if e is not None and e.live and _under(e.category, prefixes)
+        ]
+        if self._db is not None:
+            where = " OR ".join("category = ? OR category LIKE ?" for _ in prefixes)
+            args = [a for p in prefixes for a in (p, p + "/%")]
+            sql = "SELECT body FROM entries" + (f" WHERE {where}" if where else "")
+            rows = self._db.execute(sql + " ORDER BY seen DESC LIMIT ?", [*args, limit * 2])
+            found += [e for e in _entries(r[0] for r in rows) if e.id not in self._tail.overlay]
+        found.sort(key=lambda e: e.last_seen_at, reverse=True)
+        return found[:limit]
+
+    # ---- search -------------------------------------------------------------------------------
+    def search(self, text: str, limit: int) -> list[MemoryEntry]:
+        """Live entries for `text`, BM25 × importance as the server ranks with keywords only;
+        entries with the same folded text once."""
+        pending = self._tail.pending
+        hits: list[tuple[str, float]] = []
+        if self._index is not None:
+            hits = [h for h in self._index.search(text, _CANDIDATES) if h[0] not in pending]
+            docs = {
+                i: self._index.doc_terms(IndexDoc(e.id, e.content, e.category, e.tags))
+                for i in pending
+                if (e := self._tail.overlay.get(i)) is not None and e.live
+            }
+            hits += self._index.score_docs(text, docs)
+        entries = self.get_many([i for i, _ in hits])
+        bm25 = [h for h in hits if h[0] in entries]
+        ranked = rank_hits(bm25, [], {i: e.importance for i, e in entries.items()}, 0.0, 1.0)
+        out: list[MemoryEntry] = []
+        folded: set[str] = set()
+        for i, _ in ranked:
+            key = fold_text(entries[i].content)
+            if key not in folded:
+                folded.add(key)
+                out.append(entries[i])
+            if len(out) >= limit:
+                break
+        return out
+
+
+def _read_tail(wal: Wal, starts: tuple[int, ...], checkpoint: int) -> Tail:
+    """The log's records after the first of `starts` it still holds in full (a later one
+    when some were dropped: `gap`)."""
+    records: list[Record] = []
+    gap = False
+    for begin in dict.fromkeys(starts):
+        wal.start_at(begin)
+        try:
+            records = wal.read_new()
+            break
+        except WalGap:
+            gap = True
+    wal.close()
+    overlay: dict[str, MemoryEntry | None] = {}
+    pending: set[str] = set()
+    for record in records:
+        for op in record.ops:
+            if op.get("op") == "put":
+                entry: MemoryEntry | None = entry_from_dict(op["e"])
+                entry_id = entry.id if entry is not None else ""
+            elif op.get("op") == "del":
+                entry, entry_id = None, str(op["id"])
+            else:
+                continue
+            overlay[entry_id] = entry
+            if record.seq > checkpoint:
+                pending.add(entry_id)
+    return Tail(overlay, pending, gap)
+
+
+def _entries(bodies: Iterator[str]) -> Iterator[MemoryEntry]:
+    for body in bodies:
+        try:
+            entry = entry_from_dict(json.loads(body))
+        except (ValueError, KeyError, TypeError, AssertionError):
+            continue
+        if entry.live:
+            yield entry
+
+
+def _under(category: str | None, prefixes: Sequence[str]) -> bool:
+    if not prefixes:
+        return True
+    cat = category or ""
+    return any(cat == p or cat.startswith(p + "/") for p in prefixes)

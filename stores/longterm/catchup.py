@@ -1,0 +1,114 @@
+"""Keeping this process's mirror in step with every process's writes.
+
+Reads never take a file lock: `Follower` loads the entries LanceDB holds at a checkpoint and
+the log after it, then tails the log (`fresh`: a few stat() calls when nothing changed),
+reloads the Tantivy searcher after another process's checkpoint, and, when the log dropped
+records before this process read them, reloads the ids the state file's journal says those
+checkpoints wrote (or everything).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+from dreamwell.stores.errors import StoreBusy, StoreUnreachable
+from dreamwell.stores.index.text_index import TextIndex
+from dreamwell.stores.longterm.lance_table import MemoryTable
+from dreamwell.stores.longterm.log import Log, LogGap, Record
+from dreamwell.stores.longterm.mirror import Mirror
+from dreamwell.stores.longterm.state import State, StateFile
+from dreamwell.stores.model import MemoryEntry
+
+logger = logging.getLogger(__name__)
+
+
+class Follower:
+    def __init__(
+        self, mirror: Mirror, log: Log, state: StateFile, table: MemoryTable, index: TextIndex
+    ) -> None:
+        self.mirror = mirror
+        self.log = log
+        self.state = state
+        self.table = table
+        self.index = index
+        # on object storage: rebuild this replica's cache when the shared log dropped records
+        # it had not read (the local journal knows only this machine's checkpoints)
+        self.on_gap: Callable[[], None] | None = None
+
+    def load(self) -> None:
+        """Entries from LanceDB at a checkpoint, then the log after it."""
+        state, entries, start, records = self._read_consistent()
+        m = self.mirror
+        with m.lock:
+            m.reset(entries)
+            m.generation = state.generation if state.known else -1
+            m.indexed = start
+            self.index.reload()
+            m.apply(records)
+            m.foreign.clear()  # what was there when this process looked is fair game
+            if m.model is not None:
+                m.vectors_ready = False
+
+    def _read_consistent(self) -> tuple[State, Sequence[MemoryEntry], int, list[Record]]:
+        """The state, LanceDB's entries and the log after them, from one checkpoint."""
+        for _ in range(20):
+            state = self.state.read()
+            entries = self.table.entries()
+            if self.state.read().generation != state.generation:
+                continue  # a checkpoint finished meanwhile: read again
+            start = state.checkpoint if state.known else self.log.first_seq() - 1
+            self.log.start_at(start)
+            try:
+                return state, entries, start, self.log.read_new()
+            except LogGap:
+                continue
+        raise StoreBusy("the memory store kept changing while it was opened; try again.")
+
+    def fresh(self) -> None:
+        """Pick up what any process wrote: a few stat() calls when nothing changed. A log on
+        object storage that cannot be reached now leaves reads with what this process holds
+        (writes still hear the error)."""
+        if self.state.unchanged() and not self.log.has_news():
+            return
+        try:
+            self.catch_up()
+        except StoreUnreachable as exc:
+            logger.warning("serving what this replica holds: %s", exc)
+
+    def catch_up(self) -> None:
+        m = self.mirror
+        with m.lock:
+            state = self.state.read()
+            if state.known and state.checkpoint > m.indexed and not self.index.in_ram:
+                self.index.reload()
+                m.checkpointed(state.checkpoint)
+            try:
+                records = self.log.read_new()
+            except LogGap as gap:
+                logger.info("catching up from LanceDB: %s", gap)
+                if self.on_gap is not None:
+                    self.on_gap()
+                else:
+                    self._recover(state)
+                return
+            m.apply(records)
+            if state.known and self.log.last_seq >= state.checkpoint:
+                m.generation = state.generation
+
+    def _recover(self, state: State) -> None:
+        """Some log records were checkpointed and dropped before this process read them:
+        reload the ids the journal says those checkpoints wrote (or everything)."""
+        m = self.mirror
+        ids = state.changed_since(m.generation) if state.known else None
+        if ids is None:
+            self.load()
+            return
+        found = {e.id: e for e in self.table.get(sorted(ids))}
+        changes: dict[str, MemoryEntry | None] = {i: found.get(i) for i in ids}
+        self.log.start_at(state.checkpoint)
+        m.change(changes, seq=0)
+        if m.model is not None and found:
+            m.adopt(self.table.vectors(m.model, sorted(found)))
+        m.generation = state.generation
+        self.catch_up()

@@ -1,0 +1,247 @@
+"""Search: keyword and vector candidates, the hybrid ranking, and the cross-encoder's rerank.
+
+Keyword candidates are BM25 over the Tantivy index plus the entries changed since the last
+checkpoint (scored with the index's own statistics, overriding the index's copy); vector
+candidates are the top cosines of the query over this process's rows, and of their
+contextual neighbours. `rank_hits` blends them; a reranker, if given, re-orders the head.
+With no query, the most recently seen entries. Everything is read from the mirror: a search
+takes no lock and writes nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from dreamwell.stores.index.embedders import Embedder, EmbedderError, Reranker
+from dreamwell.stores.index.hybrid_rank import CONTEXT_WEIGHT, rank_hits
+from dreamwell.stores.index.packed_entries import Brief
+from dreamwell.stores.index.postings import DocTerms
+from dreamwell.stores.index.view import Rows, View
+from dreamwell.stores.longterm.components import Parts
+from dreamwell.stores.longterm.mirror import Pending
+from dreamwell.stores.longterm.vectors import Vectors
+from dreamwell.stores.model import MemoryEntry, check_category, check_query, check_tags
+
+logger = logging.getLogger(__name__)
+
+CANDIDATES = 100
+Scored = list[tuple[str, float]]
+
+
+@dataclass(frozen=True)
+class Hit:
+    entry: MemoryEntry
+    score: float
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """How a search ranks (see `LongTermStore`)."""
+
+    min_similarity: float
+    keyword_weight: float
+    contextual: bool
+    reranker: Reranker | None
+    rerank_depth: int
+
+
+def matches(e: MemoryEntry | Brief, category: str | None, tags: Sequence[str]) -> bool:
+    """Live, under the category prefix (segment boundary) and carrying every tag."""
+    if not e.live or not all(t in e.tags for t in tags):
+        return False
+    cat = e.category or ""
+    return category is None or cat == category or cat.startswith(category + "/")
+
+
+def _weights(
+    view: View, candidates: Scored, category: str | None, tags: Sequence[str]
+) -> dict[str, float]:
+    """The importance of each candidate that is live and passes the filter, read from the
+    view's packed records: only the hits are rebuilt as entries."""
+    if category is None and not tags:
+        return {i: w for i, _ in candidates if (w := view.importance(i)) is not None}
+    cat = category.encode("utf-8", "surrogatepass") if category is not None else None
+    wanted = [t.encode("utf-8", "surrogatepass") for t in tags]
+    return {
+        i: w for i, _ in candidates if (w := view.filtered_importance(i, cat, wanted)) is not None
+    }
+
+
+@functools.cache
+def _query_pool() -> ThreadPoolExecutor:
+    """The threads that run the keyword side of searches (Tantivy's search, the pending
+    entries, the weights) while their searches' own threads embed the query and rank
+    vectors (two: two searches at once each have one)."""
+    return ThreadPoolExecutor(max_workers=2, thread_name_prefix="dreamwell-query")
+
+
+class Searcher:
+    def __init__(
+        self, parts: Parts, vectors: Vectors, embedder: Embedder | None, tuning: Tuning
+    ) -> None:
+        self.parts = parts
+        self.vectors = vectors
+        self.embedder = embedder
+        self.tuning = tuning
+
+    def search(
+        self,
+        query: str | None = None,
+        category: str | None = None,
+        tags: str | Iterable[str] | None = None,
+        limit: int = 20,
+    ) -> list[Hit]:
+        text = check_query(query)
+        category = check_category(category)
+        tag_list = check_tags(tags)
+        self.parts.follower.fresh()
+        m = self.parts.mirror
+        view, rows = m.view, m.rows
+        if not text:
+            found = (view.get(i) for i in rows.recent(limit * 2, rows.mask(category, tag_list)))
+            hits = [Hit(e, 0.0) for e in found if e is not None and matches(e, category, tag_list)]
+            return hits[:limit]
+        t = self.tuning
+        bm25, ok, cosine, context = self._candidates(text, view, rows, category, tag_list)
+        ok.update(
+            _weights(view, [h for h in [*cosine, *context] if h[0] not in ok], category, tag_list)
+        )
+        ranked = rank_hits(
+            [h for h in bm25 if h[0] in ok],
+            [h for h in cosine if h[0] in ok],
+            ok,
+            t.min_similarity,
+            t.keyword_weight,
+            contextual=[h for h in context if h[0] in ok],
+            context_weight=CONTEXT_WEIGHT,
+            # only a keyword candidate's part can be missing (rank_hits asks of those alone)
+            without_vector={i for i, _ in bm25 if i in ok and not rows.has_vector(i)}
+            if cosine
+            else (),
+        )
+        if t.reranker is not None:
+            ranked = self._rerank(t.reranker, text, ranked, view)
+        return [Hit(e, s) for i, s in ranked[:limit] if (e := view.get(i)) is not None]
+
+    def _candidates(
+        self, text: str, view: View, rows: Rows, category: str | None, tags: Sequence[str]
+    ) -> tuple[Scored, dict[str, float], Scored, Scored]:
+        """The keyword candidates with the weights of those that pass the filter, and the
+        vector and contextual candidates of a query. With a vector search, the keyword side
+        (Tantivy's search, the pending entries, the weights) runs on a query thread while
+        this one embeds the query and ranks vectors (e5 uses one core and releases the GIL,
+        as Tantivy does), so a search costs about the longest of them, not their sum. The
+        embedding is this thread's own: it never waits for another thread to start it."""
+        pending = self.parts.mirror.pending  # before the index: a checkpoint moves it there
+        keywords = functools.partial(self._keywords, text, view, pending, category, tags)
+        if not self._vectors_wanted(view):
+            return *keywords(), [], []
+        found = _query_pool().submit(keywords)
+        cosine, context = self._cosine(self._query_vector(text), rows, category, tags)
+        return *found.result(), cosine, context
+
+    def _vectors_wanted(self, view: View) -> bool:
+        """Whether this search ranks vectors too (else keywords alone, and no embedding)."""
+        if self.embedder is None or self.tuning.keyword_weight >= 1:
+            return False
+        return self.vectors.complete(view)
+
+    def _cosine(
+        self, vector: list[float] | None, rows: Rows, category: str | None, tags: Sequence[str]
+    ) -> tuple[Scored, Scored]:
+        """Vector candidates: by the entry's own vector, and by its contextual neighbours'."""
+        if vector is None:
+            return [], []
+        return rows.vector_top(
+            vector, CANDIDATES, rows.mask(category, tags), self.tuning.contextual
+        )
+
+    def _rerank(self, reranker: Reranker, text: str, ranked: Scored, view: View) -> Scored:
+        """Deep search: the cross-encoder re-orders the top `rerank_depth` hits."""
+        depth = self.tuning.rerank_depth
+        head = ranked[:depth]  # ids of `view`'s entries (`ok` was read from it)
+        try:
+            scores = reranker.score(
+                text, [e.content if (e := view.get(i)) else "" for i, _ in head]
+            )
+        except EmbedderError as exc:
+            logger.warning("reranking failed (%s); hybrid order kept", exc)
+            return ranked
+        order = sorted(range(len(head)), key=lambda k: -scores[k])
+        return [head[k] for k in order] + ranked[depth:]
+
+    def _keywords(
+        self,
+        text: str,
+        view: View,
+        pending: Pending,
+        category: str | None,
+        tags: Sequence[str],
+    ) -> tuple[Scored, dict[str, float]]:
+        """Tantivy's best CANDIDATES plus the changes not checkpointed yet (`pending`, read
+        before the index was searched), which override it; and the weights of those that
+        pass the filter (none of either without a keyword search)."""
+        if self.tuning.keyword_weight <= 0:
+            return [], {}
+        index = self.parts.index
+        # the index's version of a pending entry is overridden: fetch more only when some
+        # of the best were (most pending entries are new saves the index has never held;
+        # fetching 100 + 512 hits cost half a millisecond of every search after a burst)
+        hits = index.ids_of(index.lookup(text, CANDIDATES, category, tags))
+        indexed = [h for h in hits if h[0] not in pending]
+        if len(indexed) < len(hits) == CANDIDATES:
+            hits = index.search(text, CANDIDATES + len(pending), category, tags)
+            indexed = [h for h in hits if h[0] not in pending]
+        merged = indexed + self._pending(text, view, pending, category, tags)
+        merged.sort(key=lambda h: (-h[1], h[0]))
+        merged = merged[:CANDIDATES]
+        return merged, _weights(view, merged, category, tags)
+
+    def _pending(
+        self, text: str, view: View, pending: Pending, category: str | None, tags: Sequence[str]
+    ) -> Scored:
+        """BM25 of the pending entries (as `view` has them) holding a query term. Their terms
+        are analysed once and kept in the mirror's postings, unless the entry or a neighbour
+        (whose text is in its context field) changed meanwhile; those, and any whose terms a
+        change dropped since, are scored from terms analysed for this search alone."""
+        m = self.parts.mirror
+        index = self.parts.index
+        extra: dict[str, DocTerms] = {}
+        for entry_id in [i for i in pending if i not in m.terms]:  # not analysed yet
+            entry = view.get(entry_id)
+            if entry is not None and entry.live:
+                ticket = m.terms.ticket(entry_id)  # before its neighbours' text is read
+                terms = index.doc_terms(m.doc(entry))
+                with m.lock:
+                    current = m.view.get(entry_id) is entry and entry_id in m.pending
+                    if not (current and m.terms.put(entry_id, terms, ticket)):
+                        extra[entry_id] = terms
+
+        def keep(entry_id: str) -> bool:
+            entry = view.get(entry_id)
+            return entry_id in pending and entry is not None and matches(entry, category, tags)
+
+        with m.lock:  # no change drops terms while they are scored
+            for entry_id in pending:
+                entry = view.get(entry_id)
+                known = entry_id in m.terms or entry_id in extra
+                if entry is not None and entry.live and not known:
+                    extra[entry_id] = index.doc_terms(m.doc(entry))
+            scored = index.score_docs(text, m.terms, lambda i: i not in extra and keep(i))
+        return scored + index.score_docs(text, extra, keep) if extra else scored
+
+    def _query_vector(self, text: str) -> list[float] | None:
+        if self.embedder is None:
+            return None
+        try:
+            embed_query = getattr(self.embedder, "embed_query", None)
+            if embed_query is not None:
+                return embed_query(text)  # type: ignore[no-any-return]
+            return self.embedder.embed([text])[0]
+        except EmbedderError as exc:
+            logger.warning("query embedding failed (%s); keyword search only", exc)
+            return None

@@ -1,0 +1,224 @@
+"""Long-term memory's durable log on object storage: a LanceDB table shared by every replica.
+
+The `Log` of `stores/longterm/log.py` for a remote data directory. One row per append: `n` (the
+append's number: 1, 2, 3, ...; an unenforced primary key), `first` and `last` (the seqs of
+its first and last record) and `body` (the records' operations, JSON). An append is a
+`merge_insert` on `n` that inserts only when no row `n` exists: of replicas racing for the
+same `n` exactly one lands (LanceDB's commit is a conditional PUT, and the primary key makes a
+concurrent insert of the same key a conflict rather than a second row); the others hear
+`LogConflict`, read what won and decide again. So there is no lock across machines, and a save
+is acknowledged once its row's commit landed.
+
+Readers check the table's latest version in a background thread (`poll` seconds apart) and
+read the rows after the last they read. Dropping folded records deletes whole rows below a
+snapshot that is already stored (`stores/longterm/remote_snapshots.py`); the table is compacted now
+and then so that appends and reads stay a few small reads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from dreamwell.stores.errors import StoreError, StoreUnreachable
+from dreamwell.stores.longterm.lance_table import LogTable, connect
+from dreamwell.stores.longterm.log import LogConflict, LogGap, Op, Record
+from dreamwell.stores.remote.location import Remote, describe
+
+logger = logging.getLogger(__name__)
+
+COMPACT_EVERY = 24  # versions of the table (appends by any replica) between compactions
+KEEP_RECORDS = 256  # records kept below a drop point, for replicas a little behind
+
+
+@contextlib.contextmanager
+def reaching(remote: Remote, doing: str) -> Iterator[None]:
+    """Object-store errors as one line a client can read. The write was not acknowledged (a
+    commit that timed out may still have landed; retrying a save then reinforces it)."""
+    try:
+        yield
+    except (LogConflict, LogGap, StoreError):
+        raise
+    except Exception as exc:  # LanceDB raises OSError/RuntimeError/ValueError with the exchange
+        raise StoreUnreachable(f"cannot {doing} {remote.uri}: {describe(exc)}") from None
+
+
+def _open(remote: Remote) -> LogTable:
+    return LogTable(connect(remote.uri, remote.storage_options()))
+
+
+class LanceLog:
+    def __init__(self, remote: Remote, poll: float = 0.25) -> None:
+        self.remote = remote
+        with reaching(remote, "open the log in"):
+            self._table = _open(remote)
+        self._lock = threading.RLock()  # where this process has read up to
+        self._write_lock = threading.RLock()  # `locked()`: one appender in this process
+        self.last_seq = 0
+        self._tail_n = 0  # the number of the last row read
+        self._read_version = 0  # the table version the last read saw
+        self._seen_version = 0  # the newest version the poller saw
+        self._own: tuple[int, int, list[Record]] | None = None  # our last append: version, n
+        self._appends = 0
+        self.conflicts = 0  # appends another replica won (for stats and benchmarks)
+        self._last_append_version = -1
+        self._poll = poll
+        self._stop = threading.Event()
+        self._poller: threading.Thread | None = None
+
+    # ---- reading -----------------------------------------------------------------------------
+    def start_at(self, seq: int) -> None:
+        with self._lock:
+            self.last_seq = seq
+            self._tail_n = 0
+            self._read_version = 0
+            self._own = None
+
+    def first_seq(self) -> int:
+        with self._lock, reaching(self.remote, "read the log in"):
+            self._table.latest()
+            first = self._table.extreme("first", low=True)
+        return 1 if first is None else first
+
+    def has_news(self) -> bool:
+        self._ensure_poller()
+        return self._seen_version > self._read_version
+
+    def _polling(self) -> bool:
+        """Whether the poller runs (started if not: then the caller reads the table)."""
+        alive = self._poller is not None and self._poller.is_alive()
+        self._ensure_poller()
+        return alive
+
+    def _ensure_poller(self) -> None:
+        if self._poller is None or not self._poller.is_alive():
+            self._poller = threading.Thread(
+                target=self._watch, name="dreamwell-log-poll", daemon=True
+            )
+            self._poller.start()
+
+    def _watch(self) -> None:
+        """Note the table's newest version every `poll` seconds (one LIST of manifests), and
+        compact the table after every COMPACT_EVERY appends of this process."""
+        table: LogTable | None = None
+        compacted = 0  # the table version after the last compaction this poller saw or did
+        while True:
+            try:
+                table = table or _open(self.remote)
+                self._seen_version = version = table.latest()
+                compacted = compacted or version
+                # every writer's appends add fragments: compact after COMPACT_EVERY versions,
+                # the replica that appended last doing it (the others see it as a new version)
+                if version - compacted >= COMPACT_EVERY and self._appended_last(version):
+                    self._compact(table)
+                    compacted = table.latest()
+            except Exception as exc:  # unreachable for now: readers hear it when they read
+                logger.debug("polling the log: %s", exc)
+            if self._stop.wait(self._poll):
+                return
+
+    def close(self) -> None:
+        self._stop.set()
+
+    def read_new(self) -> list[Record]:
+        with self._lock, reaching(self.remote, "read the log in"):
+            own = self._own
+            self._own = None
+            if own is not None and own[0] == self._read_version + 1 and own[1] == self._tail_n + 1:
+                self._read_version, self._tail_n = own[0], own[1]  # nobody else wrote meanwhile
+                return self._take(own[2])
+            if own is None and 0 < self._read_version >= self._seen_version and self._polling():
+                return []  # the poller saw nothing new (an append on stale news conflicts)
+            version = self._table.latest()
+            rows = self._table.rows(f"last > {self.last_seq}")
+            records: list[Record] = []
+            for row in rows:
+                expected = (records[-1].seq if records else self.last_seq) + 1
+                if row["first"] > expected:
+                    raise LogGap(f"record {expected} was dropped from the log")
+                records.extend(_records(row))
+                self._tail_n = max(self._tail_n, int(row["n"]))
+            if not rows and self._tail_n == 0:
+                self._tail_n = self._max_n()
+            self._read_version = version
+            self._seen_version = max(self._seen_version, version)
+            return self._take(records)
+
+    def _take(self, records: list[Record]) -> list[Record]:
+        out = [r for r in records if r.seq > self.last_seq]
+        if out:
+            self.last_seq = out[-1].seq
+        return out
+
+    def _max_n(self) -> int:
+        return self._table.extreme("n", low=False) or 0
+
+    # ---- writing ----------------------------------------------------------------------------
+    def locked(self) -> contextlib.AbstractContextManager[None]:
+        """One appender at a time in this process; across replicas an append either lands
+        after everything its writer read or raises LogConflict."""
+        return self._write_lock  # type: ignore[return-value]
+
+    def append(self, batches: Sequence[Sequence[Op]]) -> int:
+        first = self.last_seq + 1
+        last = first + len(batches) - 1
+        n = self._tail_n + 1
+        body = json.dumps([list(ops) for ops in batches], separators=(",", ":"))
+        row = {"n": n, "first": first, "last": last, "at": time.time(), "body": body}
+        with self._write_lock, reaching(self.remote, "write to"):
+            inserted, version = self._table.insert_if_absent(row)
+            if not inserted:
+                with self._lock:
+                    self._read_version = -1  # read the table itself next time
+                    self.conflicts += 1
+                raise LogConflict(f"append {n} was taken by another replica")
+        with self._lock:
+            self._own = (
+                version,
+                n,
+                [Record(first + i, list(ops)) for i, ops in enumerate(batches)],
+            )
+        self._appends += 1
+        self._ensure_poller()  # it compacts the table after every COMPACT_EVERY appends
+        return last
+
+    def _appended_last(self, version: int) -> bool:
+        return self._last_append_version == version
+
+    def _compact(self, table: LogTable) -> None:
+        """Fold the small fragments of recent appends together (off the save path: each
+        append adds one, and an append or read costs a read per fragment)."""
+        try:
+            table.compact()
+        except Exception as exc:  # another replica compacting: harmless, try next time
+            logger.debug("compacting the log: %s", exc)
+
+    def rotate(self) -> int:
+        return self.last_seq + 1  # rows are already boundaries a checkpoint can fold up to
+
+    def sealed_records(self, after: int, through: int) -> Iterator[Record]:
+        with self._lock, reaching(self.remote, "read the log in"):
+            self._table.latest()
+            rows = self._table.rows(f"last > {after} AND first <= {through}")
+        for row in rows:
+            for record in _records(row):
+                if after < record.seq <= through:
+                    yield record
+
+    def drop_sealed(self, through: int) -> None:
+        below = through - KEEP_RECORDS
+        if below <= 0:
+            return
+        with self._write_lock, reaching(self.remote, "trim the log in"):
+            if self.first_seq() <= below:
+                self._table.delete(f"last <= {below}")
+
+
+def _records(row: dict[str, Any]) -> list[Record]:
+    batches = json.loads(row["body"])
+    return [Record(int(row["first"]) + i, list(ops)) for i, ops in enumerate(batches)]

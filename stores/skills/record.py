@@ -1,0 +1,97 @@
+"""A skill's record (`skills/<name>.json`, DESIGN.md) and its JSON form: the files as text
+(or base64 when not UTF-8), the SKILL.md parsed again on reading."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from dreamwell.stores.skills.skill_md import SKILL_MD, parse_skill_md
+
+
+@dataclass(frozen=True)
+class Skill:
+    id: str
+    name: str
+    revision: int
+    status: str
+    origin: str
+    pinned: bool
+    created_at: str
+    updated_at: str
+    files: Mapping[str, bytes] = field(repr=False)
+    front_matter: Mapping[str, Any] = field(repr=False)
+    body: str = field(repr=False)
+    see_also: tuple[str, ...] = ()  # related skills' names (the dream's consolidation fills it)
+
+    @property
+    def description(self) -> str:
+        return str(self.front_matter["description"])
+
+    @property
+    def skill_md(self) -> str:
+        return self.files[SKILL_MD].decode("utf-8")
+
+    def bookkeeping(self) -> dict[str, str]:
+        """The `dreamwell-*` metadata keys export writes (usage keys are added by the caller,
+        which has the usage log)."""
+        return {
+            "dreamwell-id": self.id,
+            "dreamwell-created": self.created_at,
+            "dreamwell-origin": self.origin,
+            "dreamwell-status": self.status,
+            "dreamwell-pinned": "true" if self.pinned else "false",
+        } | ({"dreamwell-see-also": " ".join(self.see_also)} if self.see_also else {})
+
+
+# ---- records -------------------------------------------------------------------------------
+def _files_json(files: Mapping[str, bytes]) -> dict[str, dict[str, str]]:
+    out: dict[str, dict[str, str]] = {}
+    for path, data in sorted(files.items()):
+        try:
+            out[path] = {"text": data.decode("utf-8")}
+        except UnicodeDecodeError:
+            out[path] = {"b64": base64.b64encode(data).decode("ascii")}
+    return out
+
+
+def skill_to_json(skill: Skill) -> str:
+    record = {
+        "id": skill.id,
+        "name": skill.name,
+        "revision": skill.revision,
+        "status": skill.status,
+        "origin": skill.origin,
+        "pinned": skill.pinned,
+        "created_at": skill.created_at,
+        "updated_at": skill.updated_at,
+        "see_also": list(skill.see_also),
+        "files": _files_json(skill.files),
+    }
+    return json.dumps(record, ensure_ascii=False, indent=1)
+
+
+def skill_from_json(text: str) -> Skill:
+    data = json.loads(text)
+    files = {
+        path: item["text"].encode("utf-8") if "text" in item else base64.b64decode(item["b64"])
+        for path, item in data["files"].items()
+    }
+    fm, body = parse_skill_md(files[SKILL_MD].decode("utf-8"), data["name"], data["name"])
+    return Skill(
+        id=str(data["id"]),
+        name=str(data["name"]),
+        revision=int(data["revision"]),
+        status=str(data["status"]),
+        origin=str(data["origin"]),
+        pinned=bool(data["pinned"]),
+        created_at=str(data["created_at"]),
+        updated_at=str(data["updated_at"]),
+        files=files,
+        front_matter=fm,
+        body=body,
+        see_also=tuple(str(n) for n in data.get("see_also", ())),
+    )
