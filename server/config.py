@@ -14,7 +14,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from dreamwell.server.flags import COMMANDS, SETTINGS
 
 if TYPE_CHECKING:
-    from dreamwell.stores.remote.location import Remote
+    from dreamwell.stores.remote import Remote
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -124,8 +124,8 @@ class Settings(BaseSettings):
         entries saved under any other would be written and never found after a restart."""
         if value is None:
             return None
-        from dreamwell.stores.errors import StoreError
-        from dreamwell.stores.working.memory import check_own_namespace
+        from dreamwell.stores import StoreError
+        from dreamwell.stores.working import check_own_namespace
 
         try:
             return check_own_namespace(value)
@@ -148,7 +148,7 @@ class Settings(BaseSettings):
             return data
         given = data.get("data_dir")
         if isinstance(given, str) and "://" in given:
-            from dreamwell.stores.remote import location as remote
+            from dreamwell.stores import remote
 
             uri = remote.parse(given)  # ValueError: one line naming the schemes
             cache = Path(str(data.get("cache_dir") or default_cache_dir())).expanduser()
@@ -178,7 +178,7 @@ class Settings(BaseSettings):
         """The object-store location, with its options, or None for a local directory."""
         if self.store_uri is None:
             return None
-        from dreamwell.stores.remote.location import Remote
+        from dreamwell.stores.remote import Remote
 
         return Remote.of(self.store_uri, self.storage_options)
 

@@ -16,7 +16,7 @@ from dreamwell.stores.errors import (
     StoreUnavailable,
     WriteFailed,
 )
-from dreamwell.stores.layout import DataDir
+from dreamwell.stores.layout import FORMAT, DataDir, newer_format
 from dreamwell.stores.lazy_exports import lazy_exports
 from dreamwell.stores.model import (
     MAX_CONTENT_CHARS,
@@ -69,6 +69,7 @@ if TYPE_CHECKING:
         SaveResult,
         Write,
     )
+    from dreamwell.stores.redact import redact
     from dreamwell.stores.skills.catalog import (
         ANY_REVISION,
         NEW,
@@ -131,6 +132,7 @@ _LAZY = {
     "DreamReports": "dream_reports",
     "ReportChanged": "dream_reports",
     "Held": "lease",
+    "redact": "redact",
     "exclusive": "lease",
     "InvalidSkill": "skills.skill_md",
     "SkillFolder": "skills.skill_md",
@@ -194,6 +196,7 @@ __all__ = [
     "ENRICH_QUEUE",
     "ENRICH_QUEUE_MAX_BYTES",
     "FEEDBACK",
+    "FORMAT",
     "MAX_CONTENT_CHARS",
     "MAX_QUERY_CHARS",
     "MAX_TTL_MINUTES",
@@ -253,9 +256,11 @@ __all__ = [
     "make_folder",
     "mount_point",
     "new_id",
+    "newer_format",
     "rank_hits",
     "read_only_mount",
     "read_skills",
+    "redact",
     "skill_from_json",
     "skill_md_parts",
     "skill_to_json",

@@ -32,7 +32,7 @@ def attach_remote(settings: Settings) -> None:
     the cache directory as its cache, for this command and any process that opens it."""
     remote = settings.remote()
     if remote is not None:
-        from dreamwell.stores.remote.blobs import attach
+        from dreamwell.stores.remote import attach
 
         attach(settings.data_dir, remote)
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from dreamwell.server.config import Settings
 from dreamwell.server.hooks.stats import hook_lines
-from dreamwell.stores.layout import FORMAT, DataDir, newer_format
+from dreamwell.stores import FORMAT, DataDir, newer_format
 
 if TYPE_CHECKING:
     from dreamwell.stores import LongTermStore
@@ -49,8 +49,7 @@ def no_store(data_dir: Path) -> str | None:
     where = DataDir(data_dir).remote
     if where is None:
         return None if (data_dir / "lancedb").exists() else str(data_dir)
-    from dreamwell.stores.longterm.lance_table import has_log
-    from dreamwell.stores.longterm.shared_log import reaching
+    from dreamwell.stores.longterm import has_log, reaching
 
     with reaching(where, "read"):
         return None if has_log(where.uri, where.storage_options()) else where.uri
@@ -339,7 +338,7 @@ def damage_finding(report: Path) -> Finding:
 
 
 def check_model(embedder: str) -> Finding:
-    from dreamwell.stores.index.embedders import E5_DIR, MODEL_DIR, model_files_ok
+    from dreamwell.stores.index import E5_DIR, MODEL_DIR, model_files_ok
 
     if model_files_ok(E5_DIR if embedder == "e5" else MODEL_DIR):
         return Finding(True, "embedded model files match their checksums")

@@ -9,7 +9,7 @@ import argparse
 from dreamwell.server.cli import parsing as cli
 from dreamwell.server.hooks import settings as hook_settings
 from dreamwell.server.hooks.events import fail_log, hook_command
-from dreamwell.stores.layout import DataDir
+from dreamwell.stores import DataDir
 
 
 def hook_main(argv: list[str]) -> int:

@@ -26,13 +26,12 @@ from typing import TYPE_CHECKING, Any
 
 from dreamwell.server.mcp.recall_text import FIRST_TURN_RECENT, MAX_RECALLED, RECALLED, fill
 from dreamwell.server.mcp.recall_text import memory_line as _line
-from dreamwell.stores.hooks.sessions import HookSession, HookSessions, hooks_log
-from dreamwell.stores.layout import DataDir
-from dreamwell.stores.redact import redact
+from dreamwell.stores import DataDir, redact
+from dreamwell.stores.hooks import HookSession, HookSessions, hooks_log
 
 if TYPE_CHECKING:
     from dreamwell.server.hooks.settings import HookSettings
-    from dreamwell.stores.hooks.quick_recall import QuickRecall
+    from dreamwell.stores.hooks import QuickRecall
 
 EVENTS = ("session-start", "user-prompt", "stop", "pre-compact", "session-end")
 CLIENT = "claude-code"
@@ -81,7 +80,7 @@ def record_skill_uses(
     """The skills and tools the agent used, into `skill-usage.jsonl` (usage counts are derived
     from it). Every skill name is kept, the catalog's or not: a skill the user wrote by hand
     and uses often is what the dream's gap detection should know about."""
-    from dreamwell.stores.inputs.jsonl_log import SKILL_USAGE, SKILL_USAGE_MAX_BYTES, JsonlLog
+    from dreamwell.stores.inputs import SKILL_USAGE, SKILL_USAGE_MAX_BYTES, JsonlLog
 
     if not skills and not tools:
         return
@@ -96,7 +95,7 @@ def record_skill_uses(
 
 # ---- recording -----------------------------------------------------------------------------
 def _append(dirs: DataDir, name: str, record: dict[str, Any], now: datetime | None = None) -> None:
-    from dreamwell.stores.inputs.jsonl_log import CONVERSATION, CONVERSATION_MAX_BYTES, JsonlLog
+    from dreamwell.stores.inputs import CONVERSATION, CONVERSATION_MAX_BYTES, JsonlLog
 
     bound = CONVERSATION_MAX_BYTES if name == CONVERSATION else None
     JsonlLog(dirs.root, name, lock_timeout=LOG_WAIT, max_bytes=bound).append(record, now)
@@ -138,7 +137,7 @@ def record_recall(
 
 # ---- events -------------------------------------------------------------------------------------
 def _recall(dirs: DataDir) -> QuickRecall:
-    from dreamwell.stores.hooks.quick_recall import QuickRecall
+    from dreamwell.stores.hooks import QuickRecall
 
     reader = QuickRecall(dirs)
     for problem in reader.problems:
@@ -152,7 +151,7 @@ def _recall(dirs: DataDir) -> QuickRecall:
 
 def _working_lines(call: Call) -> list[str]:
     from dreamwell.server.mcp.recall_text import wm_line
-    from dreamwell.stores.working.memory import WorkingMemory
+    from dreamwell.stores.working import WorkingMemory
 
     working = WorkingMemory(call.dirs.root)
     prefixes = [p for p in (call.settings.namespace, "patrol") if p]

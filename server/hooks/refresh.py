@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from dreamwell.stores.layout import DataDir
+from dreamwell.stores import DataDir
 
 RETRY_AFTER = 60.0  # seconds after a failed refresh before a hook starts another
 
@@ -57,8 +57,8 @@ def refresh(dirs: DataDir) -> bool:
         return False
     try:
         from dreamwell.stores import LongTermStore
-        from dreamwell.stores.hooks.quick_recall import write_snapshot
-        from dreamwell.stores.longterm.state import StateFile
+        from dreamwell.stores.hooks import write_snapshot
+        from dreamwell.stores.longterm import StateFile
 
         state = StateFile(dirs.state).read()
         seq = state.checkpoint if state.known else 0  # a lower bound of what the store holds
@@ -71,7 +71,7 @@ def refresh(dirs: DataDir) -> bool:
 
 
 def main(argv: list[str]) -> int:
-    from dreamwell.stores.hooks.sessions import hooks_log
+    from dreamwell.stores.hooks import hooks_log
 
     dirs = DataDir(Path(argv[0]))
     try:

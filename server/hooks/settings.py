@@ -62,8 +62,8 @@ def read(data_dir_flag: str | None) -> HookSettings:
     env = {k[10:].lower(): v for k, v in os.environ.items() if k.startswith("DREAMWELL_")}
     namespace = env.get("namespace") or None
     if namespace is not None:
-        from dreamwell.stores.errors import StoreError
-        from dreamwell.stores.working.memory import check_own_namespace
+        from dreamwell.stores import StoreError
+        from dreamwell.stores.working import check_own_namespace
 
         try:
             check_own_namespace(namespace)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from dreamwell.stores.layout import DataDir
-from dreamwell.stores.skills.catalog import Skill, SkillCatalog
+from dreamwell.stores import DataDir
+from dreamwell.stores.skills import Skill, SkillCatalog
 
 MAX_PROMPT_SKILLS = 3
 MAX_DESCRIPTION = 200  # characters of a description in one hook line
@@ -36,7 +36,7 @@ def relevant(
     skills = {s.name: s for s in SkillCatalog(dirs).list("active") if s.name not in shown}
     if not skills or not prompt.strip():
         return []
-    from dreamwell.stores.index.text_index import IndexDoc, TextIndex
+    from dreamwell.stores.index import IndexDoc, TextIndex
 
     index = TextIndex(None)  # empty, in RAM: the statistics are the skills' own
     docs = {

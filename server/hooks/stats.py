@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from dreamwell.stores.hooks.sessions import DAY, HookSessions
-from dreamwell.stores.layout import DataDir
+from dreamwell.stores import DataDir
+from dreamwell.stores.hooks import DAY, HookSessions
 
 MAX_SESSIONS_SHOWN = 10
 NO_MEMORY = (

@@ -19,6 +19,7 @@ from mcp.types import INVALID_PARAMS
 from dreamwell.server import background
 from dreamwell.server.config import Settings
 from dreamwell.server.heap import give_back_freed
+from dreamwell.server.mcp import sdk
 from dreamwell.server.mcp.arguments import check_prompt, tool_refusal
 from dreamwell.server.mcp.dream import register_dream
 from dreamwell.server.mcp.recall import register_recall
@@ -124,7 +125,7 @@ def build_server(settings: Settings, runtime: Runtime | None = None) -> MCPServe
         extensions=[skills.extension()],
     )
     skills.attach(mcp)  # before _edge_checks, which refuses prompts it does not know
-    mcp._lowlevel_server.middleware.append(_edge_checks(mcp, answered, runtime))
+    sdk.lowlevel(mcp).middleware.append(_edge_checks(mcp, answered, runtime))
     register_tools(mcp, runtime)
     register_recall(mcp, runtime, skills)
     register_dream(mcp, runtime)

@@ -18,13 +18,15 @@ from mcp.types import INVALID_PARAMS
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from dreamwell.server.mcp import sdk
+
 TAGS = "'tags' must be text like 'a, b' or a list of up to 32 strings of at most 64 characters"
 _WHOLE = "'{f}' must be a whole number such as 5, not text, a fraction or true/false"
 
 
 def arg_model(mcp: MCPServer[Any], name: str) -> type[BaseModel] | None:
     """The pydantic model the SDK validates a tool's arguments with (None if unknown)."""
-    tool = mcp._tool_manager.get_tool(name)
+    tool = sdk.tool(mcp, name)
     model = getattr(getattr(tool, "fn_metadata", None), "arg_model", None)
     return model if isinstance(model, type) and issubclass(model, BaseModel) else None
 
@@ -89,9 +91,9 @@ def check_prompt(mcp: MCPServer[Any], params: Mapping[str, Any]) -> None:
     """Raise MCPError (invalid params) for an unknown prompt or bad argument names, in both
     protocol eras alike."""
     name = str(params.get("name", ""))
-    prompt = mcp._prompt_manager.get_prompt(name)
+    prompt = sdk.prompt(mcp, name)
     if prompt is None:
-        known = ", ".join(sorted(p.name for p in mcp._prompt_manager.list_prompts()))
+        known = ", ".join(sorted(p.name for p in sdk.prompts(mcp)))
         raise MCPError(INVALID_PARAMS, f"Unknown prompt '{name}'. Prompts: {known}.")
     args = params.get("arguments") or {}
     if not isinstance(args, Mapping):

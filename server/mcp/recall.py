@@ -29,8 +29,8 @@ from dreamwell.stores import (
     MemoryEntry,
     StoreError,
     fold_text,
+    redact,
 )
-from dreamwell.stores.redact import redact
 
 if TYPE_CHECKING:
     from dreamwell.server.mcp.skills import SkillsEdge

@@ -36,6 +36,7 @@ from mcp.types import (
 )
 from pydantic import BaseModel
 
+from dreamwell.server.mcp import sdk
 from dreamwell.server.mcp.skills_recall import InjectedSkills
 from dreamwell.server.mcp.skills_watch import SkillsWatch
 from dreamwell.stores import StoreError
@@ -111,7 +112,7 @@ class SkillsEdge:
     def attach(self, mcp: MCPServer[Any]) -> None:
         """Add the middleware (call before any middleware that refuses unknown prompts)."""
         self.watch.attach(mcp)
-        mcp._lowlevel_server.middleware.append(self._middleware(mcp))
+        sdk.lowlevel(mcp).middleware.append(self._middleware(mcp))
 
     def _middleware(self, mcp: MCPServer[Any]) -> Any:
         async def middleware(
@@ -119,10 +120,7 @@ class SkillsEdge:
         ) -> HandlerResult:
             tenant = await self.watch.note(ctx)
             params = ctx.params or {}
-            if (
-                ctx.method == "prompts/get"
-                and mcp._prompt_manager.get_prompt(str(params.get("name", ""))) is None
-            ):
+            if ctx.method == "prompts/get" and sdk.prompt(mcp, str(params.get("name", ""))) is None:
                 found = await self._skill_prompt(ctx, tenant, params)
                 if found is not None:
                     return found

@@ -26,6 +26,7 @@ from mcp.server.lowlevel.server import NotificationOptions
 from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from dreamwell.server.mcp import sdk
 from dreamwell.stores import StoreError
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ class SkillsWatch:
         """Declare `listChanged` for prompts and resources in 2025-era handshakes (2026 ones
         derive it from `subscriptions/listen` being served)."""
         self._mcp = mcp
-        lowlevel = mcp._lowlevel_server
+        lowlevel = sdk.lowlevel(mcp)
         original = lowlevel.create_initialization_options
 
         def with_list_changed(
@@ -168,6 +169,6 @@ class SkillsWatch:
             except (anyio.ClosedResourceError, anyio.BrokenResourceError, RuntimeError):
                 self._sessions.pop(session, None)  # the client has gone
         if self._mcp is not None:
-            bus = self._mcp._subscriptions
+            bus = sdk.subscriptions(self._mcp)
             await bus.publish(PromptsListChanged())
             await bus.publish(ResourcesListChanged())

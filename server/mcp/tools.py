@@ -19,9 +19,9 @@ from dreamwell.stores import (
     MAX_TTL_MINUTES,
     InvalidInput,
     StoreError,
+    redact,
     utcnow,
 )
-from dreamwell.stores.redact import redact
 
 logger = logging.getLogger(__name__)
 
@@ -222,7 +222,7 @@ def register_tools(mcp: MCPServer, runtime: Runtime) -> None:
 
 def _prefix(namespace: str) -> str:
     """A checked namespace prefix (working memory's module loads with the stores, not here)."""
-    from dreamwell.stores.working.memory import check_prefix
+    from dreamwell.stores.working import check_prefix
 
     return check_prefix(namespace)
 

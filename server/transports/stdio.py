@@ -24,6 +24,7 @@ from mcp.shared.message import SessionMessage
 from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
 from pydantic import ValidationError
 
+from dreamwell.server.mcp import sdk
 from dreamwell.server.transports.wire import claimed_stdin, claimed_stdout
 
 logger = logging.getLogger(__name__)
@@ -215,7 +216,7 @@ class ReplyingReadStream:
 async def run_stdio(mcp: MCPServer[Any], on_eof: Callable[[], None] | None = None) -> None:
     """What `MCPServer.run_stdio_async` does, with every unreadable frame answered; `on_eof`
     runs as soon as stdin closes (handlers still running may keep `run` from returning)."""
-    lowlevel = mcp._lowlevel_server
+    lowlevel = sdk.lowlevel(mcp)
     pending: set[Any] = set()
     with claimed_stdin() as stdin, claimed_stdout() as stdout:
         async with stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream):

@@ -30,8 +30,7 @@ from dreamwell.server.runtime import TENANT_SCOPE_KEY, Runtime, Tenant
 from dreamwell.server.ui import memories as ui_data
 from dreamwell.server.ui import skills as ui_skills
 from dreamwell.server.ui.memories import BadRequest
-from dreamwell.stores import SkillCatalog, StoreError
-from dreamwell.stores.layout import DataDir
+from dreamwell.stores import DataDir, SkillCatalog, StoreError
 
 CSRF_HEADER = "x-dreamwell-csrf"
 _STATIC = {

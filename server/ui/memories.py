@@ -19,6 +19,7 @@ from dreamwell.server.hooks.stats import hook_activity
 from dreamwell.stores import (
     ANY,
     MAX_CONTENT_CHARS,
+    DataDir,
     LongTermStore,
     MemoryEntry,
     Write,
@@ -28,7 +29,6 @@ from dreamwell.stores import (
     fold_text,
     utcnow,
 )
-from dreamwell.stores.layout import DataDir
 
 LIMIT = 200  # memories per page; "more" asks for the next LIMIT
 ACTIONS = ("edit", "archive", "restore")

@@ -16,8 +16,7 @@ from typing import Any
 from dreamwell.dream.report import list_reports, load_report
 from dreamwell.server.ui.memories import BadRequest
 from dreamwell.stores import Skill, SkillCatalog, SkillChange, SkillUsage
-from dreamwell.stores.skills.record import skill_to_json
-from dreamwell.stores.skills.skill_md import SKILL_MD
+from dreamwell.stores.skills import SKILL_MD, skill_to_json
 
 ACTIONS = ("edit", "approve", "reject", "pin", "unpin", "archive", "restore")
 HISTORY_REPORTS = 200  # the newest dream reports searched for a skill's history

@@ -16,14 +16,16 @@ from dreamwell.stores.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from dreamwell.stores.remote.blobs import CREATE, Blobs, Conflict, attach
-    from dreamwell.stores.remote.location import Remote, describe, is_uri
+    from dreamwell.stores.remote.location import Remote, cache_path, describe, is_uri, parse
 
 _LAZY = {
     **dict.fromkeys(
         [
             "Remote",
+            "cache_path",
             "describe",
             "is_uri",
+            "parse",
         ],
         "location",
     ),
@@ -46,6 +48,8 @@ __all__ = [
     "Conflict",
     "Remote",
     "attach",
+    "cache_path",
     "describe",
     "is_uri",
+    "parse",
 ]

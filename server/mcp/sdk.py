@@ -1,0 +1,44 @@
+"""The one module that reaches into the MCP SDK's private attributes.
+
+`MCPServer` (mcp 2.x) keeps its low-level server, its tool and prompt managers and its
+subscription bus private; dreamwell needs each: the low-level server to add request
+middleware, declare `listChanged` and run stdio with an answer to every frame; the managers
+to check a call's arguments against the registered tool or prompt before a handler runs; the
+bus to publish list changes to 2026-era clients. Touching them here alone means an SDK
+upgrade that renames one breaks this module, which tests/server/mcp/test_sdk.py pins."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mcp.server.lowlevel.server import Server
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.prompts.base import Prompt
+    from mcp.server.mcpserver.tools.base import Tool
+    from mcp.server.subscriptions import SubscriptionBus
+
+
+def lowlevel(mcp: MCPServer[Any]) -> Server[Any]:
+    """The low-level server under `mcp` (its middleware, initialization options, `run`)."""
+    return mcp._lowlevel_server
+
+
+def tool(mcp: MCPServer[Any], name: str) -> Tool | None:
+    """The registered tool called `name`, None if there is none."""
+    return mcp._tool_manager.get_tool(name)
+
+
+def prompt(mcp: MCPServer[Any], name: str) -> Prompt | None:
+    """The registered prompt called `name`, None if there is none."""
+    return mcp._prompt_manager.get_prompt(name)
+
+
+def prompts(mcp: MCPServer[Any]) -> list[Prompt]:
+    """Every registered prompt."""
+    return mcp._prompt_manager.list_prompts()
+
+
+def subscriptions(mcp: MCPServer[Any]) -> SubscriptionBus:
+    """The bus that `subscriptions/listen` streams (2026-era list-changed notifications)."""
+    return mcp._subscriptions
