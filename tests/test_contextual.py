@@ -14,7 +14,7 @@ from mcp import Client
 from dreamwell.server.config import Settings
 from dreamwell.server.mcp.app import build_server
 from dreamwell.stores import LongTermStore
-from dreamwell.stores.index.view import Rows
+from dreamwell.stores.index.rows import Rows
 from dreamwell.stores.model import FOLLOWS, MemoryEntry, utcnow
 from tests.conftest import ok
 

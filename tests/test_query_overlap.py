@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from dreamwell.stores import LongTermStore, MemoryEntry
+from dreamwell.stores.index.rows import Rows
 from dreamwell.stores.index.text_index import TextIndex
-from dreamwell.stores.index.view import Rows
 from tests.test_vector_index import SeededEmbedder
 
 

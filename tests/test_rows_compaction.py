@@ -12,7 +12,8 @@ import pytest
 
 import dreamwell.stores.longterm.checkpoint as checkpoint
 from dreamwell.stores import LongTermStore
-from dreamwell.stores.index.view import Rows, View
+from dreamwell.stores.index.rows import Rows
+from dreamwell.stores.index.view import View
 from dreamwell.stores.model import FOLLOWS, MemoryEntry, utcnow
 from tests.test_recall import HashEmbedder
 from tests.test_vector_scan import RESCORE, clustered

@@ -438,7 +438,7 @@ def test_a_save_while_the_backfill_finds_nothing_to_embed_still_wants_its_vector
     there must leave `vectors_wanted` set, and call the hook that wakes the server's
     backfill. The backfill used to clear the flag after finding nothing, erasing that save's
     wake-up; its vector then waited for the next save or the 30 s idle round."""
-    from dreamwell.stores.index.view import Rows
+    from dreamwell.stores.index.rows import Rows
 
     woken = []
     store = LongTermStore(

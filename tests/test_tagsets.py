@@ -8,8 +8,8 @@ import random
 
 import numpy as np
 
+from dreamwell.stores.index.rows import Rows
 from dreamwell.stores.index.tagsets import TagSets
-from dreamwell.stores.index.view import Rows
 from dreamwell.stores.model import MemoryEntry, utcnow
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from dreamwell.stores import LongTermStore, MemoryEntry, new_id, utcnow
 from dreamwell.stores.index import ivf, vector_rank
-from dreamwell.stores.index.view import Rows
+from dreamwell.stores.index.rows import Rows
 from tests.test_vector_scan import DIM, SHARED, TOPICS, build, clustered, unit
 
 INDEX_AT = 4_000

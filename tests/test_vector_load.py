@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from dreamwell.stores import LongTermStore
-from dreamwell.stores.index.view import Rows
+from dreamwell.stores.index.rows import Rows
 from dreamwell.stores.model import FOLLOWS, MemoryEntry, utcnow
 from tests.test_recall import HashEmbedder
 

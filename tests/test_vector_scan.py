@@ -11,7 +11,8 @@ import numpy.typing as npt
 
 from dreamwell.stores.index import sign_codes as signs
 from dreamwell.stores.index.held_vectors import quantize
-from dreamwell.stores.index.view import RADIUS, Rows
+from dreamwell.stores.index.row_columns import RADIUS
+from dreamwell.stores.index.rows import Rows
 from dreamwell.stores.model import FOLLOWS, MemoryEntry, utcnow
 
 RESCORE = 256  # candidates rescored: 3 % of the 8,192 rows below, as 2,048 is of 65,536

@@ -25,7 +25,7 @@ from dreamwell.stores.index.sign_codes import best as best_signs
 from dreamwell.stores.index.sign_codes import sign_words, similarity
 
 if TYPE_CHECKING:
-    from dreamwell.stores.index.view import Rows
+    from dreamwell.stores.index.rows import Rows
 
 Matrix = npt.NDArray[np.float32]
 

@@ -19,8 +19,9 @@ import numpy as np
 
 from dreamwell.stores.index.duplicate_map import DupIndex
 from dreamwell.stores.index.postings import Postings
+from dreamwell.stores.index.rows import Matrix, Rows
 from dreamwell.stores.index.text_index import IndexDoc
-from dreamwell.stores.index.view import Matrix, Rows, View
+from dreamwell.stores.index.view import View
 from dreamwell.stores.longterm import operations as ops
 from dreamwell.stores.longterm.lance_table import StoredVector
 from dreamwell.stores.longterm.log import Op, Record

@@ -20,7 +20,8 @@ from dreamwell.stores.index.embedders import Embedder, EmbedderError, Reranker
 from dreamwell.stores.index.hybrid_rank import CONTEXT_WEIGHT, rank_hits
 from dreamwell.stores.index.packed_entries import Brief
 from dreamwell.stores.index.postings import DocTerms
-from dreamwell.stores.index.view import Rows, View
+from dreamwell.stores.index.rows import Rows
+from dreamwell.stores.index.view import View
 from dreamwell.stores.longterm.components import Parts
 from dreamwell.stores.longterm.mirror import Pending
 from dreamwell.stores.longterm.vectors import Vectors

@@ -32,8 +32,8 @@ from filelock import FileLock
 from dreamwell.stores.index.embedders import Embedder, Reranker
 from dreamwell.stores.index.hybrid_rank import KEYWORD_WEIGHT
 from dreamwell.stores.index.postings import Postings
+from dreamwell.stores.index.rows import Rows
 from dreamwell.stores.index.text_index import TextIndex
-from dreamwell.stores.index.view import Rows
 from dreamwell.stores.layout import DataDir
 from dreamwell.stores.longterm import lance_files as lancefiles
 from dreamwell.stores.longterm.catchup import Follower

@@ -47,7 +47,8 @@ from search_scale_bench import PROBE, StandIn, e5_query_ms
 from dreamwell.server.mcp.app import TRIM_QUIET
 from dreamwell.stores import LongTermStore, new_id
 from dreamwell.stores.index.held_vectors import Held
-from dreamwell.stores.index.view import RADIUS, Rows
+from dreamwell.stores.index.row_columns import RADIUS
+from dreamwell.stores.index.rows import Rows
 from dreamwell.stores.layout import DataDir
 from dreamwell.stores.model import FOLLOWS, MemoryEntry, utcnow
 

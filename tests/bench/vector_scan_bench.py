@@ -34,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 from scale_bench import pct
 
-from dreamwell.stores.index.view import Rows
+from dreamwell.stores.index.rows import Rows
 from dreamwell.stores.model import FOLLOWS, MemoryEntry, utcnow
 
 DIM = 384

@@ -1,0 +1,319 @@
+"""The columnar mirror for top-k: `Rows` adds to the columns of stores/index/row_columns.py
+the embedder's vectors, their sign bits from a centre, the lists over them (stores/index/ivf.py)
+and every row's contextual norm, kept as rows and vectors change.
+
+Vectors are held as float32 while a store has no more than RESCORE of them, then as one int8
+per dimension from their mean (`stores/index/held_vectors.py`: a quarter of float32's memory,
+cosines within ~1e-3 of float32's). Every hit is checked against the View
+(stores/index/view.py), which is the truth. The vector search over `Rows` is in
+`stores/index/vector_rank.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from dreamwell.stores.index import ivf, vector_rank
+from dreamwell.stores.index.held_vectors import Held
+from dreamwell.stores.index.row_columns import RowColumns
+from dreamwell.stores.index.sign_codes import sign_words
+from dreamwell.stores.model import MemoryEntry, VectorLike
+
+Matrix = npt.NDArray[np.float32]
+RESCORE = 2048  # rows given an exact cosine after the sign-bit scan
+
+
+def _widened(bits: npt.NDArray[np.uint64], capacity: int) -> npt.NDArray[np.uint64]:
+    """Sign bits (words x rows, word-major: a scan reads each word's row contiguously) with
+    room for `capacity` rows."""
+    out = np.zeros((bits.shape[0], capacity), dtype=np.uint64)
+    out[:, : bits.shape[1]] = bits
+    return out
+
+
+class Rows(RowColumns):
+    """The row columns with each row's vector, sign bits, lists and contextual norm."""
+
+    def __init__(self, capacity: int = 1024, rescore: int = RESCORE) -> None:
+        super().__init__(capacity)
+        self.rescore = rescore
+        self._set = 0  # vectors set since the matrix was made (at least the rows with one)
+        self.vec: Held | None = None  # rows x dim: float32, int8 past RESCORE vectors
+        # (centre, words x rows): sign bits of (vector - centre), word-major; None until the
+        # store has more than RESCORE vectors. One tuple, swapped whole, so that a reader
+        # always pairs bits with the centre they were made from.
+        self.codes: tuple[Matrix, npt.NDArray[np.uint64]] | None = None
+        self._centred_at = 0  # vectors set when the centre was last computed
+        # from ivf.INDEX_AT vectors: lists over the rows (stores/index/ivf.py), and every row's
+        # contextual vector's sign bits (words x rows, from the same centre)
+        self.index: ivf.Index | None = None
+        self.defer_index = False  # while a store's vectors load: the lists once at the end
+        self.ctx_bits: npt.NDArray[np.uint64] | None = None
+        self.model: str | None = None
+
+    def _grow(self, capacity: int) -> None:
+        super()._grow(capacity)
+        if self.vec is not None:
+            self.vec = self.vec.grown(capacity)
+        if self.codes is not None:
+            self.codes = (self.codes[0], _widened(self.codes[1], capacity))
+        if self.ctx_bits is not None:
+            self.ctx_bits = _widened(self.ctx_bits, capacity)
+
+    def vector_count(self) -> int:
+        n = self.n
+        return int(np.count_nonzero(self.has_vec[:n] & self.live[:n]))  # .sum(): 8x slower
+
+    def _refresh(self, row: int) -> None:
+        """Recompute the contextual norms of `row` and of every row whose context holds it."""
+        self._refresh_many(np.array([row], dtype=np.int64))
+
+    def _refresh_many(self, rows: npt.NDArray[np.int64]) -> None:
+        """The contextual norms of linked `rows` and of the rows whose context holds them."""
+        has_link = (self.prev[rows] >= 0) | (self.next[rows] >= 0)
+        self.ctx_norm[rows[~has_link]] = 1.0  # its own context, as _ctx_norm has it
+        touched: set[int] = set()
+        for row in rows[has_link].tolist():
+            touched.update((row, *self._around(row)))
+        for row in sorted(touched):
+            self.ctx_norm[row] = self._ctx_norm(row)
+        self._relisted(np.union1d(rows, np.fromiter(touched, np.int64, len(touched))))
+
+    def _ctx_total(self, row: int) -> Matrix | None:
+        """The sum of `row`'s vector and its usable neighbours' (None: it has no vector or no
+        such neighbour, and is its own context)."""
+        if self.vec is None or not self.has_vec[row]:
+            return None
+        around = [r for r in self._around(row) if self.has_vec[r] and self.live[r]]
+        if not around:
+            return None
+        total: Matrix = self.vec.rows([row, *around]).sum(axis=0)
+        return total
+
+    def _ctx_norm(self, row: int) -> float:
+        total = self._ctx_total(row)
+        if total is None:  # its own context: scored as the plain cosine is (unit vectors)
+            return 1.0
+        return max(float(np.linalg.norm(total)), 1e-6)
+
+    def set_vector(self, entry_id: str, model: str, vector: VectorLike) -> None:
+        """Take a vector of `model`; vectors of another model or dimension reset the matrix."""
+        row = self._row(entry_id)
+        self.set_vectors(model, np.asarray(vector, dtype=np.float32)[None, :], np.array([row]))
+
+    def set_vectors(self, model: str, block: Matrix, rows: npt.NDArray[np.int64]) -> None:
+        """Set the vectors of `rows` (float32) in that order, as one by one: the centres are
+        computed at the same counts, so the held rows and sign bits, and with them every
+        search, come out the same however they arrive. Loading a store's vectors this way
+        makes no object per vector."""
+        if len(rows) == 0:
+            return
+        if self.model != model or self.vec is None or self.vec.dim != block.shape[1]:
+            self.model = model
+            self.vec = Held.empty(len(self.live), block.shape[1])
+            self.codes = None
+            self.index = self.ctx_bits = None
+            self._centred_at = 0
+            self.has_vec[:] = False
+            self._set = 0
+        assert self.vec is not None
+        done = 0
+        while done < len(rows):
+            if self.codes is None:  # centred once the count passes RESCORE
+                room = max(self.rescore + 1 - self._set, 1)
+            else:  # and again when it reaches four times the count at the last centring
+                room = max(4 * self._centred_at - self._set, 1)
+            part = slice(done, done + room)
+            self.vec.put(rows[part], block[part])
+            self.has_vec[rows[part]] = True
+            self._set += len(rows[part])
+            done += room
+            if self.codes is not None and self._set < 4 * self._centred_at:
+                centre, bits = self.codes
+                bits[:, rows[part]] = sign_words(self.vec.rows(rows[part]) - centre).T
+            elif self._set > self.rescore:
+                self._centre()
+        index = self.index
+        if index is None and self.codes is not None and self._set >= ivf.INDEX_AT:
+            self._index()
+        elif index is not None and index is self.index and index.plain.add(rows):
+            self._index(index)  # the tail is full
+        self._refresh_many(rows)
+
+    def _relisted(self, rows: npt.NDArray[np.int64]) -> None:
+        """With lists: the contextual sign bits of `rows`, whose context changed, and
+        `rows` put in the contextual lists' tail (new lists when it is full)."""
+        index, ctx_bits, codes = self.index, self.ctx_bits, self.codes
+        if index is None or ctx_bits is None or codes is None:
+            return
+        rows = rows[self.has_vec[rows]]  # a row without a vector is never a candidate
+        if len(rows) == 0:
+            return
+        ctx_bits[:, rows] = self._context_bits(rows, codes[0])
+        if index.context.add(rows):
+            self._index(index)  # the tail is full
+
+    def _contexts(self, rows: npt.NDArray[np.int64]) -> Matrix:
+        """The contextual vectors of `rows`, normalised: each row's vector plus its usable
+        neighbours' (a row without is its own context; a row without a vector, zeros). A
+        few rows (a save's) follow their links; many (the lists being made) use the link
+        arrays, which a save's new link would make again at the size of the store."""
+        assert self.vec is not None
+        vec = self.vec
+        out = np.zeros((len(rows), vec.dim), dtype=np.float32)
+        if len(rows) <= 64:
+            for i, row in enumerate(rows.tolist()):
+                total = self._ctx_total(row)
+                if total is not None:
+                    out[i] = total
+                elif self.has_vec[row]:
+                    out[i] = vec.rows([row])[0]
+        else:
+            hops, _ = self.links(self.n)
+            has = self.has_vec[rows]
+            out[has] = vec.rows(rows[has])
+            usable = self.has_vec[: self.n] & self.live[: self.n]
+            for hop in hops:
+                near = hop[rows]
+                ok = near >= 0
+                ok[ok] = usable[near[ok]]
+                ok &= has
+                out[ok] += vec.rows(near[ok])
+        out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-6)
+        return out
+
+    def _context_bits(self, rows: npt.NDArray[np.int64], centre: Matrix) -> npt.NDArray[np.uint64]:
+        """The sign bits of `rows`' contextual vectors from `centre` (words x rows)."""
+        return sign_words(self._contexts(rows) - centre).T
+
+    def _index(self, previous: ivf.Index | None = None) -> None:
+        """Lists over the rows with a vector and over their contextual vectors, and every
+        row's contextual sign bits. With `previous` (same centre) its quantisers and its rows'
+        places are kept; else the quantisers are trained anew. Below ivf.INDEX_AT vectors
+        (or while loading: `defer_index`), none."""
+        codes, vec = self.codes, self.vec
+        n = self.n
+        ready = codes is not None and vec is not None and not self.defer_index
+        rows = np.flatnonzero(self.has_vec[:n]) if ready else np.empty(0, dtype=np.int64)
+        if len(rows) < ivf.INDEX_AT:
+            self.index = self.ctx_bits = None
+            return
+        assert codes is not None and vec is not None
+        centre, bits = codes
+        if previous is not None and previous.centre is centre and self.ctx_bits is not None:
+            # a set whose tail is not yet half full is kept: making lists costs O(rows)
+            ctx_bits = self.ctx_bits
+            plain, context = previous.plain, previous.context
+            if plain.filling:
+                plain = ivf.listed(plain.quantiser, rows, vec.rows, bits, plain)
+            if context.filling:
+                context = ivf.listed(context.quantiser, rows, self._contexts, ctx_bits, context)
+        else:
+            ctx_bits = np.zeros_like(bits)
+            for start in range(0, n, ivf.BLOCK):
+                block = np.arange(start, min(n, start + ivf.BLOCK))
+                ctx_bits[:, block] = self._context_bits(block, centre)
+            plain = ivf.listed(ivf.train(rows, vec.rows), rows, vec.rows, bits)
+            context = ivf.listed(ivf.train(rows, self._contexts), rows, self._contexts, ctx_bits)
+        self.ctx_bits = ctx_bits
+        self.index = ivf.Index(centre, plain, context)
+
+    def index_now(self) -> None:
+        """End `defer_index` (a store's vectors are loaded): the lists, if there are enough
+        vectors for them."""
+        self.defer_index = False
+        if self.index is None:
+            self._index()
+
+    def _centre(self) -> None:
+        """(Re)compute the centre as the mean vector and every row's sign bits from it: when
+        the store first has more than RESCORE vectors (when the held rows become int8 steps
+        from that first centre, which then stays), and again each time it quadruples."""
+        assert self.vec is not None
+        n = self.n
+        have = np.flatnonzero(self.has_vec[:n])
+        total = np.zeros(self.vec.dim, dtype=np.float64)
+        for start in range(0, len(have), 16384):  # in slices: no float32 copy of it all
+            total += self.vec.rows(have[start : start + 16384]).sum(axis=0, dtype=np.float64)
+        centre = (total / max(len(have), 1)).astype(np.float32)
+        if not self.vec.quantized:
+            self.vec = self.vec.to_int8(centre, n)
+        bits = np.zeros((-(-self.vec.dim // 64), len(self.live)), dtype=np.uint64)
+        for start in range(0, n, 16384):
+            block = self.vec.rows(slice(start, min(n, start + 16384))) - centre
+            bits[:, start : start + len(block)] = sign_words(block).T
+        self.codes = (centre, bits)
+        self._centred_at = self._set = len(have)
+        self._index()
+
+    def compacted(self, entries: Iterable[MemoryEntry]) -> Rows:
+        """A new Rows with rows for `entries` only (the rows of deleted entries dropped) and
+        the vectors this one holds for them, as a store opened afresh would have them: a link
+        to an entry that is gone becomes a link to an empty row. This one is left as it was,
+        for the readers still using it."""
+        entries = list(entries)
+        new = Rows(max(1024, len(entries) + 1024), self.rescore)
+        for entry in entries:
+            new.put(entry)
+        if self.vec is not None and self.model is not None:
+            n = self.n
+            kept = [
+                (row, new.row_of[entry_id])
+                for entry_id, row in self.row_of.items()
+                if row < n and self.has_vec[row] and entry_id in new.row_of
+            ]
+            if kept:
+                old_rows, new_rows = np.array(kept, dtype=np.int64).T
+                held = self.vec.taken(len(new.live), old_rows, new_rows)
+                new.take_vectors(self.model, held, new_rows)
+        return new
+
+    def take_vectors(self, model: str, held: Held, rows: npt.NDArray[np.int64]) -> None:
+        """Take `held` as the vectors, `rows` being those that have one, then compute the
+        centre, the sign bits and the contextual norms: what set_vector does a row at a time
+        (held rows are copied as they are: int8 ones keep their centre and are not rounded
+        a second time)."""
+        self.model = model
+        self.vec = held
+        self.has_vec[:] = False
+        self.has_vec[rows] = True
+        self.codes = None
+        self._centred_at = 0
+        self._set = len(rows)
+        if self._set > self.rescore:
+            self._centre()
+        n = self.n
+        for row in np.flatnonzero((self.prev[:n] >= 0) | (self.next[:n] >= 0)).tolist():
+            self.ctx_norm[row] = self._ctx_norm(row)
+
+    def drop_vector(self, entry_id: str) -> None:
+        row = self.row_of.get(entry_id)
+        if row is not None:
+            self.has_vec[row] = False
+            self._refresh(row)
+
+    def has_vector(self, entry_id: str) -> bool:
+        row = self.row_of.get(entry_id)
+        return row is not None and bool(self.has_vec[row])
+
+    def without_vector(self, limit: int) -> list[str]:
+        """Ids of up to `limit` live rows without a vector, oldest row first: one mask over
+        the columns (a loop over 100,000 rows in Python took 10 ms, after every save)."""
+        live, has_vec = self.live, self.has_vec  # a writer growing them replaces them whole
+        n = min(self.n, len(live), len(has_vec))
+        rows = np.flatnonzero(live[:n] & ~has_vec[:n])[:limit]
+        return [self.ids[row] for row in rows.tolist()]
+
+    def vector_top(
+        self,
+        query: Sequence[float],
+        limit: int,
+        mask: npt.NDArray[np.bool_],
+        contextual: bool = False,
+    ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+        """(id, cosine) best first among masked rows that have a vector, and with
+        `contextual` the same for contextual vectors (`stores/index/vector_rank.py`)."""
+        return vector_rank.top(self, query, limit, mask, contextual)
