@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 import anyio.to_thread
@@ -70,8 +70,31 @@ def text_result(text: str, error: bool = False) -> CallToolResult:
     )
 
 
+Work = Callable[[Tenant, str], str]  # a tool's blocking work on the caller's tenant and namespace
+Call = Callable[[Context, Work], Awaitable[CallToolResult]]
+
+
 def register_tools(mcp: MCPServer, runtime: Runtime) -> None:
-    async def call(ctx: Context, work: Callable[[Tenant, str], str]) -> CallToolResult:
+    """The eight tools, in the order tools/list shows them."""
+    call = _caller(runtime)
+    for register in (
+        _save_memory,
+        _search_memory,
+        _delete_memory,
+        _list_memory_categories,
+        _save_to_working_memory,
+        _get_from_working_memory,
+        _list_working_memory,
+        _search_working_memory,
+    ):
+        register(mcp, runtime, call)
+
+
+def _caller(runtime: Runtime) -> Call:
+    """How every tool runs: the caller's tenant opened, its work in a worker thread, a store's
+    error as the tool's error text, an OS error worded for the user."""
+
+    async def call(ctx: Context, work: Work) -> CallToolResult:
         try:
             tenant_name, namespace = runtime.caller(ctx.request_context.request)
             tenant = await runtime.tenant(tenant_name)
@@ -88,6 +111,10 @@ def register_tools(mcp: MCPServer, runtime: Runtime) -> None:
             )
         return text_result(text)
 
+    return call
+
+
+def _save_memory(mcp: MCPServer, runtime: Runtime, call: Call) -> None:
     @mcp.tool(
         description="Save a fact, preference or lesson to long-term memory.",
         structured_output=False,
@@ -111,6 +138,8 @@ def register_tools(mcp: MCPServer, runtime: Runtime) -> None:
 
         return await call(ctx, work)
 
+
+def _search_memory(mcp: MCPServer, _runtime: Runtime, call: Call) -> None:
     @mcp.tool(
         description="Search long-term memory (keywords + meaning). No query: most recent.",
         structured_output=False,
@@ -137,6 +166,8 @@ def register_tools(mcp: MCPServer, runtime: Runtime) -> None:
 
         return await call(ctx, work)
 
+
+def _delete_memory(mcp: MCPServer, _runtime: Runtime, call: Call) -> None:
     @mcp.tool(description="Delete one long-term memory by its id.", structured_output=False)
     async def delete_memory(
         id: Annotated[
@@ -146,10 +177,14 @@ def register_tools(mcp: MCPServer, runtime: Runtime) -> None:
     ) -> CallToolResult:
         return await call(ctx, lambda t, _ns: render.deleted(t.longterm.delete(id.strip())))
 
+
+def _list_memory_categories(mcp: MCPServer, _runtime: Runtime, call: Call) -> None:
     @mcp.tool(description="List long-term memory categories with counts.", structured_output=False)
     async def list_memory_categories(ctx: Context) -> CallToolResult:
         return await call(ctx, lambda t, _ns: render.categories(t.longterm.categories()))
 
+
+def _save_to_working_memory(mcp: MCPServer, _runtime: Runtime, call: Call) -> None:
     @mcp.tool(
         description="Store scratch data under a key in your namespace, with a TTL.",
         structured_output=False,
@@ -175,6 +210,8 @@ def register_tools(mcp: MCPServer, runtime: Runtime) -> None:
 
         return await call(ctx, work)
 
+
+def _get_from_working_memory(mcp: MCPServer, _runtime: Runtime, call: Call) -> None:
     @mcp.tool(
         description="Read a working-memory entry: plain key (yours) or full path.",
         structured_output=False,
@@ -187,6 +224,8 @@ def register_tools(mcp: MCPServer, runtime: Runtime) -> None:
     ) -> CallToolResult:
         return await call(ctx, lambda t, ns: t.working.get(key, ns).value)
 
+
+def _list_working_memory(mcp: MCPServer, _runtime: Runtime, call: Call) -> None:
     @mcp.tool(
         description="List working-memory keys (default: your namespace).", structured_output=False
     )
@@ -197,6 +236,8 @@ def register_tools(mcp: MCPServer, runtime: Runtime) -> None:
 
         return await call(ctx, work)
 
+
+def _search_working_memory(mcp: MCPServer, _runtime: Runtime, call: Call) -> None:
     @mcp.tool(
         description="Search working memory by words, category or tags.", structured_output=False
     )
