@@ -258,84 +258,136 @@ def _run_passes(
     options: DreamOptions,
     now: datetime,
 ) -> None:
-    snapshot = {e.id: e for e in store.entries(include_archived=True)}
-    data = store.data_dir
-    said = feeding.mine_corrections(inputs.conversation) if llm is not None else []
-    logged = [f for f in inputs.feedback if _is_correction(f)]
-    corrections = logged + said
-    vectors = store.vectors(store.embedder.name) if store.embedder is not None else None
-    cancel = options.cancel
+    """The skill passes, then each memory pass in order (an LLM pass is skipped without an
+    LLM), then maintenance; every pass is in the report."""
+    run = _PassRun(store, llm, no_llm_reason, inputs, report, options, now)
+    run.skill_passes()
+    steps = run.memory_steps()
+    skipped = len(skillpasses.SKILL_PASSES)  # maintenance runs last
+    assert [name for name, _, _ in steps] == list(PASSES[skipped:-1])
+    for name, needs_llm, step in steps:
+        run.one(name, needs_llm, step)
+    if options.progress is not None:
+        options.progress("maintenance")
+    report.passes.append(_maintenance(store, report.dry_run))
 
-    def the_llm() -> LLM:  # only called for passes that run with an LLM
-        assert llm is not None
-        return llm
 
-    def judged() -> list[dict[str, Any]]:
+Step = tuple[str, bool, Callable[[], PassResult]]  # (pass, needs an LLM, plan it)
+
+
+class _PassRun:
+    """What the passes of one cycle share: the snapshot they plan on, the inputs, the
+    corrections mined from them, the stored vectors."""
+
+    def __init__(
+        self,
+        store: LongTermStore,
+        llm: LLM | None,
+        no_llm_reason: str,
+        inputs: Inputs,
+        report: Report,
+        options: DreamOptions,
+        now: datetime,
+    ) -> None:
+        self.store, self.llm, self.no_llm_reason = store, llm, no_llm_reason
+        self.inputs, self.report, self.options, self.now = inputs, report, options, now
+        self.snapshot = {e.id: e for e in store.entries(include_archived=True)}
+        self.data = store.data_dir
+        said = feeding.mine_corrections(inputs.conversation) if llm is not None else []
+        self.corrections = [f for f in inputs.feedback if _is_correction(f)] + said
+        embedder = store.embedder
+        self.vectors = store.vectors(embedder.name) if embedder is not None else None
+        self.cancel = options.cancel
+
+    def save_report(self) -> None:
+        save_report(self.data, self.report)
+
+    def the_llm(self) -> LLM:  # only called for passes that run with an LLM
+        assert self.llm is not None
+        return self.llm
+
+    def judged(self) -> list[dict[str, Any]]:
         """helpful/harmful verdicts on what callers were shown, from the user turns that
         followed (LLM as judge); none without an LLM: scores are left alone."""
         notes: list[str] = []
+        inputs = self.inputs
         verdicts = feeding.judge_recalls(
-            llm, snapshot, inputs.recalls, inputs.conversation, cancel=cancel, notes=notes
+            self.llm,
+            self.snapshot,
+            inputs.recalls,
+            inputs.conversation,
+            cancel=self.cancel,
+            notes=notes,
         )
         for note in notes:
             logger.info("judge: %s", note)
         return verdicts
 
-    try:
-        skillpasses.run_skill_passes(
-            data,
-            llm,
-            no_llm_reason,
-            report,
-            (inputs.conversation, inputs.feedback, corrections),
-            now,
-            options.progress,
-            lambda: save_report(data, report),
-            auto_approve=options.skills_auto_approve,
-            cancel=cancel,
-        )
-    except LLMCancelled as exc:
-        raise DreamCancelled("the dream cycle was cancelled") from exc
-    steps: list[tuple[str, bool, Callable[[], PassResult]]] = [
-        ("decay", False, lambda: passes.decay_pass(snapshot, now, options.decay)),
-        ("exact-duplicates", False, lambda: passes.exact_duplicates_pass(snapshot, now)),
-        (
-            "consolidation",
-            True,
-            lambda: passes.consolidation_pass(
-                snapshot, the_llm(), data, inputs.feedback, now, vectors=vectors, cancel=cancel
+    def skill_passes(self) -> None:
+        inputs, data, report = self.inputs, self.data, self.report
+        try:
+            skillpasses.run_skill_passes(
+                data,
+                self.llm,
+                self.no_llm_reason,
+                report,
+                (inputs.conversation, inputs.feedback, self.corrections),
+                self.now,
+                self.options.progress,
+                self.save_report,
+                auto_approve=self.options.skills_auto_approve,
+                cancel=self.cancel,
+            )
+        except LLMCancelled as exc:
+            raise DreamCancelled("the dream cycle was cancelled") from exc
+
+    def memory_steps(self) -> list[Step]:
+        snapshot, now, data, inputs = self.snapshot, self.now, self.data, self.inputs
+        cancel, llm = self.cancel, self.the_llm
+        return [
+            ("decay", False, lambda: passes.decay_pass(snapshot, now, self.options.decay)),
+            ("exact-duplicates", False, lambda: passes.exact_duplicates_pass(snapshot, now)),
+            (
+                "consolidation",
+                True,
+                lambda: passes.consolidation_pass(
+                    snapshot, llm(), data, inputs.feedback, now, self.vectors, cancel=cancel
+                ),
             ),
-        ),
-        (
-            "anti-patterns",
-            True,
-            lambda: passes.anti_pattern_pass(
-                snapshot, the_llm(), data, corrections, now, cancel=cancel
+            (
+                "anti-patterns",
+                True,
+                lambda: passes.anti_pattern_pass(
+                    snapshot, llm(), data, self.corrections, now, cancel=cancel
+                ),
             ),
-        ),
-        (
-            "preferences",
-            True,
-            lambda: passes.preference_pass(
-                snapshot, the_llm(), data, inputs.conversation, now, cancel=cancel
+            (
+                "preferences",
+                True,
+                lambda: passes.preference_pass(
+                    snapshot, llm(), data, inputs.conversation, now, cancel=cancel
+                ),
             ),
-        ),
-        (
-            "scoring",
-            False,
-            lambda: passes.scoring_pass(snapshot, inputs.feedback + judged(), inputs.recalls),
-        ),
-        ("pruning", False, lambda: passes.pruning_pass(snapshot, now)),
-    ]
-    skipped = len(skillpasses.SKILL_PASSES)  # maintenance runs last
-    assert [name for name, _, _ in steps] == list(PASSES[skipped:-1])
-    for name, needs_llm, step in steps:
+            (
+                "scoring",
+                False,
+                lambda: passes.scoring_pass(
+                    snapshot, inputs.feedback + self.judged(), inputs.recalls
+                ),
+            ),
+            ("pruning", False, lambda: passes.pruning_pass(snapshot, now)),
+        ]
+
+    def one(self, name: str, needs_llm: bool, step: Callable[[], PassResult]) -> None:
+        """Plan one pass on the snapshot and write its changes (compare-and-set); a failing
+        pass is reported and the next still runs; a cancel propagates."""
+        options, report = self.options, self.report
         _check(options)
         if options.progress is not None:
             options.progress(name)
-        if needs_llm and llm is None:
-            report.passes.append(PassResult(name, "skipped", f"no LLM: {no_llm_reason}"))
-            continue
+        if needs_llm and self.llm is None:
+            report.passes.append(PassResult(name, "skipped", f"no LLM: {self.no_llm_reason}"))
+            return
         result = PassResult(name)
         report.passes.append(result)
         try:
@@ -345,7 +397,7 @@ def _run_passes(
             if report.dry_run:
                 result.changes = planned.changes
             elif planned.changes:
-                commit(store, result, planned.changes, options, lambda: save_report(data, report))
+                commit(self.store, result, planned.changes, options, self.save_report)
         except (DreamCancelled, LLMCancelled) as exc:
             result.status, result.reason = "partial", "cancelled"
             raise DreamCancelled("the dream cycle was cancelled") from exc
@@ -353,12 +405,9 @@ def _run_passes(
             logger.exception("dream pass %s failed", name)
             result.status = "partial" if result.changes else "failed"
             result.reason = f"{type(exc).__name__}: {exc}"
-        _refresh(snapshot, store, result)
+        _refresh(self.snapshot, self.store, result)
         if name == LAST_READER and not report.dry_run:
-            _consume_inputs(data, inputs, report)
-    if options.progress is not None:
-        options.progress("maintenance")
-    report.passes.append(_maintenance(store, report.dry_run))
+            _consume_inputs(self.data, self.inputs, report)
 
 
 def _refresh(snapshot: dict[str, MemoryEntry], store: LongTermStore, result: PassResult) -> None:
