@@ -10,15 +10,17 @@ from typing import TYPE_CHECKING
 from dreamwell.stores.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
-    from dreamwell.dream.cycle import DreamBusy, DreamCancelled, DreamOptions, run_cycle
+    from dreamwell.dream.cycle import run_cycle
     from dreamwell.dream.llm import LLM, LLMError, OllamaLLM, OpenAILLM, make_llm
+    from dreamwell.dream.options import DreamBusy, DreamCancelled, DreamOptions
     from dreamwell.dream.report import Report, render
     from dreamwell.dream.rules import DecayPolicy
     from dreamwell.dream.undo import undo
 
 # name -> the module that defines it, imported on first access
 _LAZY = {
-    **dict.fromkeys(["DreamBusy", "DreamCancelled", "DreamOptions", "run_cycle"], "cycle"),
+    **dict.fromkeys(["DreamBusy", "DreamCancelled", "DreamOptions"], "options"),
+    "run_cycle": "cycle",
     "undo": "undo",
     **dict.fromkeys(["LLM", "LLMError", "OllamaLLM", "OpenAILLM", "make_llm"], "llm"),
     **dict.fromkeys(["Report", "render"], "report"),

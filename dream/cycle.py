@@ -19,19 +19,19 @@ Safety rules (SPEC §5; never lose or resurrect data):
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from dreamwell.dream import feeding, passes
 from dreamwell.dream.llm import LLM, LLMCancelled, LLMError
-from dreamwell.dream.report import Change, PassResult, Report, save_report
-from dreamwell.dream.rules import DecayPolicy
+from dreamwell.dream.options import DreamBusy, DreamCancelled, DreamOptions, check_cancel
+from dreamwell.dream.report import PassResult, Report, save_report
 from dreamwell.dream.skills import passes as skillpasses
+from dreamwell.dream.writes import commit
 from dreamwell.stores import (
     CONVERSATION,
     FEEDBACK,
@@ -42,7 +42,6 @@ from dreamwell.stores import (
     LongTermStore,
     MemoryEntry,
     StoreError,
-    Write,
     exclusive,
     new_id,
     utcnow,
@@ -64,36 +63,12 @@ PASSES = (  # in the order a cycle runs them (DreamOptions.progress reports each
 )
 
 
-class DreamBusy(Exception):
-    """Another cycle holds this data directory, or tool traffic never paused."""
-
-
-class DreamCancelled(Exception):
-    """The cycle was asked to stop (the server is shutting down)."""
-
-
-@dataclass(frozen=True)
-class DreamOptions:
-    decay: DecayPolicy = field(default_factory=DecayPolicy)
-    quiet_seconds: float = 30.0  # wait while tool calls arrived this recently
-    max_wait_seconds: float = 3600.0
-    batch: int = 200
-    cancel: threading.Event = field(default_factory=threading.Event, compare=False)
-    progress: Callable[[str], None] | None = field(default=None, compare=False)  # pass names
-    skills_auto_approve: bool = False  # new skills from the dream are active, not candidates
-
-
-def _check(options: DreamOptions) -> None:
-    if options.cancel.is_set():
-        raise DreamCancelled("the dream cycle was cancelled")
-
-
 def wait_for_quiet(store: LongTermStore, options: DreamOptions) -> None:
     """Return once no tool call arrived for `quiet_seconds`; cancellable at any moment."""
     marker = DataDir(store.data_dir).activity
     waited = 0.0
     while True:
-        _check(options)
+        check_cancel(options)
         try:
             idle = time.time() - marker.stat().st_mtime
         except FileNotFoundError:
@@ -105,62 +80,6 @@ def wait_for_quiet(store: LongTermStore, options: DreamOptions) -> None:
         pause = min(options.quiet_seconds - idle, 5.0)
         options.cancel.wait(pause)
         waited += pause
-
-
-def groups_of(changes: Sequence[Change]) -> list[list[Change]]:
-    """Changes that stand or fall together: a merge with the archiving of its sources."""
-    merges = {c.after.id: [c] for c in changes if c.kind == "merge" and c.after is not None}
-    out: list[list[Change]] = []
-    for change in changes:
-        if change.kind == "merge" and change.after is not None:
-            out.append(merges[change.after.id])
-        elif change.kind == "archive" and len(change.sources) == 1 and change.sources[0] in merges:
-            merges[change.sources[0]].append(change)
-        else:
-            out.append([change])
-    return out
-
-
-def _writes(group: Sequence[Change]) -> list[Write]:
-    return [
-        Write(c.after.id if c.after else c.before.id, c.before, c.after)  # type: ignore[union-attr]
-        for c in group
-        if c.after is not None or c.before is not None
-    ]
-
-
-def commit(
-    store: LongTermStore,
-    result: PassResult,
-    proposed: Sequence[Change],
-    options: DreamOptions,
-    saved: Callable[[], object],
-) -> None:
-    """Write `proposed` in batches of groups with compare-and-set; what was written goes into
-    `result.changes` (and the report is saved) after every batch, conflicts into its notes."""
-    result.status = "partial"
-    batch: list[list[Change]] = []
-    size = 0
-    for group in [*groups_of(proposed), None]:
-        if group is not None:
-            batch.append(group)
-            size += len(group)
-            if size < options.batch:
-                continue
-        if batch:
-            _check(options)
-            written = store.write([_writes(g) for g in batch])
-            for g, ok in zip(batch, written, strict=True):
-                if ok:
-                    result.changes += g
-                else:
-                    ids = ", ".join(sorted({(c.before or c.after).id for c in g}))  # type: ignore[union-attr]
-                    result.notes.append(
-                        f"conflict: skipped {g[0].kind} of [{ids}]: changed since the plan"
-                    )
-            saved()
-        batch, size = [], 0
-    result.status = "ran"
 
 
 @dataclass
@@ -382,7 +301,7 @@ class _PassRun:
         """Plan one pass on the snapshot and write its changes (compare-and-set); a failing
         pass is reported and the next still runs; a cancel propagates."""
         options, report = self.options, self.report
-        _check(options)
+        check_cancel(options)
         if options.progress is not None:
             options.progress(name)
         if needs_llm and self.llm is None:

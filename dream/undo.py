@@ -4,9 +4,9 @@ replica (or process) asks for it."""
 
 from __future__ import annotations
 
-from dreamwell.dream.cycle import groups_of
 from dreamwell.dream.report import PassResult, Report, load_versioned, save_report
 from dreamwell.dream.skills import commit as skillcommit
+from dreamwell.dream.writes import groups_of
 from dreamwell.stores import LongTermStore, ReportChanged, Write, utcnow
 
 

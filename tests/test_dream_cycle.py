@@ -183,9 +183,9 @@ def test_a_waiting_cycle_holds_no_lock_and_stops_when_cancelled(tmp_path: Path) 
 def test_dreaming_never_overwrites_a_newer_write(tmp_path: Path) -> None:
     store = LongTermStore(tmp_path)
     seed(store)
-    from dreamwell.dream.cycle import commit
     from dreamwell.dream.passes import exact_duplicates_pass
     from dreamwell.dream.report import PassResult
+    from dreamwell.dream.writes import commit
 
     snapshot = {e.id: e for e in store.entries()}
     proposed = exact_duplicates_pass(snapshot, utcnow()).changes

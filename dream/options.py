@@ -1,0 +1,35 @@
+"""How a dream cycle is asked to run (`DreamOptions`), how it is stopped (its `cancel` event,
+checked between steps: `check_cancel`), and the two ways it does not run (`DreamBusy`,
+`DreamCancelled`)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from dreamwell.dream.rules import DecayPolicy
+
+
+class DreamBusy(Exception):
+    """Another cycle holds this data directory, or tool traffic never paused."""
+
+
+class DreamCancelled(Exception):
+    """The cycle was asked to stop (the server is shutting down)."""
+
+
+@dataclass(frozen=True)
+class DreamOptions:
+    decay: DecayPolicy = field(default_factory=DecayPolicy)
+    quiet_seconds: float = 30.0  # wait while tool calls arrived this recently
+    max_wait_seconds: float = 3600.0
+    batch: int = 200
+    cancel: threading.Event = field(default_factory=threading.Event, compare=False)
+    progress: Callable[[str], None] | None = field(default=None, compare=False)  # pass names
+    skills_auto_approve: bool = False  # new skills from the dream are active, not candidates
+
+
+def check_cancel(options: DreamOptions) -> None:
+    if options.cancel.is_set():
+        raise DreamCancelled("the dream cycle was cancelled")
