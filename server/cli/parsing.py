@@ -60,56 +60,84 @@ def add_settings(parser: argparse.ArgumentParser, command: str) -> None:
             parser.add_argument(flag, help=meta.meaning, metavar=metavar)
 
 
+def _dream_arguments(parser: argparse.ArgumentParser) -> None:
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--once", action="store_true", help="run one cycle now")
+    what.add_argument("--every", help="run a cycle every interval, e.g. 12h")
+    what.add_argument("--report", nargs="?", const="", metavar="RUN", help="print a report")
+    what.add_argument("--undo", metavar="RUN", help="revert a cycle")
+    parser.add_argument("--dry-run", action="store_true", help="with --once: plan only")
+    parser.add_argument(
+        "--tenant", help="one tenant (default: --once/--every dream the root and every tenant)"
+    )
+
+
+def _log_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tenant", help="a tenant's log instead of the default")
+    parser.add_argument("log", choices=["conversation", "feedback"])
+    parser.add_argument("text")
+    parser.add_argument("--session", default="cli")
+    parser.add_argument("--role", choices=["user", "assistant"], default="user")
+    parser.add_argument(
+        "--kind",
+        default="Correction",
+        type=_feedback_kind,
+        help="Correction, helpful or harmful",
+    )
+    parser.add_argument("--memory-id")
+
+
+def _export_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tenant", help="a tenant's memory instead of the default")
+    parser.add_argument("--include-archived", action="store_true", help="archived too")
+    parser.add_argument("--with-vectors", action="store_true", help="add stored vectors")
+    parser.add_argument("--output", "-o", metavar="FILE", help="default: stdout")
+
+
+def _import_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", metavar="FILE", help="JSON Lines or JSON ('-' = stdin)")
+    parser.add_argument("--tenant", help="a tenant's memory instead of the default")
+    parser.add_argument("--skip-bad", action="store_true", help="import the good lines")
+
+
+def _skills_arguments(parser: argparse.ArgumentParser) -> None:
+    from dreamwell.server.cli.skills import add_arguments
+
+    add_arguments(parser)
+
+
+def _hook_arguments(parser: argparse.ArgumentParser) -> None:
+    from dreamwell.server.hooks.events import EVENTS
+
+    parser.add_argument("event", choices=EVENTS)
+    parser.add_argument("--tenant", help="a tenant's memory instead of the default")
+
+
+def _install_arguments(parser: argparse.ArgumentParser) -> None:
+    from dreamwell.server.cli.install import add_arguments
+
+    add_arguments(parser)
+
+
+_OWN_ARGUMENTS = {
+    "dream": _dream_arguments,
+    "log": _log_arguments,
+    "export": _export_arguments,
+    "import": _import_arguments,
+    "doctor": lambda p: p.add_argument("--tenant", help="check one tenant instead of all"),
+    "reindex": lambda p: p.add_argument(
+        "--tenant", help="one tenant (default: the root and every tenant)"
+    ),
+    "skills": _skills_arguments,
+    "hook": _hook_arguments,
+    "install": _install_arguments,
+}
+
+
 def _own_arguments(name: str, parser: argparse.ArgumentParser) -> None:
-    if name == "dream":
-        what = parser.add_mutually_exclusive_group(required=True)
-        what.add_argument("--once", action="store_true", help="run one cycle now")
-        what.add_argument("--every", help="run a cycle every interval, e.g. 12h")
-        what.add_argument("--report", nargs="?", const="", metavar="RUN", help="print a report")
-        what.add_argument("--undo", metavar="RUN", help="revert a cycle")
-        parser.add_argument("--dry-run", action="store_true", help="with --once: plan only")
-        parser.add_argument(
-            "--tenant", help="one tenant (default: --once/--every dream the root and every tenant)"
-        )
-    elif name == "log":
-        parser.add_argument("--tenant", help="a tenant's log instead of the default")
-        parser.add_argument("log", choices=["conversation", "feedback"])
-        parser.add_argument("text")
-        parser.add_argument("--session", default="cli")
-        parser.add_argument("--role", choices=["user", "assistant"], default="user")
-        parser.add_argument(
-            "--kind",
-            default="Correction",
-            type=_feedback_kind,
-            help="Correction, helpful or harmful",
-        )
-        parser.add_argument("--memory-id")
-    elif name == "export":
-        parser.add_argument("--tenant", help="a tenant's memory instead of the default")
-        parser.add_argument("--include-archived", action="store_true", help="archived too")
-        parser.add_argument("--with-vectors", action="store_true", help="add stored vectors")
-        parser.add_argument("--output", "-o", metavar="FILE", help="default: stdout")
-    elif name == "import":
-        parser.add_argument("file", metavar="FILE", help="JSON Lines or JSON ('-' = stdin)")
-        parser.add_argument("--tenant", help="a tenant's memory instead of the default")
-        parser.add_argument("--skip-bad", action="store_true", help="import the good lines")
-    elif name == "doctor":
-        parser.add_argument("--tenant", help="check one tenant instead of all")
-    elif name == "reindex":
-        parser.add_argument("--tenant", help="one tenant (default: the root and every tenant)")
-    elif name == "skills":
-        from dreamwell.server.cli.skills import add_arguments
-
-        add_arguments(parser)
-    elif name == "hook":
-        from dreamwell.server.hooks.events import EVENTS
-
-        parser.add_argument("event", choices=EVENTS)
-        parser.add_argument("--tenant", help="a tenant's memory instead of the default")
-    elif name == "install":
-        from dreamwell.server.cli.install import add_arguments
-
-        add_arguments(parser)
+    own = _OWN_ARGUMENTS.get(name)
+    if own is not None:
+        own(parser)
 
 
 FEEDBACK_KINDS = ("Correction", "helpful", "harmful")  # what the dream reads
