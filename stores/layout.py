@@ -135,7 +135,7 @@ class DataDir:
     def format_file(self) -> Path:
         return self.root / "format.json"
 
-    # ---- skills (DESIGN.md) ---------------------------------------------------------------
+    # ---- skills (docs/data-directory.md) ----------------------------------------------------
     @property
     def skills(self) -> Path:
         """One `<name>.json` record per skill."""

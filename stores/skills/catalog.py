@@ -1,4 +1,4 @@
-"""The skills store (SPEC §7, DESIGN.md): one JSON record per skill, per tenant.
+"""The skills store (docs/skills.md): one JSON record per skill, per tenant.
 
 Reading (never blocks, never locks; a snapshot reloaded when `skills/.generation` moved):
     catalog = SkillCatalog(data_dir, embedder=None, min_similarity=0.0)

@@ -1,5 +1,5 @@
-"""A skill's record (`skills/<name>.json`, DESIGN.md) and its JSON form: the files as text
-(or base64 when not UTF-8), the SKILL.md parsed again on reading."""
+"""A skill's record (`skills/<name>.json`, docs/data-directory.md) and its JSON form: the
+files as text (or base64 when not UTF-8), the SKILL.md parsed again on reading."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 `SkillCatalog` (stores/skills/catalog.py) decides what a write does; a storage reads records and
 commits a batch of them. Two implementations:
-- `FileSkills` (here): a local data directory, the layout of DESIGN-skills.md: one
+- `FileSkills` (here): a local data directory, the layout docs/data-directory.md gives: one
   `skills/<name>.json` per skill, written under `skills.lock`, `skills/.generation` bumped
   by every write and stat-ed by the servers' watch;
 - `BlobSkills` (stores/skills/object_storage.py): an object-store data directory (`DataDir.remote`).
