@@ -107,33 +107,18 @@ def judge_recalls(
         if not shown or not after or judged >= JUDGE_RECALLS:
             continue
         judged += 1
-        prompt = (
-            "Memories shown to the agent:\n"
-            + "\n".join(f"- id={e.id}: {e.content[:400]}" for e in shown)
-            + "\n\nWhat the user said next:\n"
-            + "\n".join(f"- {t}" for t in after)
-        )
         ids = [e.id for e in shown]
         try:
-            answer = ask_for(llm, system, prompt, Judgements, ids, cancel, notes)
+            answer = ask_for(
+                llm, system, _judge_prompt(shown, after), Judgements, ids, cancel, notes
+            )
         except LLMCancelled:
             raise
         except LLMError as exc:
             if notes is not None:
                 notes.append(f"judge skipped a recall: {exc}")
             continue
-        for item in answer.judgements:
-            if item.verdict == "unclear" or item.id not in ids or placeholder(item.reason):
-                continue
-            out.append(
-                {
-                    "kind": item.verdict,
-                    "memory_id": item.id,
-                    "session": _who(recall),
-                    "detail": item.reason[:300],
-                    "source": "judge",
-                }
-            )
+        out += _verdicts(answer, ids, recall)
     return out
 
 
@@ -145,6 +130,32 @@ class Fact(Answer):
 
 class Facts(Answer):
     facts: list[Fact]
+
+
+def _judge_prompt(shown: Sequence[MemoryEntry], after: Sequence[str]) -> str:
+    return (
+        "Memories shown to the agent:\n"
+        + "\n".join(f"- id={e.id}: {e.content[:400]}" for e in shown)
+        + "\n\nWhat the user said next:\n"
+        + "\n".join(f"- {t}" for t in after)
+    )
+
+
+def _verdicts(
+    answer: Judgements, ids: Sequence[str], recall: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """The judge's clear verdicts on memories it was shown, as feedback records."""
+    return [
+        {
+            "kind": item.verdict,
+            "memory_id": item.id,
+            "session": _who(recall),
+            "detail": item.reason[:300],
+            "source": "judge",
+        }
+        for item in answer.judgements
+        if item.verdict != "unclear" and item.id in ids and not placeholder(item.reason)
+    ]
 
 
 def enrich(
@@ -173,31 +184,34 @@ def enrich(
                 )
             continue
         seen.add(content)
-        try:
-            category = check_category(fact.category) if not placeholder(fact.category) else None
-        except InvalidInput:
-            category = None
-        try:
-            tags = check_tags([t for t in fact.tags if not placeholder(t)])
-        except InvalidInput:
-            tags = ()
-        meta = {"derived_from": entry.id, "source": "enrich"}
-        out.append(
-            MemoryEntry(
-                new_id(),
-                content,
-                category or entry.category,
-                tags or entry.tags,
-                now,
-                now,
-                now,
-                importance=entry.importance,
-                metadata=meta,
-            )
-        )
+        out.append(_fact_entry(fact, content, entry, now))
     if len(out) == 1 and out[0].content == entry.content.strip():
         return []
     return out
+
+
+def _fact_entry(fact: Fact, content: str, entry: MemoryEntry, now: datetime) -> MemoryEntry:
+    """A new memory for one fact of `entry`: its category and tags where they are valid (else
+    the original's), metadata derived_from=<id>."""
+    try:
+        category = check_category(fact.category) if not placeholder(fact.category) else None
+    except InvalidInput:
+        category = None
+    try:
+        tags = check_tags([t for t in fact.tags if not placeholder(t)])
+    except InvalidInput:
+        tags = ()
+    return MemoryEntry(
+        new_id(),
+        content,
+        category or entry.category,
+        tags or entry.tags,
+        now,
+        now,
+        now,
+        importance=entry.importance,
+        metadata={"derived_from": entry.id, "source": "enrich"},
+    )
 
 
 def _as_entry(content: str, like: MemoryEntry) -> MemoryEntry:
