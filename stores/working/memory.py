@@ -224,17 +224,17 @@ class WorkingMemory:
         return full
 
     # ---- operations -----------------------------------------------------------------------
-    def save(
+    def _checked_entry(
         self,
         namespace: str,
         key: str,
         value: str,
-        ttl_minutes: int | None = None,
-        category: str | None = None,
-        tags: str | Iterable[str] | None = None,
-        now: datetime | None = None,
-    ) -> SaveOutcome:
-        now = now or utcnow()
+        ttl_minutes: int | None,
+        category: str | None,
+        tags: str | Iterable[str] | None,
+        now: datetime,
+    ) -> WorkingEntry:
+        """The entry a save writes, or InvalidInput saying what is wrong with it."""
         full = self.resolve(key, namespace)
         if not under(full, namespace) or full == namespace:
             raise InvalidInput(
@@ -248,7 +248,7 @@ class WorkingMemory:
             )
         if len(value.encode("utf-8")) > MAX_VALUE_BYTES:
             raise InvalidInput("data is larger than 1 MiB; store it in smaller chunks.")
-        entry = WorkingEntry(
+        return WorkingEntry(
             full,
             value,
             now,
@@ -256,6 +256,20 @@ class WorkingMemory:
             check_category(category),
             check_tags(tags),
         )
+
+    def save(
+        self,
+        namespace: str,
+        key: str,
+        value: str,
+        ttl_minutes: int | None = None,
+        category: str | None = None,
+        tags: str | Iterable[str] | None = None,
+        now: datetime | None = None,
+    ) -> SaveOutcome:
+        now = now or utcnow()
+        entry = self._checked_entry(namespace, key, value, ttl_minutes, category, tags, now)
+        full = entry.key
         top = full.split("/", 1)[0]
 
         def edit(view: Entries) -> str | None:
