@@ -141,6 +141,23 @@ def with_skills(
     return "\n\n".join(part for part in (kept, section) if part) or block
 
 
+def _checked(message: str, max_tokens: str | None) -> int:
+    """The token budget of a recall whose arguments are valid; else MCPError in one line."""
+    if len(message) > MAX_MESSAGE_CHARS:
+        raise MCPError(
+            INVALID_PARAMS,
+            f"message is {len(message)} characters; the limit is {MAX_MESSAGE_CHARS}.",
+        )
+    if max_tokens in (None, ""):
+        return DEFAULT_TOKENS
+    if not max_tokens.strip().isdigit() or not 50 <= int(max_tokens) <= 32_000:
+        raise MCPError(
+            INVALID_PARAMS,
+            f"max_tokens must be a whole number from 50 to 32000; got {max_tokens!r}",
+        )
+    return int(max_tokens)
+
+
 def register_recall(
     mcp: MCPServer[Runtime], runtime: Runtime, skills: SkillsEdge | None = None
 ) -> None:
@@ -157,19 +174,7 @@ def register_recall(
             str | None, Field(description="Budget (≈ chars/4), default 1000")
         ] = None,
     ) -> str:
-        if len(message) > MAX_MESSAGE_CHARS:
-            raise MCPError(
-                INVALID_PARAMS,
-                f"message is {len(message)} characters; the limit is {MAX_MESSAGE_CHARS}.",
-            )
-        budget = DEFAULT_TOKENS
-        if max_tokens not in (None, ""):
-            if not max_tokens.strip().isdigit() or not 50 <= int(max_tokens) <= 32_000:
-                raise MCPError(
-                    INVALID_PARAMS,
-                    f"max_tokens must be a whole number from 50 to 32000; got {max_tokens!r}",
-                )
-            budget = int(max_tokens)
+        budget = _checked(message, max_tokens)
         try:
             tenant_name, namespace = runtime.caller(ctx.request_context.request)
             tenant = await runtime.tenant(tenant_name)
