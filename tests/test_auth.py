@@ -14,8 +14,8 @@ from mcp import Client
 
 from dreamwell.server.config import Settings
 from dreamwell.server.mcp.app import build_server
-from tests.conftest import initialize, ok
-from tests.servers import http_server
+from tests.support.calls import initialize, ok
+from tests.support.servers import http_server
 from tests.test_transports import http
 
 pytestmark = pytest.mark.anyio

@@ -15,10 +15,10 @@ from pathlib import Path
 import httpx2
 
 from dreamwell.stores import DataDir, LongTermStore
-from tests.conftest import initialize
-from tests.fake_ollama import fake_ollama
+from tests.support.calls import initialize
+from tests.support.fake_ollama import fake_ollama
+from tests.support.ui_browser import ui_process
 from tests.test_cli import dreamwell
-from tests.ui_browser import ui_process
 
 ENV = {**os.environ, "DREAMWELL_EMBEDDER": "none"}
 

@@ -26,7 +26,7 @@ from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from dreamwell.stores import LongTermStore
-from tests.conftest import initialize
+from tests.support.calls import initialize
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[1]

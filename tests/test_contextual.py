@@ -16,7 +16,7 @@ from dreamwell.server.mcp.app import build_server
 from dreamwell.stores import LongTermStore
 from dreamwell.stores.index.view import Rows
 from dreamwell.stores.model import FOLLOWS, MemoryEntry, utcnow
-from tests.conftest import ok
+from tests.support.calls import ok
 
 A = "We moved to Lisbon in March"
 B = "The rent there is 1200 euros a month"

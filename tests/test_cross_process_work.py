@@ -12,7 +12,7 @@ import pytest
 
 import dreamwell.stores.longterm.mirror as mirror
 from dreamwell.stores import LongTermStore, MemoryEntry, utcnow
-from tests.racing import eventually
+from tests.support.racing import eventually
 from tests.test_recall import HashEmbedder
 
 

@@ -15,7 +15,7 @@ from dreamwell.server.cli.main import main
 from dreamwell.server.config import Settings
 from dreamwell.server.mcp.app import build_server
 from dreamwell.stores import LongTermStore
-from tests.conftest import ok
+from tests.support.calls import ok
 
 pytestmark = pytest.mark.anyio
 

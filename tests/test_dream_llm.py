@@ -9,7 +9,7 @@ from pathlib import Path
 
 from dreamwell.dream import DreamOptions, OllamaLLM, directives, feeding, passes, run_cycle
 from dreamwell.stores import CONVERSATION, FEEDBACK, JsonlLog, LongTermStore, MemoryEntry, utcnow
-from tests.fake_ollama import fake_ollama, unreachable_host
+from tests.support.fake_ollama import fake_ollama, unreachable_host
 
 QUIET = DreamOptions(quiet_seconds=0)
 A, B, C, D = "a" * 12, "b" * 12, "c" * 12, "d" * 12

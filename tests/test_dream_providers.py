@@ -20,8 +20,8 @@ from dreamwell.dream.passes import ConsolidationPlan, Preferences, consolidation
 from dreamwell.server.config import Settings
 from dreamwell.server.mcp.dream import llm_for
 from dreamwell.stores import MemoryEntry, utcnow
-from tests.fake_ollama import fake_ollama, unreachable_host
-from tests.fake_openai import Drip, Slow, Status, fake_openai
+from tests.support.fake_ollama import fake_ollama, unreachable_host
+from tests.support.fake_openai import Drip, Slow, Status, fake_openai
 
 KEY = "sk-test-0123456789abcdef"
 PLAN = json.dumps({"toDelete": [], "toSave": []})

@@ -21,7 +21,7 @@ import pytest
 from dreamwell.dream import DreamOptions, run_cycle, undo
 from dreamwell.dream.report import list_reports, load_report
 from dreamwell.stores import LongTermStore, MemoryEntry, StoreError, Write, utcnow
-from tests.fake_ollama import fake_ollama
+from tests.support.fake_ollama import fake_ollama
 
 QUIET = DreamOptions(quiet_seconds=0)
 

@@ -23,8 +23,8 @@ from dreamwell.stores import CONVERSATION, FEEDBACK, JsonlLog, LongTermStore, ut
 from dreamwell.stores.skills.catalog import NEW, SkillCatalog, SkillChange, SkillConflict
 from dreamwell.stores.skills.folders import make_folder
 from dreamwell.stores.skills.usage import SkillUsage
-from tests.fake_openai import fake_openai
-from tests.skill_samples import content_of
+from tests.support.fake_openai import fake_openai
+from tests.support.skill_samples import content_of
 
 QUIET = DreamOptions(quiet_seconds=0)
 Handler = Callable[[dict[str, Any]], Any]  # a dict (sent as JSON) or the raw text

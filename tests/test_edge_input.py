@@ -12,7 +12,7 @@ from mcp.shared.exceptions import MCPError
 from dreamwell.server.config import Settings
 from dreamwell.server.mcp.app import build_server
 from dreamwell.server.mcp.tools import text_result
-from tests.conftest import fails, ok
+from tests.support.calls import fails, ok
 
 pytestmark = pytest.mark.anyio
 INTERNALS = (

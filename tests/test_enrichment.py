@@ -18,8 +18,8 @@ from dreamwell.dream.llm import OpenAILLM
 from dreamwell.server.config import Settings
 from dreamwell.server.mcp.app import build_server
 from dreamwell.stores import LongTermStore
-from tests.conftest import ok
-from tests.fake_openai import fake_openai
+from tests.support.calls import ok
+from tests.support.fake_openai import fake_openai
 
 pytestmark = pytest.mark.anyio
 

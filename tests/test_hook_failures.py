@@ -13,7 +13,7 @@ from filelock import FileLock
 from dreamwell.stores import LongTermStore
 from dreamwell.stores.hooks.sessions import HOOKS_LOG_MAX_BYTES, hooks_log
 from dreamwell.stores.layout import DataDir
-from tests.hooks_helpers import event, hook, log_lines, prompt, turns
+from tests.support.hooks import event, hook, log_lines, prompt, turns
 
 
 def failed_quietly(done: object, data: Path, before: int, words: str) -> None:

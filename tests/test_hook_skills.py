@@ -11,7 +11,7 @@ from pathlib import Path
 from dreamwell.stores import SkillCatalog
 from dreamwell.stores.hooks.sessions import HookSessions
 from dreamwell.stores.layout import DataDir
-from tests.hooks_helpers import event, hook, prompt, recalls
+from tests.support.hooks import event, hook, prompt, recalls
 
 RELEASE = (
     "---\nname: cut-release\ndescription: Cut a release of the billing service and tag it\n"

@@ -11,7 +11,7 @@ from pathlib import Path
 from dreamwell.server.hooks.stats import hook_lines
 from dreamwell.stores.hooks.sessions import HookSessions
 from dreamwell.stores.layout import DataDir
-from tests.hooks_helpers import hook, prompt
+from tests.support.hooks import hook, prompt
 from tests.test_hooks import DEPLOY, seeded
 
 

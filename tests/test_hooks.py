@@ -22,7 +22,7 @@ from dreamwell.stores.layout import DataDir
 from dreamwell.stores.longterm import snapshot
 from dreamwell.stores.skills.catalog import SkillCatalog
 from dreamwell.stores.skills.folders import make_folder
-from tests.hooks_helpers import (
+from tests.support.hooks import (
     Transcript,
     event,
     hook,

@@ -10,8 +10,8 @@ import pytest
 from mcp import Client
 
 from dreamwell.stores import RECALL, JsonlLog
-from tests.conftest import ok
-from tests.hooks_helpers import hook, log_lines, prompt, turns, wait_for_refresher
+from tests.support.calls import ok
+from tests.support.hooks import hook, log_lines, prompt, turns, wait_for_refresher
 from tests.test_multiprocess import stdio_params
 
 pytestmark = pytest.mark.anyio

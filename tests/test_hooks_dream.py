@@ -15,8 +15,8 @@ from dreamwell.dream import DreamOptions, OpenAILLM, run_cycle
 from dreamwell.server.hooks.refresh import refresh
 from dreamwell.stores import CONVERSATION, RECALL, JsonlLog, LongTermStore, MemoryEntry, utcnow
 from dreamwell.stores.layout import DataDir
-from tests.fake_openai import fake_openai
-from tests.hooks_helpers import Transcript, event, hook, prompt
+from tests.support.fake_openai import fake_openai
+from tests.support.hooks import Transcript, event, hook, prompt
 
 DEPLOY, PREF = "c3" * 6, "a1" * 6
 CORRECTION = "No, don't deploy from the repo root, I told you to use the ci pipeline"

@@ -17,8 +17,8 @@ from mcp.shared.exceptions import MCPError
 
 from dreamwell.server.config import Settings
 from dreamwell.server.transports.http import MAX_BODY_BYTES
-from tests.conftest import fails, ok
-from tests.servers import http_server
+from tests.support.calls import fails, ok
+from tests.support.servers import http_server
 from tests.test_auth import INIT
 from tests.test_transports import http, own_namespace
 

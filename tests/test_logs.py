@@ -12,7 +12,7 @@ from mcp import Client
 
 from dreamwell.server.config import Settings
 from dreamwell.stores import RECALL, InvalidInput, JsonlLog, StoreBusy, WriteFailed
-from tests.conftest import ok
+from tests.support.calls import ok
 
 pytestmark = pytest.mark.anyio
 

@@ -17,8 +17,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from dreamwell.stores import LongTermStore
-from tests import mixed_load
-from tests.conftest import initialize, ok
+from tests.support import mixed_load
+from tests.support.calls import initialize, ok
 
 pytestmark = pytest.mark.anyio
 logger = logging.getLogger(__name__)

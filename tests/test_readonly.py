@@ -18,7 +18,7 @@ from mcp import Client, StdioServerParameters
 
 from dreamwell.server.config import Settings
 from dreamwell.server.mcp.app import build_server
-from tests.conftest import fails, ok
+from tests.support.calls import fails, ok
 
 pytestmark = pytest.mark.anyio
 NS = "patrol/readonly"

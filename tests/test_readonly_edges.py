@@ -15,7 +15,7 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from tests.conftest import fails, ok
+from tests.support.calls import fails, ok
 from tests.test_readonly import _seed, _tree, read_only_server
 
 pytestmark = pytest.mark.anyio

@@ -319,7 +319,7 @@ async def test_recall_fits_its_token_budget_and_collapses_duplicates(tmp_path: P
 
 def test_ollama_embeddings_never_block_saves_and_arrive_by_backfill(tmp_path: Path) -> None:
     from dreamwell.stores import OllamaEmbedder
-    from tests.fake_ollama import fake_ollama, unreachable_host
+    from tests.support.fake_ollama import fake_ollama, unreachable_host
 
     down = LongTermStore(
         tmp_path, embedder=OllamaEmbedder(unreachable_host(), timeout=1), embed_on_save=False

@@ -12,7 +12,7 @@ from dreamwell.server.config import Settings
 from dreamwell.server.mcp.app import build_server
 from dreamwell.stores import CONVERSATION, RECALL, JsonlLog, LongTermStore
 from dreamwell.stores.redact import MARK, redact
-from tests.conftest import ok
+from tests.support.calls import ok
 
 # real-shaped (made up, never valid) secrets: none of these may survive
 SECRETS = [

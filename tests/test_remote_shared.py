@@ -22,8 +22,8 @@ import pytest
 from dreamwell.stores import FEEDBACK, RECALL, JsonlLog, NotFound, WorkingMemory, utcnow
 from dreamwell.stores.remote.blobs import Blobs, attach
 from dreamwell.stores.remote.location import Remote
-from tests.racing import eventually, race
-from tests.s3server import SeaweedS3
+from tests.support.racing import eventually, race
+from tests.support.s3server import SeaweedS3
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 NS = "session/shared"
@@ -150,8 +150,8 @@ async def test_two_mcp_servers_on_one_location_share_working_memory(
     the other within 2 s, and so is an overwrite."""
     from dreamwell.server.cli.main import attach_remote
     from dreamwell.server.config import Settings
-    from tests.conftest import ok
-    from tests.servers import http_server
+    from tests.support.calls import ok
+    from tests.support.servers import http_server
     from tests.test_transports import http
 
     def settings(n: int) -> Settings:

@@ -30,8 +30,8 @@ from dreamwell.stores.longterm import snapshot
 from dreamwell.stores.longterm.store import LongTermStore, Write
 from dreamwell.stores.remote import location as remote
 from dreamwell.stores.remote.blobs import attach
-from tests.racing import eventually, race
-from tests.s3server import SeaweedS3
+from tests.support.racing import eventually, race
+from tests.support.s3server import SeaweedS3
 from tests.test_cross_process_work import Counting, Gated, overlapping_backfills
 from tests.test_dream_edge import dreamwell
 

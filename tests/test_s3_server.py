@@ -1,8 +1,8 @@
 """What the object store under `s3://` data dirs must guarantee, checked on the real SeaweedFS
-the tests start (tests/s3server.py): conditional PUT (`If-None-Match: *`) lets exactly one of
-racing creators win, LanceDB's `merge_insert` on an unenforced primary key inserts a racing row
-once, `If-Match` on an ETag lets exactly one of racing replacers win, and a stopped or hung
-server makes a call fail within a bounded time instead of hanging."""
+the tests start (tests/support/s3server.py): conditional PUT (`If-None-Match: *`) lets exactly
+one of racing creators win, LanceDB's `merge_insert` on an unenforced primary key inserts a
+racing row once, `If-Match` on an ETag lets exactly one of racing replacers win, and a stopped
+or hung server makes a call fail within a bounded time instead of hanging."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 from obstore.exceptions import AlreadyExistsError, PreconditionError
 
-from tests.s3server import SeaweedS3, listening_ports
+from tests.support.s3server import SeaweedS3, listening_ports
 
 RACERS = 16
 # spawned processes racing for one row: each imports LanceDB (~2 s of CPU here), and two cores

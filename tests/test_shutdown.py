@@ -20,8 +20,8 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from filelock import FileLock
 
 from dreamwell.stores import LongTermStore
-from tests.conftest import initialize
-from tests.fake_ollama import fake_ollama
+from tests.support.calls import initialize
+from tests.support.fake_ollama import fake_ollama
 
 LIMIT = 2.5  # the target is 2 s; a little slack for a loaded CI machine
 

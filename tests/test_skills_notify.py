@@ -24,8 +24,8 @@ from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged
 from dreamwell.server.config import Settings
 from dreamwell.server.mcp.app import build_server
 from dreamwell.stores import NEW, SkillCatalog, SkillChange
-from tests.servers import http_server
-from tests.skill_samples import simple_md
+from tests.support.servers import http_server
+from tests.support.skill_samples import simple_md
 from tests.test_stdio import from_mcp_json
 
 pytestmark = pytest.mark.anyio

@@ -15,8 +15,8 @@ from pydantic import TypeAdapter
 from dreamwell.server.config import Settings
 from dreamwell.server.mcp.app import build_server
 from dreamwell.stores import SkillCatalog, SkillUsage, import_skills
-from tests.conftest import ok
-from tests.skill_samples import release_skill, simple_md, write_skill
+from tests.support.calls import ok
+from tests.support.skill_samples import release_skill, simple_md, write_skill
 
 pytestmark = pytest.mark.anyio
 

@@ -26,7 +26,13 @@ from dreamwell.stores.skills.folders import read_skills
 from dreamwell.stores.skills.porting import export_skills, import_skills
 from dreamwell.stores.skills.skill_md import InvalidSkill, strip_bookkeeping
 from dreamwell.stores.skills.usage import SkillUsage
-from tests.skill_samples import RELEASE_MD, long_skill, release_skill, simple_md, write_skill
+from tests.support.skill_samples import (
+    RELEASE_MD,
+    long_skill,
+    release_skill,
+    simple_md,
+    write_skill,
+)
 
 
 def tree_bytes(folder: Path) -> dict[str, bytes]:

@@ -14,7 +14,7 @@ import pytest
 from anyio.streams.text import TextReceiveStream
 from mcp import Client, StdioServerParameters
 
-from tests.conftest import initialize, ok
+from tests.support.calls import initialize, ok
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,7 +7,7 @@ import re
 import pytest
 from mcp import Client
 
-from tests.conftest import call, fails, ok
+from tests.support.calls import call, fails, ok
 
 pytestmark = pytest.mark.anyio
 

@@ -14,8 +14,8 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from dreamwell.server.config import Settings
-from tests.conftest import fails, ok
-from tests.servers import http_server
+from tests.support.calls import fails, ok
+from tests.support.servers import http_server
 
 pytestmark = pytest.mark.anyio
 

@@ -19,8 +19,8 @@ from dreamwell.server.config import Settings
 from dreamwell.server.runtime import Runtime
 from dreamwell.server.ui.memories import revision
 from dreamwell.stores import LongTermStore, MemoryEntry, new_id, utcnow
-from tests.servers import http_server
-from tests.ui_browser import ARTIFACTS, chromium, open_page, ui_process
+from tests.support.servers import http_server
+from tests.support.ui_browser import ARTIFACTS, chromium, open_page, ui_process
 
 
 def csrf_of(page: str) -> str:

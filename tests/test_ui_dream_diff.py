@@ -3,8 +3,8 @@ skill passes make: a memory or skill the dream created shows "— → value" row
 out) with its text; a changed one old → new in that order, numbers rounded as `dreamwell dream`
 prints them; merge sources side by side; each run labelled "2 archived, 1 merged, …".
 
-The first test runs a real dream (the scripted LLM of tests/fake_openai.py) that merges, learns
-a preference and an anti-pattern, creates, merges, archives and improves skills. The second
+The first test runs a real dream (the scripted LLM of tests/support/fake_openai.py) that merges,
+learns a preference and an anti-pattern, creates, merges, archives and improves skills. The second
 draws a stored report holding the kinds that dream does not make here (decay, score, used,
 prune, superseded, derived, skill guide, see-also and update), built as the passes build them."""
 
@@ -22,7 +22,8 @@ from dreamwell.dream.report import Change, PassResult, Report, save_report
 from dreamwell.dream.skills.commit import record
 from dreamwell.stores import LongTermStore, MemoryEntry, new_id, utcnow
 from dreamwell.stores.skills.catalog import SkillCatalog
-from tests.fake_openai import fake_openai
+from tests.support.fake_openai import fake_openai
+from tests.support.ui_browser import chromium, open_page, serious_violations, shot, ui_process
 from tests.test_dream_skills import (
     RELEASE,
     Handler,
@@ -36,7 +37,6 @@ from tests.test_dream_skills import (
     three_overlapping,
 )
 from tests.test_ui import seed
-from tests.ui_browser import chromium, open_page, serious_violations, shot, ui_process
 
 PREFERENCE = "Prefers prose answers with no bullet points"
 ANTI = "Don't skip running the tests before a release"

@@ -15,9 +15,9 @@ from playwright.sync_api import Locator, Page
 from dreamwell.server.config import Settings
 from dreamwell.server.runtime import Runtime
 from dreamwell.stores import LongTermStore
-from tests.servers import http_server
+from tests.support.servers import http_server
+from tests.support.ui_browser import chromium, open_page, shot, ui_process
 from tests.test_ui import csrf_of, seed
-from tests.ui_browser import chromium, open_page, shot, ui_process
 
 
 @pytest.mark.anyio

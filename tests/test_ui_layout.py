@@ -18,7 +18,7 @@ import pytest
 from dreamwell.stores import LongTermStore, MemoryEntry, new_id, utcnow
 from dreamwell.stores.hooks.sessions import HookSessions, hooks_log
 from dreamwell.stores.layout import DataDir
-from tests.ui_browser import chromium, open_page, serious_violations, shot, ui_process
+from tests.support.ui_browser import chromium, open_page, serious_violations, shot, ui_process
 
 URL = "https://example.com/" + "a" * 200
 CATEGORIES = ["user/timezone", "user/drinks", "ops", "ops/deploy", "project/dreamwell", None]

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from dreamwell.server.hooks.stats import hook_activity
 from dreamwell.stores.layout import DataDir
-from tests.hooks_helpers import hook, prompt
+from tests.support.hooks import hook, prompt
+from tests.support.ui_browser import chromium, open_page, serious_violations, shot, ui_process
 from tests.test_hooks import DEPLOY, seeded
-from tests.ui_browser import chromium, open_page, serious_violations, shot, ui_process
 
 
 def summary_for(data: Path) -> str:

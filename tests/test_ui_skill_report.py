@@ -10,8 +10,8 @@ from dreamwell.dream import DreamOptions, run_cycle
 from dreamwell.dream.llm import OpenAILLM
 from dreamwell.stores import LongTermStore
 from dreamwell.stores.skills.catalog import SkillCatalog
-from tests.fake_openai import fake_openai
-from tests.skill_samples import content_of
+from tests.support.fake_openai import fake_openai
+from tests.support.skill_samples import content_of
 from tests.test_dream_skills import RELEASE, at_risk, improved, model
 from tests.test_ui import ARTIFACTS, seeded_page, ui_server
 

@@ -18,9 +18,9 @@ from dreamwell.server.runtime import Runtime
 from dreamwell.stores import SkillCatalog, SkillUsage
 from dreamwell.stores.skills.folders import make_folder
 from dreamwell.stores.skills.record import skill_to_json
-from tests.servers import http_server
+from tests.support.servers import http_server
+from tests.support.ui_browser import chromium, open_page, serious_violations, shot, ui_process
 from tests.test_ui import csrf_of, seed
-from tests.ui_browser import chromium, open_page, serious_violations, shot, ui_process
 
 RELEASE = "1. On a clean `main`, run `scripts/bump.sh`.\n2. Push the tag.\n"
 

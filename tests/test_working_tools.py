@@ -10,7 +10,7 @@ from mcp import Client
 
 from dreamwell.server.config import Settings
 from dreamwell.server.mcp.app import build_server
-from tests.conftest import fails, ok
+from tests.support.calls import fails, ok
 
 pytestmark = pytest.mark.anyio
 

@@ -20,7 +20,7 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.s3server import SeaweedS3
+from tests.support.s3server import SeaweedS3
 
 START_TIMEOUT = 90.0
 SAVED = re.compile(r"(?:Saved|Reinforced) memory \[([A-Za-z0-9]{12})\]")

@@ -363,7 +363,7 @@ class SeaweedS3:
 
 
 def _main(argv: list[str]) -> int:
-    """`python -m tests.s3server`: start one, print its options, stop on Enter or Ctrl-C."""
+    """`python -m tests.support.s3server`: start one, print its options, stop on Enter or Ctrl-C."""
     with SeaweedS3() as s3:
         print(s3.endpoint, s3.bucket, s3.ports, sep="\n")  # noqa: T201
         with contextlib.suppress(KeyboardInterrupt, EOFError):

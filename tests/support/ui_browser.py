@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support import ROOT
+
 ARTIFACTS = ROOT / "tests" / "artifacts"
 AXE = ROOT / "tests" / "vendor" / "axe-core" / "axe.min.js"
 CHROMIUM = "/usr/bin/chromium"

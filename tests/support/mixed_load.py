@@ -31,7 +31,7 @@ from mcp.client.stdio import stdio_client
 
 from dreamwell.dream.report import Report, list_reports, load_report
 from dreamwell.stores import LongTermStore, MemoryEntry, utcnow
-from tests.conftest import call
+from tests.support.calls import call
 
 CATEGORIES = ("mp/alpha", "mp/beta", "ops", None)
 WM_KEYS = 10  # working-memory keys per server process (below the namespace limit of 50)
