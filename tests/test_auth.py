@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import httpx2
@@ -15,6 +13,7 @@ from mcp import Client
 from dreamwell.server.config import Settings
 from dreamwell.server.mcp.app import build_server
 from tests.support.calls import initialize, ok
+from tests.support.cli import NO_EMBEDDER, dreamwell
 from tests.support.servers import http_server
 from tests.test_transports import http
 
@@ -23,14 +22,7 @@ INIT = initialize(1, "t")
 
 
 def serve(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dreamwell.server", "serve", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, "DREAMWELL_EMBEDDER": "none"},
-    )
+    return dreamwell("serve", *args, stdin=subprocess.DEVNULL, env=NO_EMBEDDER, timeout=60)
 
 
 def test_a_non_loopback_bind_without_tokens_is_refused(tmp_path: Path) -> None:

@@ -14,20 +14,10 @@ from dreamwell.server.cli.main import main, parser
 from dreamwell.server.cli.parsing import HELP
 from dreamwell.server.config import Settings, settings_table
 from dreamwell.server.flags import COMMANDS, SETTINGS, flag_for
+from tests.support.cli import dreamwell
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("mcp", "lancedb", "onnxruntime", "tantivy", "pyarrow", "uvicorn", "starlette", "pydantic")
-
-
-def dreamwell(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dreamwell.server", *args],
-        capture_output=True,
-        text=True,
-        input=stdin,
-        timeout=120,
-        check=False,
-    )
 
 
 def test_help_of_every_command_imports_no_heavy_library() -> None:

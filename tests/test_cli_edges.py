@@ -16,9 +16,9 @@ import httpx2
 
 from dreamwell.stores import DataDir, LongTermStore
 from tests.support.calls import initialize
+from tests.support.cli import dreamwell
 from tests.support.fake_ollama import fake_ollama
 from tests.support.ui_browser import ui_process
-from tests.test_cli import dreamwell
 
 ENV = {**os.environ, "DREAMWELL_EMBEDDER": "none"}
 

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +11,7 @@ from mcp.shared.exceptions import MCPError
 from dreamwell.server.config import Settings
 from dreamwell.server.mcp.app import build_server
 from dreamwell.stores import LongTermStore
+from tests.support.cli import NO_EMBEDDER, dreamwell
 
 pytestmark = pytest.mark.anyio
 
@@ -46,16 +44,6 @@ async def test_the_dream_prompt_previews_by_default_and_applies_when_asked(tmp_p
             await prompt_text(c, "maybe")
 
 
-def dreamwell(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dreamwell.server", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "DREAMWELL_EMBEDDER": "none"},
-    )
-
-
 def test_the_cli_dreams_reports_undoes_and_logs(tmp_path: Path) -> None:
     data = str(tmp_path)
     store = LongTermStore(tmp_path)
@@ -71,18 +59,19 @@ def test_the_cli_dreams_reports_undoes_and_logs(tmp_path: Path) -> None:
         "s1",
         "--kind",
         "Correction",
+        env=NO_EMBEDDER,
     )
     assert logged.returncode == 0, logged.stderr
     assert (tmp_path / "feedback.jsonl").read_text().count("Correction") == 1
-    once = dreamwell("dream", "--once", "--data-dir", data)
+    once = dreamwell("dream", "--once", "--data-dir", data, env=NO_EMBEDDER)
     assert once.returncode == 0, once.stderr
     run = once.stdout.split()[2]
     assert "anti-patterns: skipped (no LLM" in once.stdout
-    shown = dreamwell("dream", "--report", "--data-dir", data)
+    shown = dreamwell("dream", "--report", "--data-dir", data, env=NO_EMBEDDER)
     assert shown.stdout.startswith(f"Dream report {run}")
-    undone = dreamwell("dream", "--undo", run, "--data-dir", data)
+    undone = dreamwell("dream", "--undo", run, "--data-dir", data, env=NO_EMBEDDER)
     assert undone.returncode == 0 and "Undone at" in undone.stdout
-    again = dreamwell("dream", "--undo", run, "--data-dir", data)
+    again = dreamwell("dream", "--undo", run, "--data-dir", data, env=NO_EMBEDDER)
     assert again.returncode == 1 and "already undone" in again.stderr
-    bad = dreamwell("dream", "--report", "../../etc/passwd", "--data-dir", data)
+    bad = dreamwell("dream", "--report", "../../etc/passwd", "--data-dir", data, env=NO_EMBEDDER)
     assert bad.returncode == 1 and "no dream report" in bad.stderr

@@ -5,8 +5,6 @@ each user message as the conversation log (per caller, bounded, a setting turns 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -17,6 +15,7 @@ from dreamwell.dream.report import list_reports
 from dreamwell.server.config import Settings
 from dreamwell.server.mcp.app import build_server
 from dreamwell.stores import CONVERSATION, JsonlLog, LongTermStore, MemoryEntry, utcnow
+from tests.support.cli import dreamwell
 
 pytestmark = pytest.mark.anyio
 
@@ -55,15 +54,6 @@ def test_the_conversation_log_is_bounded_and_keeps_the_newest_turns(tmp_path: Pa
 def old(i: int) -> MemoryEntry:
     when = utcnow() - timedelta(days=200)
     return MemoryEntry(f"{i:012d}", f"an old fact {i}", None, (), when, when, when)
-
-
-def dreamwell(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dreamwell.server", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def test_dream_once_dreams_the_root_store_and_every_tenant(tmp_path: Path) -> None:

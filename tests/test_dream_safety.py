@@ -21,6 +21,7 @@ import pytest
 from dreamwell.dream import DreamOptions, run_cycle, undo
 from dreamwell.dream.report import list_reports, load_report
 from dreamwell.stores import LongTermStore, MemoryEntry, StoreError, Write, utcnow
+from tests.support.cli import dreamwell
 from tests.support.fake_ollama import fake_ollama
 
 QUIET = DreamOptions(quiet_seconds=0)
@@ -214,12 +215,7 @@ def test_a_cycle_killed_mid_way_is_undone_to_the_exact_store(tmp_path: Path) -> 
             if dreamer.poll() is None:
                 dreamer.kill()
                 dreamer.wait()
-    result = subprocess.run(
-        [sys.executable, "-m", "dreamwell.server", "dream", "--undo", run, "--data-dir", str(data)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = dreamwell("dream", "--undo", run, "--data-dir", str(data))
     assert result.returncode == 0, result.stderr
     assert everything(data) == before
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from dreamwell.stores import SkillCatalog
 from dreamwell.stores.hooks.sessions import HookSessions
 from dreamwell.stores.layout import DataDir
+from tests.support.cli import dreamwell
 from tests.support.hooks import event, hook, prompt, recalls
 
 RELEASE = (
@@ -35,10 +36,7 @@ def imported(data: Path, tmp_path: Path) -> None:
     source = tmp_path / "src"
     write_skill(source, "cut-release", RELEASE)
     write_skill(source, "brew-tea", TEA)
-    cli = [sys.executable, "-m", "dreamwell.server", "skills", "import", str(source)]
-    done = subprocess.run(
-        [*cli, "--data-dir", str(data)], capture_output=True, text=True, timeout=120
-    )
+    done = dreamwell("skills", "import", str(source), "--data-dir", str(data))
     assert done.returncode == 0, done.stderr
     assert {s.name for s in SkillCatalog(data).list("active")} == {"cut-release", "brew-tea"}
 

@@ -3,35 +3,19 @@ so that hooks which run but inject nothing ("218 sessions, zero memories") are s
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 from dreamwell.server.hooks.stats import hook_lines
 from dreamwell.stores.hooks.sessions import HookSessions
 from dreamwell.stores.layout import DataDir
+from tests.support.cli import dreamwell
 from tests.support.hooks import hook, prompt
 from tests.test_hooks import DEPLOY, seeded
 
 
 def stats(data: Path) -> str:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "dreamwell.server",
-            "stats",
-            "--data-dir",
-            str(data),
-            "--embedder",
-            "none",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = dreamwell("stats", "--data-dir", str(data), "--embedder", "none")
     assert done.returncode == 0, done.stderr
     return done.stdout
 

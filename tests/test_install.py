@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dreamwell.server.cli.install import InstallError, Where, apply, plan
+from tests.support.cli import dreamwell
 
 CMD = "/opt/dw/bin/dreamwell"
 EXPECTED = {  # (client, platform) -> the files written, relative to the home
@@ -192,28 +192,21 @@ def test_windows_hook_commands_quote_paths_with_spaces(tmp_path: Path) -> None:
     assert command == r'"C:\Program Files\dw\dreamwell.exe" hook session-end'
 
 
-def dreamwell(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
-    env.pop("DREAMWELL_DATA_DIR", None)
+def install(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    """`dreamwell install ARGS` with `home` as the user's home and no data dir set."""
+    env = {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
     env["XDG_DATA_HOME"] = str(home / ".local" / "share")
-    return subprocess.run(
-        [sys.executable, "-m", "dreamwell.server", "install", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+    return dreamwell("install", *args, env=env, unset=["DREAMWELL_DATA_DIR"], timeout=60)
 
 
 def test_the_command_writes_says_and_fails_in_one_line(tmp_path: Path) -> None:
-    done = dreamwell("cursor", home=tmp_path)
+    done = install("cursor", home=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"updated {tmp_path}/.cursor/mcp.json\n"
     entry = read(tmp_path / ".cursor" / "mcp.json")["mcpServers"]["dreamwell"]
     assert "env" not in entry  # the default data directory needs no setting
     (tmp_path / ".cursor" / "mcp.json").write_text("{oops")
-    bad = dreamwell("cursor", home=tmp_path)
+    bad = install("cursor", home=tmp_path)
     assert bad.returncode == 1 and bad.stderr.count("\n") == 1 and "not valid JSON" in bad.stderr
-    nowhere = dreamwell("vscode", "--project", str(tmp_path / "missing"), home=tmp_path)
+    nowhere = install("vscode", "--project", str(tmp_path / "missing"), home=tmp_path)
     assert nowhere.returncode == 2 and "is not a directory" in nowhere.stderr

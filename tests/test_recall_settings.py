@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +10,7 @@ import pytest
 from dreamwell.server.config import Settings
 from dreamwell.server.runtime import Runtime
 from dreamwell.stores import CrossEncoderReranker, OnnxE5, OnnxMiniLM
+from tests.support.cli import dreamwell
 
 
 def test_e5_is_the_default_embedder_and_reranking_is_off(tmp_path: Path) -> None:
@@ -38,14 +37,13 @@ def test_rerank_builds_the_cross_encoder_without_loading_it(tmp_path: Path) -> N
 def test_a_bad_recall_setting_exits_2_with_one_line_naming_it(
     tmp_path: Path, key: str, value: str
 ) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "dreamwell.server", "serve", "--data-dir", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
+    done = dreamwell(
+        "serve",
+        "--data-dir",
+        str(tmp_path),
         stdin=subprocess.DEVNULL,
-        env={**os.environ, f"DREAMWELL_{key}": value},
-        check=False,
+        env={f"DREAMWELL_{key}": value},
+        timeout=60,
     )
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()

@@ -12,9 +12,6 @@ undoing one run at once (one undoes, the other hears it was undone).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -29,6 +26,7 @@ from dreamwell.stores.lease import Lease
 from dreamwell.stores.longterm import shared_log as lancelog
 from dreamwell.stores.remote import location as remote
 from dreamwell.stores.remote.blobs import Blobs, attach
+from tests.support.cli import dreamwell
 from tests.support.racing import eventually
 from tests.support.s3server import SeaweedS3
 from tests.test_dream_cycle import seed
@@ -171,28 +169,17 @@ def test_the_command_line_reports_and_undoes_a_run_from_another_replica(
     seed(a)
     report = run_cycle(a, None, options=DreamOptions(quiet_seconds=0))
     env = {
-        **os.environ,
         "DREAMWELL_DATA_DIR": s3.uri(s3_prefix),
         "DREAMWELL_CACHE_DIR": str(tmp_path / "elsewhere"),
         "DREAMWELL_STORAGE_OPTIONS": json.dumps(s3.storage_options),
         "DREAMWELL_EMBEDDER": "none",
     }
-
-    def dreamwell(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "dreamwell.server", "dream", *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-
-    shown = dreamwell("--report")
+    shown = dreamwell("dream", "--report", env=env)
     assert shown.returncode == 0, shown.stderr
     assert f"Dream report {report.run}" in shown.stdout and "exact-duplicates: ran" in shown.stdout
-    undone = dreamwell("--undo", report.run)
+    undone = dreamwell("dream", "--undo", report.run, env=env)
     assert undone.returncode == 0, undone.stderr
     assert "Undone at" in undone.stdout
-    again = dreamwell("--undo", report.run)
+    again = dreamwell("dream", "--undo", report.run, env=env)
     assert again.returncode == 1 and "already undone" in again.stderr
     assert load_report(a.data_dir, report.run).undone

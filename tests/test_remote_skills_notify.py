@@ -8,9 +8,6 @@ and nothing on B's disk moved."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from contextlib import nullcontext
 from pathlib import Path
@@ -22,6 +19,7 @@ from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged
 
 from dreamwell.server.cli.main import attach_remote
 from dreamwell.server.config import Settings
+from tests.support.cli import dreamwell
 from tests.support.s3server import SeaweedS3
 from tests.support.servers import http_server
 from tests.support.skill_samples import simple_md, write_skill
@@ -45,15 +43,10 @@ def replica_settings(s3: SeaweedS3, prefix: str, cache: Path) -> Settings:
 
 def cli_import(s3: SeaweedS3, prefix: str, cache: Path, folder: Path) -> None:
     env = {
-        **os.environ,
         "DREAMWELL_CACHE_DIR": str(cache),
         "DREAMWELL_STORAGE_OPTIONS": json.dumps(s3.storage_options),
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "dreamwell.server", "skills", "import", str(folder),
-         "--data-dir", s3.uri(prefix)],
-        env=env, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+    done = dreamwell("skills", "import", str(folder), "--data-dir", s3.uri(prefix), env=env)
     assert done.returncode == 0, done.stderr
 
 

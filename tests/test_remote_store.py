@@ -30,10 +30,10 @@ from dreamwell.stores.longterm import snapshot
 from dreamwell.stores.longterm.store import LongTermStore, Write
 from dreamwell.stores.remote import location as remote
 from dreamwell.stores.remote.blobs import attach
+from tests.support.cli import NO_EMBEDDER, dreamwell
 from tests.support.racing import eventually, race
 from tests.support.s3server import SeaweedS3
 from tests.test_cross_process_work import Counting, Gated, overlapping_backfills
-from tests.test_dream_edge import dreamwell
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 
@@ -248,14 +248,14 @@ def test_export_on_a_new_machine_reads_the_location_and_names_a_wrong_one(
     uri = s3.uri(s3_prefix)
     saved = saved_three(cli_store(s3, uri, tmp_path / "first-machine"))
     new = tmp_path / "new-machine"
-    done = dreamwell("export", *s3.flags(uri, new))
+    done = dreamwell("export", *s3.flags(uri, new), env=NO_EMBEDDER)
     assert done.returncode == 0, done.stderr
     assert {json.loads(line)["id"] for line in done.stdout.splitlines()} == saved
     for wrong, named in (
         (s3.flags(uri + "-typo", new), uri + "-typo"),
         ([*s3.flags(uri, new), "--tenant", "nobody"], uri + "/tenants/nobody"),
     ):
-        done = dreamwell("export", *wrong)
+        done = dreamwell("export", *wrong, env=NO_EMBEDDER)
         assert (done.returncode, done.stdout) == (1, "")
         assert done.stderr == f"dreamwell: no memory at {named}; check --data-dir and --tenant\n"
     assert obstore.list(s3.store(s3_prefix + "-typo")).collect() == []
@@ -272,19 +272,19 @@ def test_stats_and_doctor_read_a_location_and_make_nothing_where_no_store_is(
 
     uri = s3.uri(s3_prefix)
     saved_three(cli_store(s3, uri, tmp_path / "first-machine"))
-    done = dreamwell("stats", *s3.flags(uri, tmp_path / "new-machine"))
+    done = dreamwell("stats", *s3.flags(uri, tmp_path / "new-machine"), env=NO_EMBEDDER)
     assert done.returncode == 0, done.stderr
     assert "memories: 3 live, 0 archived" in done.stdout
     typo = tmp_path / "typo-machine"
-    done = dreamwell("stats", *s3.flags(uri + "-typo", typo))
+    done = dreamwell("stats", *s3.flags(uri + "-typo", typo), env=NO_EMBEDDER)
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == f"dreamwell: no memory at {uri}-typo; check --data-dir\n"
-    done = dreamwell("doctor", *s3.flags(uri + "-typo", typo))
+    done = dreamwell("doctor", *s3.flags(uri + "-typo", typo), env=NO_EMBEDDER)
     assert done.returncode == 1, done.stderr
     assert f"FAIL [default] no memory at {uri}-typo\n" in done.stdout
     assert "store opens" not in done.stdout
     assert obstore.list(s3.store(s3_prefix + "-typo")).collect() == []
-    done = dreamwell("doctor", *s3.flags(uri, tmp_path / "new-machine"))
+    done = dreamwell("doctor", *s3.flags(uri, tmp_path / "new-machine"), env=NO_EMBEDDER)
     assert "ok   [default] store opens: 3 live, 0 archived" in done.stdout, done.stdout
 
 

@@ -11,8 +11,8 @@ import pytest
 from mcp import Client
 
 from dreamwell.stores import SkillUsage
+from tests.support.cli import dreamwell
 from tests.support.skill_samples import RELEASE_MD, release_skill, simple_md, write_skill
-from tests.test_cli import dreamwell
 from tests.test_skills_notify import BOUND, SLACK, Recorder
 from tests.test_stdio import from_mcp_json
 
