@@ -12,13 +12,11 @@ from mcp import Client
 
 from dreamwell.server.config import Settings
 from dreamwell.server.mcp.app import build_server
-from tests.support.calls import initialize, ok
+from tests.support.calls import INIT, ok
 from tests.support.cli import NO_EMBEDDER, dreamwell
-from tests.support.servers import http_server
-from tests.test_transports import http
+from tests.support.servers import http, http_server
 
 pytestmark = pytest.mark.anyio
-INIT = initialize(1, "t")
 
 
 def serve(*args: str) -> subprocess.CompletedProcess[str]:

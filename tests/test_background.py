@@ -277,7 +277,7 @@ async def test_the_backfill_embeds_at_lower_cpu_priority_and_a_search_does_not(
     p99 109 ms beside another process saving 78/s). The backfill's embedding now runs on a
     thread whose nice value is NICENESS higher; the query of a search on the caller's."""
     from dreamwell.server.background import NICENESS
-    from tests.test_recall import HashEmbedder
+    from tests.support.embedders import HashEmbedder
 
     def nice() -> int:
         return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
@@ -318,7 +318,7 @@ async def test_the_heap_is_handed_back_once_a_run_of_backfill_rounds_is_over(
     (RSS stayed up for good). After the rounds that embedded something comes one that finds
     nothing to do: then the heap is handed back, once."""
     import dreamwell.server.mcp.app as app
-    from tests.test_recall import HashEmbedder
+    from tests.support.embedders import HashEmbedder
 
     trims: list[int] = []
     runtime = Runtime(Settings(data_dir=tmp_path, embedder="minilm"))
@@ -348,7 +348,7 @@ def test_a_burst_of_saves_waits_for_the_backfill_and_no_save_waits_without_one(
     import time
 
     import dreamwell.stores.longterm.vectors as vectors
-    from tests.test_recall import HashEmbedder
+    from tests.support.embedders import HashEmbedder
 
     # the bounds that let a save go ahead are not what this test is about: on a loaded
     # machine one backfill round (its log write and fsync) took long enough to reach them
@@ -393,7 +393,7 @@ class _Slow:
     def store(path: Path) -> LongTermStore:
         import time
 
-        from tests.test_recall import HashEmbedder
+        from tests.support.embedders import HashEmbedder
 
         class Slow(HashEmbedder):
             def embed(self, texts: Sequence[str]) -> list[list[float]]:

@@ -14,9 +14,9 @@ from dreamwell.server.cli.main import main, parser
 from dreamwell.server.cli.parsing import HELP
 from dreamwell.server.config import Settings, settings_table
 from dreamwell.server.flags import COMMANDS, SETTINGS, flag_for
+from tests.support import ROOT
 from tests.support.cli import dreamwell
 
-ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("mcp", "lancedb", "onnxruntime", "tantivy", "pyarrow", "uvicorn", "starlette", "pydantic")
 
 

@@ -3,8 +3,7 @@ directory (as two `dreamwell serve` processes have them), each counting what it 
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,31 +11,7 @@ import pytest
 
 import dreamwell.stores.longterm.mirror as mirror
 from dreamwell.stores import LongTermStore, MemoryEntry, utcnow
-from tests.support.racing import eventually
-from tests.test_recall import HashEmbedder
-
-
-class Counting(HashEmbedder):
-    def __init__(self) -> None:
-        super().__init__()
-        self.seen: list[str] = []
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        self.seen.extend(texts)
-        return super().embed(texts)
-
-
-class Gated(Counting):
-    """Each embedding says it started, then waits until it may go on."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.started, self.go = threading.Event(), threading.Event()
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        self.started.set()
-        assert self.go.wait(10)
-        return super().embed(texts)
+from tests.support.embedders import Counting, Gated, overlapping_backfills
 
 
 def opened(path: Path, embedder: Counting | None) -> LongTermStore:
@@ -145,31 +120,6 @@ def test_another_process_s_saves_do_not_wake_this_one_s_backfill(tmp_path: Path)
     assert not reader.vectors_wanted.is_set()
     reader.apply([replace(reader.entries()[0], importance=0.9)])  # its own change wakes it
     assert reader.vectors_wanted.is_set()
-
-
-def overlapping_backfills(
-    saver: LongTermStore, other: LongTermStore, monkeypatch: pytest.MonkeyPatch
-) -> list[str]:
-    """The grace ran out while the saver was slow, so `other` (its embedder `Gated`)
-    embeds the saver's memory, and the saver's own backfill logs its vector meanwhile:
-    `other` then logs nothing. Returns the ids of the vector records in the log."""
-    gated = other.embedder
-    assert isinstance(gated, Gated)
-    memory = saver.save("the harbour master retires in June").entry
-    monkeypatch.setattr(mirror, "FOREIGN_GRACE", 0.0)  # the saver has been slow this long
-    eventually(lambda: other.get(memory.id) is not None)
-    logged: list[int] = []
-    backfill = threading.Thread(target=lambda: logged.append(other.backfill()))
-    backfill.start()
-    assert gated.started.wait(10)  # `other` is embedding the memory now
-    assert saver.backfill() == 1  # and the saver logs its vector meanwhile
-    gated.go.set()
-    backfill.join(30)
-    assert logged == [0]
-    assert gated.seen == [memory.content]
-    assert other.missing_vectors() == 0
-    records = saver._wal.sealed_records(0, 10**9)
-    return [str(op["id"]) for r in records for op in r.ops if op["op"] == "vec"]
 
 
 def test_a_vector_another_process_logs_while_this_one_embeds_is_not_logged_again(

@@ -16,7 +16,7 @@ import pytest
 
 from dreamwell.server.cli.main import main
 from dreamwell.stores import LongTermStore
-from tests.test_recall import HashEmbedder
+from tests.support.embedders import HashEmbedder
 
 LANCE = Path("lancedb") / "memories.lance"
 BATCH = 200

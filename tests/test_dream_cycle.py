@@ -8,41 +8,16 @@ import os
 import threading
 import time
 from dataclasses import replace
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from dreamwell.dream import DreamBusy, DreamCancelled, DreamOptions, render, run_cycle, undo
 from dreamwell.dream.report import list_reports, load_report
-from dreamwell.stores import FEEDBACK, RECALL, JsonlLog, LongTermStore, MemoryEntry, utcnow
+from dreamwell.stores import FEEDBACK, RECALL, JsonlLog, LongTermStore, utcnow
+from tests.support.dreams import seed
 
 QUIET = DreamOptions(quiet_seconds=0)
-
-
-def seed(store: LongTermStore) -> dict[str, MemoryEntry]:
-    now = utcnow()
-    old = now - timedelta(days=120)
-
-    def e(i: str, content: str, category: str | None, when: object = old, **kw: object):
-        return MemoryEntry(i * 12, content, category, (), when, when, when, **kw)  # type: ignore[arg-type]
-
-    entries = [
-        e("a", "User lives in Chicago", "user-preferences/location", importance=0.9),
-        e(
-            "b",
-            "user lives in chicago!",
-            "user-preferences/location",
-            importance=0.6,
-            reinforcement_count=2,
-        ),
-        e("c", "Trip to Lisbon in May 2024", "travel"),
-        e("d", "Trip to Lisbon in May 2025", "travel"),
-        e("e", "Likes green tea", "food", when=now),
-        e("f", "Use tabs in Go code", "coding", when=now, score=-2.3),
-    ]
-    store.apply(entries)
-    return {x.id: x for x in entries}
 
 
 def test_a_cycle_without_an_llm_decays_merges_exact_duplicates_and_reports(tmp_path: Path) -> None:

@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -19,64 +18,31 @@ import pytest
 
 from dreamwell.dream import DreamOptions, render, run_cycle, undo
 from dreamwell.dream.llm import OpenAILLM
-from dreamwell.stores import CONVERSATION, FEEDBACK, JsonlLog, LongTermStore, utcnow
-from dreamwell.stores.skills.catalog import NEW, SkillCatalog, SkillChange, SkillConflict
+from dreamwell.stores import LongTermStore, utcnow
+from dreamwell.stores.skills.catalog import SkillCatalog, SkillChange, SkillConflict
 from dreamwell.stores.skills.folders import make_folder
 from dreamwell.stores.skills.usage import SkillUsage
+from tests.support.dreams import (
+    RELEASE,
+    Handler,
+    add_skill,
+    at_risk,
+    dream,
+    improved,
+    kind_of,
+    model,
+    new_skill,
+    say,
+    three_overlapping,
+)
 from tests.support.fake_openai import fake_openai
 from tests.support.skill_samples import content_of
 
 QUIET = DreamOptions(quiet_seconds=0)
-Handler = Callable[[dict[str, Any]], Any]  # a dict (sent as JSON) or the raw text
-
-RELEASE = """\
-1. On a clean `main`, run `scripts/bump.sh 1.4.0`.
-2. Push the tag: `git push origin v1.4.0`.
-3. Watch https://ci.example.com/billing for 15 minutes.
-"""
-
-
-def kind_of(request: dict[str, Any]) -> str:
-    """Which pass asks: told apart by the answer's JSON schema."""
-    props = request["response_format"]["json_schema"]["schema"]["properties"]
-    if {"body", "reason"} <= set(props):
-        return "optimise"
-    item = props.get("toSave", {}).get("items", {}).get("properties", {})
-    if "sessions" in item:
-        return "gap"
-    return "consolidate" if "sourceNames" in item else "memory"
-
-
-def model(**handlers: Handler) -> Callable[[dict[str, Any]], str]:
-    """A scripted model: each skill pass's handler answers its prompts (and sees them); the
-    memory passes get empty plans."""
-
-    def answer(request: dict[str, Any]) -> str:
-        kind = kind_of(request)
-        if kind in handlers:
-            said = handlers[kind](request)
-            return said if isinstance(said, str) else json.dumps(said)
-        return json.dumps({"toDelete": [], "toSave": [], "antiPatterns": [], "preferences": []})
-
-    return answer
 
 
 def prompt_of(request: dict[str, Any]) -> str:
     return str(request["messages"][-1]["content"])
-
-
-def say(data: Path, session: str, text: str) -> None:
-    JsonlLog(data, CONVERSATION).append({"session": session, "role": "user", "content": text})
-
-
-def add_skill(data: Path, name: str, body: str, days_old: int = 0, **kw: Any) -> None:
-    md = f"---\nname: {name}\ndescription: {kw.pop('description', name + ' steps')}\n---\n\n{body}"
-    folder = make_folder(name, {"SKILL.md": md.encode()}, name)
-    made = (utcnow() - timedelta(days=days_old)).isoformat()
-    change = SkillChange(name, NEW, dict(folder.files), kw.pop("status", "active"), created_at=made)
-    assert not SkillCatalog(data).apply([change]).conflicts
-    if kw.pop("pinned", False):
-        SkillCatalog(data).pin(name)
 
 
 def records(data: Path) -> dict[str, str]:
@@ -85,19 +51,8 @@ def records(data: Path) -> dict[str, str]:
     return {s.name: content_of(s) for s in SkillCatalog(data).list()}
 
 
-def dream(data: Path, url: str, **options: Any) -> Any:
-    store = LongTermStore(data)
-    llm = OpenAILLM(url, "fake-model", 10.0, backoff=0.0)
-    opts = DreamOptions(quiet_seconds=0, **options)
-    return store, run_cycle(store, llm, options=opts)
-
-
 def pass_of(report: Any, name: str) -> Any:
     return next(p for p in report.passes if p.name == name)
-
-
-def new_skill(name: str, sessions: list[str], body: str = "Run `make release`.") -> dict[str, Any]:
-    return {"name": name, "description": f"{name} for the user", "body": body, "sessions": sessions}
 
 
 # ---- gap detection ---------------------------------------------------------------------------
@@ -157,14 +112,6 @@ def test_auto_approve_makes_new_skills_active(tmp_path: Path) -> None:
 
 
 # ---- consolidation ---------------------------------------------------------------------------
-def three_overlapping(data: Path) -> None:
-    add_skill(data, "deploy-web", "Run `make deploy-web` then check https://web.example.com.", 40)
-    add_skill(data, "deploy-site", "Deploy with `make deploy-web`; it takes 5 minutes.", 20)
-    add_skill(data, "deploy-frontend", "Use `make deploy-web` and purge the CDN.", 10)
-    add_skill(data, "rotate-keys", "Run `vault rotate billing` every 90 days.", 30, pinned=True)
-    add_skill(data, "tidy-inbox", "Archive mail older than 30 days in `mutt`.", 30)
-
-
 def test_deletions_without_a_replacement_skip_the_whole_pass(tmp_path: Path) -> None:
     three_overlapping(tmp_path)
     before = records(tmp_path)
@@ -265,18 +212,6 @@ def test_a_merge_keeps_every_command_the_earliest_creation_and_the_uses(tmp_path
 
 
 # ---- optimisation ----------------------------------------------------------------------------
-def at_risk(data: Path) -> None:
-    add_skill(data, "cut-release", RELEASE, 30)
-    SkillUsage(data).record_use("s9", "cut-release", "prompt")
-    JsonlLog(data, FEEDBACK).append(
-        {"session": "s9", "kind": "Correction", "detail": "you forgot to run the tests first"}
-    )
-
-
-def improved(body: str) -> Handler:
-    return lambda request: {"name": "cut-release", "body": body, "reason": "tests were skipped"}
-
-
 def test_an_optimisation_that_drops_a_command_is_refused(tmp_path: Path) -> None:
     at_risk(tmp_path)
     before = records(tmp_path)

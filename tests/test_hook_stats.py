@@ -10,8 +10,7 @@ from dreamwell.server.hooks.stats import hook_lines
 from dreamwell.stores.hooks.sessions import HookSessions
 from dreamwell.stores.layout import DataDir
 from tests.support.cli import dreamwell
-from tests.support.hooks import hook, prompt
-from tests.test_hooks import DEPLOY, seeded
+from tests.support.hooks import DEPLOY, hook, prompt, seeded
 
 
 def stats(data: Path) -> str:

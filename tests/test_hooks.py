@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 from dataclasses import replace
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -17,50 +16,26 @@ from pydantic import ValidationError
 from dreamwell.server.config import Settings
 from dreamwell.server.hooks import settings as hook_settings
 from dreamwell.server.hooks.refresh import refresh
-from dreamwell.stores import LongTermStore, MemoryEntry, utcnow
+from dreamwell.stores import LongTermStore
 from dreamwell.stores.layout import DataDir
 from dreamwell.stores.longterm import snapshot
 from dreamwell.stores.skills.catalog import SkillCatalog
 from dreamwell.stores.skills.folders import make_folder
 from tests.support.hooks import (
+    ANTI,
+    DEPLOY,
+    PREF,
+    TEA,
     Transcript,
     event,
     hook,
     log_lines,
     prompt,
     recalls,
+    seeded,
     turns,
     wait_for_refresher,
 )
-
-PREF, ANTI, DEPLOY, TEA = "a1" * 6, "b2" * 6, "c3" * 6, "d4" * 6
-
-
-def seeded(data: Path) -> LongTermStore:
-    """Four memories, checkpointed into LanceDB and Tantivy, and the hooks' snapshot."""
-    store = LongTermStore(data)
-    when = utcnow() - timedelta(days=1)
-
-    def entry(i: str, text: str, category: str) -> MemoryEntry:
-        return MemoryEntry(i, text, category, (), when, when, when)
-
-    store.apply(
-        [
-            entry(
-                PREF,
-                "The user prefers prose answers without bullet points",
-                "user-preferences/style",
-            ),
-            entry(
-                ANTI, "Don't run find / to search code — instead use ripgrep", "anti-patterns/files"
-            ),
-            entry(DEPLOY, "Deploy the api with make deploy from the repo root", "projects/api"),
-            entry(TEA, "The user drinks green tea in the afternoon", "personal"),
-        ]
-    )
-    store.checkpoint()
-    refresh(DataDir(data))
-    return store
 
 
 def test_user_prompt_prints_the_memories_for_the_prompt_and_records_the_turn(

@@ -12,7 +12,7 @@ from mcp import Client
 from dreamwell.stores import RECALL, JsonlLog
 from tests.support.calls import ok
 from tests.support.hooks import hook, log_lines, prompt, turns, wait_for_refresher
-from tests.test_multiprocess import stdio_params
+from tests.support.servers import stdio_params
 
 pytestmark = pytest.mark.anyio
 

@@ -17,10 +17,8 @@ from mcp.shared.exceptions import MCPError
 
 from dreamwell.server.config import Settings
 from dreamwell.server.transports.http import MAX_BODY_BYTES
-from tests.support.calls import fails, ok
-from tests.support.servers import http_server
-from tests.test_auth import INIT
-from tests.test_transports import http, own_namespace
+from tests.support.calls import INIT, fails, ok, own_namespace
+from tests.support.servers import http, http_server
 
 pytestmark = pytest.mark.anyio
 ALICE = {"Authorization": "Bearer token-for-alice"}

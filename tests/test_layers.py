@@ -5,7 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support import ROOT
+
 ALLOWED = {
     "stores": {"stores"},
     "dream": {"dream", "stores"},

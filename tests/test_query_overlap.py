@@ -15,7 +15,7 @@ import pytest
 from dreamwell.stores import LongTermStore, MemoryEntry
 from dreamwell.stores.index.text_index import TextIndex
 from dreamwell.stores.index.view import Rows
-from tests.test_vector_index import SeededEmbedder
+from tests.support.embedders import SeededEmbedder
 
 
 class Meeting(SeededEmbedder):

@@ -5,66 +5,25 @@ as root (chmod does not stop root), else the directory's write permission remove
 
 from __future__ import annotations
 
-import os
-import shutil
-import stat
-import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
 from dreamwell.server.config import Settings
 from dreamwell.server.mcp.app import build_server
 from tests.support.calls import fails, ok
+from tests.support.readonly import read_only_server, seed, tree
 
 pytestmark = pytest.mark.anyio
-NS = "patrol/readonly"
-
-
-def _tree(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
-
-
-@contextmanager
-def read_only_server(data: Path) -> Iterator[StdioServerParameters]:
-    """`dreamwell serve` over stdio on `data`, which it cannot write."""
-    env = {**os.environ, "DREAMWELL_EMBEDDER": "none"}
-    serve = ["dreamwell", "serve", "--data-dir", str(data), "--namespace", NS]
-    if os.geteuid() != 0:
-        modes = {p: p.stat().st_mode for p in [data, *data.rglob("*")]}
-        for p in modes:
-            p.chmod(modes[p] & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
-        try:
-            yield StdioServerParameters(command=serve[0], args=serve[1:], env=env)
-        finally:
-            for p, mode in modes.items():
-                p.chmod(mode)
-        return
-    unshare = shutil.which("unshare")
-    probe = subprocess.run([unshare or "unshare", "-m", "true"], capture_output=True, check=False)
-    if unshare is None or probe.returncode != 0:
-        pytest.skip("running as root without mount namespaces: cannot make a read-only directory")
-    script = 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" "$1" && shift && exec "$@"'
-    yield StdioServerParameters(
-        command=unshare, args=["-m", "sh", "-c", script, "sh", str(data), *serve], env=env
-    )
-
-
-async def _seed(data: Path) -> None:
-    async with Client(build_server(Settings(data_dir=data, embedder="none", namespace=NS))) as c:
-        await ok(c, "save_memory", content="Readable on a read-only disk", category="ops")
-        await ok(c, "save_to_working_memory", key="k", data="working value", ttl_minutes=60)
 
 
 async def test_working_memory_reads_work_and_writes_refuse_on_a_read_only_directory(
     tmp_path: Path,
 ) -> None:
     data = tmp_path / "data"
-    await _seed(data)
-    before = _tree(data)
+    await seed(data)
+    before = tree(data)
     with read_only_server(data) as params:
         async with Client(params) as c:
             assert await ok(c, "get_from_working_memory", key="k") == "working value"
@@ -74,12 +33,12 @@ async def test_working_memory_reads_work_and_writes_refuse_on_a_read_only_direct
             assert "Nothing was saved" in refusal and "Traceback" not in refusal
             assert "Error executing tool" not in await fails(c, "save_memory", content="new")
             assert "not found" in await fails(c, "get_from_working_memory", key="k2")
-    assert _tree(data) == before
+    assert tree(data) == before
 
 
 async def test_long_term_reads_work_on_a_read_only_directory(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    await _seed(data)
+    await seed(data)
     before = {p: p.read_bytes() for p in data.rglob("*") if p.is_file()}
     with read_only_server(data) as params:
         async with Client(params) as c:

@@ -16,7 +16,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from tests.support.calls import fails, ok
-from tests.test_readonly import _seed, _tree, read_only_server
+from tests.support.readonly import read_only_server, seed, tree
 
 pytestmark = pytest.mark.anyio
 ENV = {**os.environ, "DREAMWELL_EMBEDDER": "none"}
@@ -46,8 +46,8 @@ async def test_every_write_and_the_dream_prompt_say_the_directory_is_read_only(
     tmp_path: Path,
 ) -> None:
     data = tmp_path / "data"
-    await _seed(data)
-    before = _tree(data)
+    await seed(data)
+    before = tree(data)
     with read_only_server(data) as params:
         if os.geteuid() != 0:
             pytest.skip("as a user, chmod makes a permissions problem, not a read-only mount")
@@ -69,15 +69,15 @@ async def test_every_write_and_the_dream_prompt_say_the_directory_is_read_only(
         assert "read-only" in text and "\n" not in text, text
         assert "Error rendering" not in text and "Traceback" not in text, text
     assert "read-only mount" in refusals[-1] and "Reads still work" in refusals[0]
-    assert _tree(data) == before
+    assert tree(data) == before
 
 
 async def test_dream_once_prints_one_line_and_doctor_names_the_read_only_mount(
     tmp_path: Path,
 ) -> None:
     data = tmp_path / "data"
-    await _seed(data)
-    before = _tree(data)
+    await seed(data)
+    before = tree(data)
     dreamed = in_read_only_mount(data, "dream", "--once")
     assert dreamed.returncode == 1 and dreamed.stdout == ""
     assert dreamed.stderr.count("\n") == 1 and "Traceback" not in dreamed.stderr
@@ -86,7 +86,7 @@ async def test_dream_once_prints_one_line_and_doctor_names_the_read_only_mount(
     assert doctor.returncode == 1
     assert f"{data} is on a read-only mount ({data})" in doctor.stdout, doctor.stdout
     assert f"mount -o remount,rw {data}" in doctor.stdout and "chown" not in doctor.stdout
-    assert _tree(data) == before
+    assert tree(data) == before
 
 
 def test_doctor_tells_a_permissions_problem_from_a_read_only_mount() -> None:

@@ -3,10 +3,8 @@ the `recall` prompt — through real stores and a real MCP client."""
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import math
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -16,8 +14,9 @@ from mcp import Client
 
 from dreamwell.server.config import Settings
 from dreamwell.server.mcp.app import build_server
-from dreamwell.stores import EmbedderError, LongTermStore, OnnxMiniLM, rank_hits
+from dreamwell.stores import LongTermStore, OnnxMiniLM, rank_hits
 from dreamwell.stores.index.hybrid_rank import minmax
+from tests.support.embedders import HashEmbedder
 
 ids = st.text(alphabet="abcdef0123456789", min_size=1, max_size=4)
 bm25_scores = st.integers(0, 5000).map(lambda x: x / 100)  # BM25 scores as Tantivy gives them
@@ -152,37 +151,6 @@ def test_minmax_maps_candidates_onto_zero_one() -> None:
     assert minmax([("a", 2.0), ("b", 4.0), ("c", 3.0)]) == {"a": 0.0, "b": 1.0, "c": 0.5}
     assert minmax([("a", 0.3)]) == {"a": 1.0}
     assert minmax([]) == {}
-
-
-class HashEmbedder:
-    """Deterministic fake: a unit vector per word bag (hashlib, never hash())."""
-
-    def __init__(self, name: str = "fake", dim: int = 16, broken: bool = False) -> None:
-        self._name, self._dim, self.broken = name, dim, broken
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def dim(self) -> int:
-        return self._dim
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        if self.broken:
-            raise EmbedderError("fake embedder is down")
-        out = []
-        for text in texts:
-            v = [0.0] * self._dim
-            for word in text.lower().split():
-                h = hashlib.sha256(word.encode()).digest()
-                v[h[0] % self._dim] += 1.0
-            norm = math.sqrt(sum(x * x for x in v)) or 1.0
-            out.append([x / norm for x in v])
-        return out
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.embed([text])[0]
 
 
 def test_a_failing_embedder_never_blocks_a_save_and_backfill_catches_up(tmp_path: Path) -> None:

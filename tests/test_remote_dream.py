@@ -27,9 +27,9 @@ from dreamwell.stores.longterm import shared_log as lancelog
 from dreamwell.stores.remote import location as remote
 from dreamwell.stores.remote.blobs import Blobs, attach
 from tests.support.cli import dreamwell
+from tests.support.dreams import seed
 from tests.support.racing import eventually
 from tests.support.s3server import SeaweedS3
-from tests.test_dream_cycle import seed
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 

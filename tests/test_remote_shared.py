@@ -151,8 +151,7 @@ async def test_two_mcp_servers_on_one_location_share_working_memory(
     from dreamwell.server.cli.main import attach_remote
     from dreamwell.server.config import Settings
     from tests.support.calls import ok
-    from tests.support.servers import http_server
-    from tests.test_transports import http
+    from tests.support.servers import http, http_server
 
     def settings(n: int) -> Settings:
         s = Settings(

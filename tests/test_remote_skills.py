@@ -28,9 +28,9 @@ from dreamwell.stores.skills.catalog import ApplyResult
 from dreamwell.stores.skills.folders import read_skills
 from dreamwell.stores.skills.object_storage import SWEEP_EVERY, BlobSkills
 from dreamwell.stores.skills.porting import import_skills
+from tests.support.racing import eventually
 from tests.support.s3server import SeaweedS3
 from tests.support.skill_samples import simple_md, write_skill
-from tests.test_remote_store import eventually
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 Replica = Callable[[], SkillCatalog]

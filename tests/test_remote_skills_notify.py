@@ -20,10 +20,10 @@ from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged
 from dreamwell.server.cli.main import attach_remote
 from dreamwell.server.config import Settings
 from tests.support.cli import dreamwell
+from tests.support.notify import BOUND, SLACK, Recorder, http_client
 from tests.support.s3server import SeaweedS3
 from tests.support.servers import http_server
 from tests.support.skill_samples import simple_md, write_skill
-from tests.test_skills_notify import BOUND, SLACK, Recorder, http_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::ResourceWarning")]
 

@@ -31,9 +31,9 @@ from dreamwell.stores.longterm.store import LongTermStore, Write
 from dreamwell.stores.remote import location as remote
 from dreamwell.stores.remote.blobs import attach
 from tests.support.cli import NO_EMBEDDER, dreamwell
+from tests.support.embedders import Counting, Gated, overlapping_backfills
 from tests.support.racing import eventually, race
 from tests.support.s3server import SeaweedS3
-from tests.test_cross_process_work import Counting, Gated, overlapping_backfills
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 

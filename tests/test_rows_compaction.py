@@ -14,8 +14,8 @@ import dreamwell.stores.longterm.checkpoint as checkpoint
 from dreamwell.stores import LongTermStore
 from dreamwell.stores.index.view import Rows, View
 from dreamwell.stores.model import FOLLOWS, MemoryEntry, utcnow
-from tests.test_recall import HashEmbedder
-from tests.test_vector_scan import RESCORE, clustered
+from tests.support.embedders import HashEmbedder
+from tests.support.vectors import RESCORE, clustered
 
 
 def _entries(n: int) -> list[MemoryEntry]:

@@ -12,9 +12,9 @@ from mcp import Client
 
 from dreamwell.stores import SkillUsage
 from tests.support.cli import dreamwell
+from tests.support.notify import BOUND, SLACK, Recorder
+from tests.support.servers import from_mcp_json
 from tests.support.skill_samples import RELEASE_MD, release_skill, simple_md, write_skill
-from tests.test_skills_notify import BOUND, SLACK, Recorder
-from tests.test_stdio import from_mcp_json
 
 
 def test_import_list_show_export_and_status_changes(tmp_path: Path) -> None:

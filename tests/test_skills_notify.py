@@ -6,50 +6,24 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import anyio
 import anyio.to_thread
-import httpx2
 import pytest
 from mcp import Client
 from mcp.client.sse import sse_client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged
 
 from dreamwell.server.config import Settings
 from dreamwell.server.mcp.app import build_server
 from dreamwell.stores import NEW, SkillCatalog, SkillChange
-from tests.support.servers import http_server
+from tests.support.notify import BOUND, SLACK, WANTED, Recorder, http_client
+from tests.support.servers import from_mcp_json, http_server
 from tests.support.skill_samples import simple_md
-from tests.test_stdio import from_mcp_json
 
 pytestmark = pytest.mark.anyio
-
-WANTED = {"notifications/prompts/list_changed", "notifications/resources/list_changed"}
-BOUND = 2.0  # SPEC §7(d): within 2 s
-SLACK = 3.0  # what a loaded machine may add to the bound before the test gives up
-
-
-class Recorder:
-    """A client's message handler that records the notifications it receives."""
-
-    def __init__(self) -> None:
-        self.methods: list[str] = []
-        self.changed = anyio.Event()
-
-    async def __call__(self, message: Any) -> None:
-        method = getattr(message, "method", None) or getattr(
-            getattr(message, "root", None), "method", None
-        )
-        if isinstance(method, str):
-            self.methods.append(method)
-            if set(self.methods) >= WANTED:
-                self.changed.set()
 
 
 def write_elsewhere(data_dir: Path, name: str) -> None:
@@ -106,17 +80,6 @@ async def test_stdio_clients_are_notified(tmp_path: Path, mode: str) -> None:
     recorder = Recorder()
     async with Client(from_mcp_json(tmp_path), mode=mode, message_handler=recorder) as c:  # type: ignore[arg-type]
         await sees_change(c, recorder, mode, tmp_path)
-
-
-@asynccontextmanager
-async def http_client(
-    url: str, mode: str, recorder: Recorder, token: str | None = None
-) -> AsyncIterator[Client]:
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    async with httpx2.AsyncClient(timeout=30, headers=headers) as client:
-        transport = streamable_http_client(f"{url}/mcp", http_client=client)
-        async with Client(transport, mode=mode, message_handler=recorder) as c:  # type: ignore[arg-type]
-            yield c
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])

@@ -4,7 +4,6 @@ in both protocol eras."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -12,21 +11,12 @@ from typing import Any
 import anyio
 import pytest
 from anyio.streams.text import TextReceiveStream
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
 from tests.support.calls import initialize, ok
+from tests.support.servers import from_mcp_json
 
 pytestmark = pytest.mark.anyio
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def from_mcp_json(data_dir: Path) -> StdioServerParameters:
-    entry = json.loads((ROOT / "mcp.json").read_text())["mcpServers"]["dreamwell"]
-    return StdioServerParameters(
-        command=entry["command"],
-        args=[*entry["args"], "--data-dir", str(data_dir)],
-        env={**os.environ, "DREAMWELL_EMBEDDER": "none"},
-    )
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])

@@ -18,7 +18,7 @@ import pytest
 from dreamwell.stores import ANY, LongTermStore, StoreError, Write
 from dreamwell.stores.longterm import snapshot
 from dreamwell.stores.longterm.wal import Wal
-from tests.test_recall import HashEmbedder
+from tests.support.embedders import HashEmbedder
 
 
 def ids(hits: list) -> set[str]:  # type: ignore[type-arg]

@@ -7,38 +7,21 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
-import httpx2
 import pytest
 from mcp import Client
 from mcp.client.sse import sse_client
-from mcp.client.streamable_http import streamable_http_client
 
 from dreamwell.server.config import Settings
-from tests.support.calls import fails, ok
-from tests.support.servers import http_server
+from tests.support.calls import fails, ok, own_namespace
+from tests.support.servers import http, http_server
 
 pytestmark = pytest.mark.anyio
-
-
-@asynccontextmanager
-async def http(
-    url: str, headers: dict[str, str] | None = None, mode: str = "auto"
-) -> AsyncIterator[Client]:
-    async with httpx2.AsyncClient(headers=headers or {}, timeout=30) as client:
-        transport = streamable_http_client(f"{url}/mcp", http_client=client)
-        async with Client(transport, mode=mode) as c:  # type: ignore[arg-type]
-            yield c
 
 
 @asynccontextmanager
 async def sse(url: str, headers: dict[str, str] | None = None) -> AsyncIterator[Client]:
     async with Client(sse_client(f"{url}/sse", headers=headers), mode="legacy") as c:
         yield c
-
-
-async def own_namespace(client: Client) -> str:
-    text = await ok(client, "save_to_working_memory", key="probe", data="x")
-    return text.split("'")[1].rsplit("/", 1)[0]
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])

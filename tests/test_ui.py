@@ -5,10 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import replace
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +14,13 @@ import pytest
 from dreamwell.server.config import Settings
 from dreamwell.server.runtime import Runtime
 from dreamwell.server.ui.memories import revision
-from dreamwell.stores import LongTermStore, MemoryEntry, new_id, utcnow
+from dreamwell.stores import LongTermStore
 from tests.support.servers import http_server
-from tests.support.ui_browser import ARTIFACTS, chromium, open_page, ui_process
-
-
-def csrf_of(page: str) -> str:
-    found = re.search(r'name="dreamwell-csrf" content="([^"]+)"', page)
-    assert found, page
-    return found.group(1)
+from tests.support.ui_browser import (
+    ARTIFACTS,
+    csrf_of,
+    seeded_page,
+)
 
 
 @pytest.mark.anyio
@@ -67,47 +61,6 @@ async def test_served_at_root_of_http_behind_the_same_tokens_and_tenants(tmp_pat
 
 
 # ---- the page in a real browser ------------------------------------------------------------
-def seed(data: Path) -> dict[str, MemoryEntry]:
-    """Four live memories (two of them the same text, for the dream to merge), one archived."""
-    now = utcnow()
-
-    def entry(content: str, category: str | None, **more: object) -> MemoryEntry:
-        base = MemoryEntry(new_id(), content, category, (), now, now, now)
-        return replace(base, **more)  # type: ignore[arg-type]
-
-    entries = {
-        "tz": entry("User is in Chicago (UTC-6)", "user/timezone", tags=("location",)),
-        "tea": entry("Prefers green tea", "user/drinks", importance=0.7),
-        "dup1": entry(
-            "Deploys happen on Fridays",
-            "ops",
-            created_at=now - timedelta(days=3),
-            metadata={"merged_from": "aaaaaaaaaaaa"},
-        ),
-        "dup2": entry("deploys happen on fridays!", "ops"),
-        "old": entry("Used to live in Boston", "user", archived_at=now),
-    }
-    LongTermStore(data, embedder=None).apply(list(entries.values()))
-    return entries
-
-
-@pytest.fixture
-def ui_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    data = tmp_path / "data"
-    seed(data)
-    with ui_process(data) as url:
-        yield url, data
-
-
-@contextmanager
-def seeded_page(url: str) -> Iterator[Any]:
-    """Chromium on the seeded page, once its four live memories are listed."""
-    with chromium() as browser:
-        page = open_page(browser, url)
-        page.wait_for_selector("#count:text('4 memories')")
-        yield page
-
-
 def answer_late(page: Any, route: Any) -> None:
     """Let a held request through and give the page a moment to draw what it answers."""
     with page.expect_response(lambda r: r.url == route.request.url):

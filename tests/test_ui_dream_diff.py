@@ -22,60 +22,12 @@ from dreamwell.dream.report import Change, PassResult, Report, save_report
 from dreamwell.dream.skills.commit import record
 from dreamwell.stores import LongTermStore, MemoryEntry, new_id, utcnow
 from dreamwell.stores.skills.catalog import SkillCatalog
-from tests.support.fake_openai import fake_openai
-from tests.support.ui_browser import chromium, open_page, serious_violations, shot, ui_process
-from tests.test_dream_skills import (
-    RELEASE,
-    Handler,
+from tests.support.dreams import (
+    PREFERENCE,
     add_skill,
-    at_risk,
-    dream,
-    improved,
-    model,
-    new_skill,
-    say,
-    three_overlapping,
+    dreamt,
 )
-from tests.test_ui import seed
-
-PREFERENCE = "Prefers prose answers with no bullet points"
-ANTI = "Don't skip running the tests before a release"
-
-
-def memory_answer(request: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "toDelete": [],
-        "toSave": [],
-        "antiPatterns": [{"content": ANTI, "domain": "release", "sessions": ["s9"]}],
-        "preferences": [{"content": PREFERENCE, "sentiment": "strong", "occurrences": 1}],
-    }
-
-
-def dreamt(data: Path) -> LongTermStore:
-    """A real dream over seeded memories, skills, conversation and feedback."""
-    seed(data)
-    three_overlapping(data)
-    at_risk(data)  # cut-release, used, with a Correction: "you forgot to run the tests first"
-    say(data, "s1", "Cut a release of the billing service with make release")
-    say(data, "s2", "Cut the billing release again with make release")
-    say(data, "s3", "I like prose answers, with no bullet points at all")
-    merged = {"description": "d", "body": "Use `make deploy-web`, 5 minutes, then the CDN."}
-    handlers: dict[str, Handler] = {
-        "gap": lambda r: {"toSave": [new_skill("billing-release", ["s1", "s2"])]},
-        "consolidate": lambda r: {
-            "toDelete": ["deploy-frontend"],
-            "toSave": [
-                merged | {"name": "deploy-site", "sourceNames": ["deploy-frontend"], "seeAlso": []}
-            ],
-        },
-        "optimise": improved("0. Run `make test` and stop if it fails.\n" + RELEASE),
-        "memory": memory_answer,
-    }
-    with fake_openai(model(**handlers)) as (url, _):
-        store, report = dream(data, url)
-    kinds = {c.kind for c in report.changes()}
-    assert {"merge", "preference", "anti-pattern", "skill-create", "skill-merge"} <= kinds
-    return store  # type: ignore[no-any-return]
+from tests.support.ui_browser import chromium, open_page, serious_violations, shot, ui_process
 
 
 def cells(box: Any, field: str) -> str:

@@ -16,8 +16,7 @@ from dreamwell.server.config import Settings
 from dreamwell.server.runtime import Runtime
 from dreamwell.stores import LongTermStore
 from tests.support.servers import http_server
-from tests.support.ui_browser import chromium, open_page, shot, ui_process
-from tests.test_ui import csrf_of, seed
+from tests.support.ui_browser import chromium, csrf_of, open_page, seed, shot, ui_process
 
 
 @pytest.mark.anyio

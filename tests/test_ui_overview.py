@@ -8,9 +8,8 @@ from pathlib import Path
 
 from dreamwell.server.hooks.stats import hook_activity
 from dreamwell.stores.layout import DataDir
-from tests.support.hooks import hook, prompt
+from tests.support.hooks import DEPLOY, hook, prompt, seeded
 from tests.support.ui_browser import chromium, open_page, serious_violations, shot, ui_process
-from tests.test_hooks import DEPLOY, seeded
 
 
 def summary_for(data: Path) -> str:

@@ -10,12 +10,10 @@ from dreamwell.dream import DreamOptions, run_cycle
 from dreamwell.dream.llm import OpenAILLM
 from dreamwell.stores import LongTermStore
 from dreamwell.stores.skills.catalog import SkillCatalog
+from tests.support.dreams import RELEASE, at_risk, improved, model
 from tests.support.fake_openai import fake_openai
 from tests.support.skill_samples import content_of
-from tests.test_dream_skills import RELEASE, at_risk, improved, model
-from tests.test_ui import ARTIFACTS, seeded_page, ui_server
-
-__all__ = ["ui_server"]  # the fixture, used by name
+from tests.support.ui_browser import ARTIFACTS, seeded_page
 
 
 def test_a_skill_change_is_drawn_with_its_skill_md_diff_and_undone(

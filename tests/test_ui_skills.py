@@ -19,8 +19,15 @@ from dreamwell.stores import SkillCatalog, SkillUsage
 from dreamwell.stores.skills.folders import make_folder
 from dreamwell.stores.skills.record import skill_to_json
 from tests.support.servers import http_server
-from tests.support.ui_browser import chromium, open_page, serious_violations, shot, ui_process
-from tests.test_ui import csrf_of, seed
+from tests.support.ui_browser import (
+    chromium,
+    csrf_of,
+    open_page,
+    seed,
+    serious_violations,
+    shot,
+    ui_process,
+)
 
 RELEASE = "1. On a clean `main`, run `scripts/bump.sh`.\n2. Push the tag.\n"
 

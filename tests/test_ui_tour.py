@@ -11,9 +11,9 @@ from typing import Any
 
 from dreamwell.server.hooks.refresh import refresh
 from dreamwell.stores.layout import DataDir
+from tests.support.dreams import dreamt
 from tests.support.hooks import hook, prompt
 from tests.support.ui_browser import chromium, open_page, serious_violations, shot, ui_process
-from tests.test_ui_dream_diff import dreamt
 
 VIEWS = ("memories", "skills", "dreams")
 

@@ -5,12 +5,10 @@ change and go, while a reader searches, and across two processes on one data dir
 
 from __future__ import annotations
 
-import hashlib
 import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +19,9 @@ import pytest
 from dreamwell.stores import LongTermStore, MemoryEntry, new_id, utcnow
 from dreamwell.stores.index import ivf, vector_rank
 from dreamwell.stores.index.view import Rows
-from tests.test_vector_scan import DIM, SHARED, TOPICS, build, clustered, unit
+from tests.support import ROOT
+from tests.support.embedders import SeededEmbedder
+from tests.support.vectors import DIM, SHARED, TOPICS, build, clustered, unit
 
 INDEX_AT = 4_000
 N = 24_000
@@ -290,28 +290,10 @@ def test_the_quantiser_places_each_row_in_its_nearest_leaf() -> None:
     assert q.ranked(x[0])[0] == int(np.argmin(np.linalg.norm(q.leaves - x[0], axis=1)))
 
 
-class SeededEmbedder:
-    """A unit vector drawn from a generator seeded by the text (the same text, the same
-    vector), in 64 dimensions: a memory searched by its own text is its own nearest."""
-
-    name = "seeded"
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        out = []
-        for text in texts:
-            seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
-            v = np.random.default_rng(seed).standard_normal(64)
-            out.append((v / np.linalg.norm(v)).tolist())
-        return out
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.embed([text])[0]
-
-
 WRITER = """
 import sys
 from dreamwell.stores import LongTermStore
-from tests.test_vector_index import SeededEmbedder
+from tests.support.embedders import SeededEmbedder
 store = LongTermStore(sys.argv[1], embedder=SeededEmbedder())
 if sys.argv[2] == "save":
     entry = store.save(sys.argv[3]).entry
@@ -329,7 +311,7 @@ def writer(data: Path, *args: str) -> str:
         text=True,
         timeout=120,
         check=True,
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=ROOT,
     )
     return done.stdout.strip()
 

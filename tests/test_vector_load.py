@@ -12,7 +12,7 @@ import numpy as np
 from dreamwell.stores import LongTermStore
 from dreamwell.stores.index.view import Rows
 from dreamwell.stores.model import FOLLOWS, MemoryEntry, utcnow
-from tests.test_recall import HashEmbedder
+from tests.support.embedders import HashEmbedder
 
 
 def _rows_state(rows: Rows) -> list[np.ndarray]:

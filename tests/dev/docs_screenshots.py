@@ -18,9 +18,9 @@ from pathlib import Path
 from dreamwell.server.hooks.refresh import refresh
 from dreamwell.stores import MemoryEntry, new_id, utcnow
 from dreamwell.stores.layout import DataDir
+from tests.support.dreams import dreamt
 from tests.support.hooks import hook, prompt
 from tests.support.ui_browser import chromium, open_page, ui_process
-from tests.test_ui_dream_diff import dreamt
 
 ROOT = Path(__file__).resolve().parents[2]
 MAX_BYTES = 200_000

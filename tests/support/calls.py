@@ -40,3 +40,11 @@ def initialize(request_id: int = 1, client: str = "test") -> dict[str, Any]:
             "clientInfo": {"name": client, "version": "1"},
         },
     }
+
+
+async def own_namespace(client: Client) -> str:
+    text = await ok(client, "save_to_working_memory", key="probe", data="x")
+    return text.split("'")[1].rsplit("/", 1)[0]
+
+
+INIT = initialize(1, "t")

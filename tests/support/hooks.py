@@ -8,10 +8,12 @@ import os
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from dreamwell.stores import CONVERSATION, RECALL, JsonlLog
+from dreamwell.server.hooks.refresh import refresh
+from dreamwell.stores import CONVERSATION, RECALL, JsonlLog, LongTermStore, MemoryEntry, utcnow
 from dreamwell.stores.layout import DataDir
 
 
@@ -131,3 +133,33 @@ def _running(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+PREF, ANTI, DEPLOY, TEA = "a1" * 6, "b2" * 6, "c3" * 6, "d4" * 6
+
+
+def seeded(data: Path) -> LongTermStore:
+    """Four memories, checkpointed into LanceDB and Tantivy, and the hooks' snapshot."""
+    store = LongTermStore(data)
+    when = utcnow() - timedelta(days=1)
+
+    def entry(i: str, text: str, category: str) -> MemoryEntry:
+        return MemoryEntry(i, text, category, (), when, when, when)
+
+    store.apply(
+        [
+            entry(
+                PREF,
+                "The user prefers prose answers without bullet points",
+                "user-preferences/style",
+            ),
+            entry(
+                ANTI, "Don't run find / to search code — instead use ripgrep", "anti-patterns/files"
+            ),
+            entry(DEPLOY, "Deploy the api with make deploy from the repo root", "projects/api"),
+            entry(TEA, "The user drinks green tea in the afternoon", "personal"),
+        ]
+    )
+    store.checkpoint()
+    refresh(DataDir(data))
+    return store

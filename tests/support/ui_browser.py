@@ -9,11 +9,14 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from dreamwell.stores import LongTermStore, MemoryEntry, new_id, utcnow
 from tests.support import ROOT
 
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -105,3 +108,42 @@ def serious_violations(page: Any) -> list[str]:
         for v in result["violations"]
         if v["impact"] in ("serious", "critical")
     ]
+
+
+def csrf_of(page: str) -> str:
+    found = re.search(r'name="dreamwell-csrf" content="([^"]+)"', page)
+    assert found, page
+    return found.group(1)
+
+
+def seed(data: Path) -> dict[str, MemoryEntry]:
+    """Four live memories (two of them the same text, for the dream to merge), one archived."""
+    now = utcnow()
+
+    def entry(content: str, category: str | None, **more: object) -> MemoryEntry:
+        base = MemoryEntry(new_id(), content, category, (), now, now, now)
+        return replace(base, **more)  # type: ignore[arg-type]
+
+    entries = {
+        "tz": entry("User is in Chicago (UTC-6)", "user/timezone", tags=("location",)),
+        "tea": entry("Prefers green tea", "user/drinks", importance=0.7),
+        "dup1": entry(
+            "Deploys happen on Fridays",
+            "ops",
+            created_at=now - timedelta(days=3),
+            metadata={"merged_from": "aaaaaaaaaaaa"},
+        ),
+        "dup2": entry("deploys happen on fridays!", "ops"),
+        "old": entry("Used to live in Boston", "user", archived_at=now),
+    }
+    LongTermStore(data, embedder=None).apply(list(entries.values()))
+    return entries
+
+
+@contextmanager
+def seeded_page(url: str) -> Iterator[Any]:
+    """Chromium on the seeded page, once its four live memories are listed."""
+    with chromium() as browser:
+        page = open_page(browser, url)
+        page.wait_for_selector("#count:text('4 memories')")
+        yield page
