@@ -13,7 +13,6 @@ from mcp import Client
 from dreamwell.server.config import Settings
 from dreamwell.server.mcp.app import build_server
 from tests.support.s3server import SeaweedS3, weed_binary
-from tests.support.ui_browser import seed, ui_process
 
 
 @pytest.fixture
@@ -49,11 +48,3 @@ def s3_prefix(s3: SeaweedS3) -> str:
 async def client(settings: Settings) -> AsyncIterator[Client]:
     async with Client(build_server(settings)) as c:
         yield c
-
-
-@pytest.fixture
-def ui_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    data = tmp_path / "data"
-    seed(data)
-    with ui_process(data) as url:
-        yield url, data

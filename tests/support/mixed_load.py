@@ -372,7 +372,7 @@ def _errlog(load: Load, name: str) -> TextIO:
 def check_logs(load: Load) -> None:
     """The servers logged no error. (Before the write-ahead log's reader took one lock, a
     thread of a server could race another over the log's file descriptor: EBADF or a
-    TypeError, see tests/test_store_threads.py.)"""
+    TypeError, see tests/stores/longterm/test_store_threads.py.)"""
     assert load.logs is not None
     errors = []
     for path in sorted(load.logs.iterdir()):

@@ -127,8 +127,8 @@ def test_a_vector_another_process_logs_while_this_one_embeds_is_not_logged_again
 ) -> None:
     """Before, a second vector record for the memory was logged. Two servers on one
     directory take turns to backfill (`backfill.lock`), but replicas on object storage
-    each lock their own cache (tests/test_remote_store.py), so their backfills overlap
-    like these two stores'."""
+    each lock their own cache (tests/stores/longterm/test_remote_store.py), so their
+    backfills overlap like these two stores'."""
     saver = opened(tmp_path, Counting())
     other = opened(tmp_path, Gated())
     assert overlapping_backfills(saver, other, monkeypatch) == [saver.entries()[0].id]

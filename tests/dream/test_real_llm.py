@@ -4,7 +4,7 @@ model makes bad proposals; whatever it answers, no fact may be lost and no pass 
 
     ../shared/llm/start-local-llm.sh smollm2-135m 8081
     export DREAMWELL_TEST_LLM_BASE_URL=http://127.0.0.1:8081/v1
-    python -m pytest -q tests/test_dream_real_llm.py
+    python -m pytest -q tests/dream/test_real_llm.py
 """
 
 from __future__ import annotations
