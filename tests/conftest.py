@@ -6,14 +6,13 @@ import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from mcp import Client
 
 from dreamwell.server.config import Settings
 from dreamwell.server.mcp.app import build_server
-from tests.s3server import SeaweedS3, weed_binary
+from tests.support.s3server import SeaweedS3, weed_binary
 
 
 @pytest.fixture
@@ -49,37 +48,3 @@ def s3_prefix(s3: SeaweedS3) -> str:
 async def client(settings: Settings) -> AsyncIterator[Client]:
     async with Client(build_server(settings)) as c:
         yield c
-
-
-async def call(client: Client, tool: str, **args: object) -> tuple[bool, str]:
-    """(is_error, text) of one tool call."""
-    result = await client.call_tool(tool, dict(args))
-    texts = [c.text for c in result.content if getattr(c, "type", "") == "text"]
-    assert len(texts) == 1, result
-    return bool(result.is_error), texts[0]
-
-
-async def ok(client: Client, tool: str, **args: object) -> str:
-    error, text = await call(client, tool, **args)
-    assert not error, text
-    return text
-
-
-async def fails(client: Client, tool: str, **args: object) -> str:
-    error, text = await call(client, tool, **args)
-    assert error, text
-    return text
-
-
-def initialize(request_id: int = 1, client: str = "test") -> dict[str, Any]:
-    """A raw JSON-RPC `initialize` request, for tests that speak the protocol by hand."""
-    return {
-        "jsonrpc": "2.0",
-        "id": request_id,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": client, "version": "1"},
-        },
-    }

@@ -26,10 +26,10 @@ from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from dreamwell.stores import LongTermStore
-from tests.conftest import initialize
+from tests.support import ROOT
+from tests.support.calls import initialize
 
 pytestmark = pytest.mark.anyio
-ROOT = Path(__file__).resolve().parents[1]
 # What a tools/list must not wait for, each with what loads it once the session is under way.
 AFTER_THE_HANDSHAKE = {
     "lancedb": "search_memory",

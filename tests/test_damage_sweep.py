@@ -22,7 +22,7 @@ from dreamwell.server.config import Settings
 from dreamwell.server.mcp.app import build_server
 from dreamwell.stores import LongTermStore
 from dreamwell.stores.inputs.jsonl_log import CONVERSATION, FEEDBACK, JsonlLog
-from tests.conftest import call, ok
+from tests.support.calls import call, ok
 
 pytestmark = pytest.mark.anyio
 

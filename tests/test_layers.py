@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support import ROOT
+
 LAYERS = {"stores": "dreamwell.stores", "dream": "dreamwell.dream", "server": "dreamwell.server"}
 ALLOWED = {
     "stores": {"stores"},

@@ -14,22 +14,15 @@ from pathlib import Path
 
 import anyio
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
 from dreamwell.stores import LongTermStore
-from tests import mixed_load
-from tests.conftest import initialize, ok
+from tests.support import mixed_load
+from tests.support.calls import initialize, ok
+from tests.support.servers import stdio_params
 
 pytestmark = pytest.mark.anyio
 logger = logging.getLogger(__name__)
-
-
-def stdio_params(data_dir: Path) -> StdioServerParameters:
-    return StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "dreamwell.server", "serve", "--data-dir", str(data_dir)],
-        env={**os.environ, "DREAMWELL_EMBEDDER": "none"},
-    )
 
 
 async def visible(client: Client, query: str, needle: str) -> None:

@@ -8,7 +8,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support import ROOT
 
 
 def test_the_wheel_carries_the_model_its_licences_and_the_browser_files(tmp_path: Path) -> None:

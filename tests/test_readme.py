@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from mcp import Client
 
 from dreamwell.server.config import Settings
+from tests.support import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 pytestmark = pytest.mark.anyio
 

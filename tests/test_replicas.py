@@ -17,10 +17,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.conftest import call, ok
-from tests.replicas import SAVED, Replica, client, warm
-from tests.s3server import SeaweedS3
-from tests.skill_samples import simple_md, write_skill
+from tests.support.calls import call, ok
+from tests.support.replicas import SAVED, Replica, client, warm
+from tests.support.s3server import SeaweedS3
+from tests.support.skill_samples import simple_md, write_skill
 
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::ResourceWarning")]
 

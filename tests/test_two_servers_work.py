@@ -30,9 +30,9 @@ from dreamwell.stores import (
     LongTermStore,
     OllamaEmbedder,
 )
-from tests.conftest import ok
-from tests.fake_ollama import fake_ollama
-from tests.fake_openai import Script, Slow, fake_openai
+from tests.support.calls import ok
+from tests.support.fake_ollama import fake_ollama
+from tests.support.fake_openai import Script, Slow, fake_openai
 
 pytestmark = pytest.mark.anyio
 MEMORY = re.compile(r"The memory \(id=([0-9a-f]+)\):\n(.*)")

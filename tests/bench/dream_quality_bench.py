@@ -313,7 +313,7 @@ def endpoint(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
     from tests.bench.skill_quality import careful_skills_model, careless_skills_model
 
     skills_model = careful_skills_model if args.careful else careless_skills_model
-    from tests.fake_openai import fake_openai
+    from tests.support.fake_openai import fake_openai
 
     def careless(request: dict[str, Any]) -> str:
         schema = request.get("response_format", {}).get("json_schema", {}).get("schema", {})

@@ -19,7 +19,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests import mixed_load
+from tests.support import mixed_load
 
 
 def main() -> None:

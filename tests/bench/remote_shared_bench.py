@@ -21,7 +21,7 @@ from dreamwell.stores import FEEDBACK, JsonlLog, NotFound, WorkingMemory
 from dreamwell.stores.lease import Lease
 from dreamwell.stores.remote.blobs import CREATE, Blobs, attach
 from dreamwell.stores.remote.location import Remote
-from tests.s3server import SeaweedS3
+from tests.support.s3server import SeaweedS3
 
 NS = "session/bench"
 

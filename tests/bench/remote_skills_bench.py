@@ -22,8 +22,8 @@ from pathlib import Path
 from dreamwell.stores import ANY_REVISION, NEW, SkillCatalog, SkillChange
 from dreamwell.stores.remote import location as remote
 from dreamwell.stores.remote.blobs import CREATE, Blobs, attach
-from tests.s3server import SeaweedS3
-from tests.skill_samples import simple_md
+from tests.support.s3server import SeaweedS3
+from tests.support.skill_samples import simple_md
 
 
 def md(name: str, text: str) -> dict[str, bytes]:

@@ -179,7 +179,7 @@ def measure_throughput(s3: Any, prefix: str, replicas: int, seconds: float) -> f
     """Saves per second, 16 client threads spread over `replicas` serve processes."""
     import anyio
 
-    from tests.replicas import Replica, client
+    from tests.support.replicas import Replica, client
 
     base = scratch("dw-serve-")
     started = [Replica(s3, f"{prefix}/tp{replicas}", base / f"r{i}") for i in range(replicas)]

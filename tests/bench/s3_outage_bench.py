@@ -25,9 +25,9 @@ from typing import Any
 import obstore
 import pyarrow as pa
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests.s3server
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests.support.s3server
 
-from tests.s3server import SeaweedS3
+from tests.support.s3server import SeaweedS3
 
 OBSTORE: dict[str, dict[str, Any]] = {
     "default": {},

@@ -36,10 +36,10 @@ from typing import Any
 import obstore
 import pyarrow as pa
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests.s3server
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests.support.s3server
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # replica_figures
 
-from tests.s3server import SeaweedS3
+from tests.support.s3server import SeaweedS3
 
 ROW_BYTES = 3000
 SCHEMA = pa.schema(

@@ -4,7 +4,7 @@ with its overview) and `docs/ui-skills.png` (the Skills view), 1280 x 800, light
     python -m tests.dev.docs_screenshots
 
 A data directory in a temporary folder gets a few everyday memories, skills, a dream run by
-the scripted LLM of tests/fake_openai.py and client hooks that ran; `dreamwell ui` on it is
+the scripted LLM of tests/support/fake_openai.py and client hooks that ran; `dreamwell ui` on it is
 shot in Debian's Chromium. Each image is checked to stay under 200 KB."""
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from pathlib import Path
 from dreamwell.server.hooks.refresh import refresh
 from dreamwell.stores import MemoryEntry, new_id, utcnow
 from dreamwell.stores.layout import DataDir
-from tests.hooks_helpers import hook, prompt
-from tests.test_ui_dream_diff import dreamt
-from tests.ui_browser import chromium, open_page, ui_process
+from tests.support.dreams import dreamt
+from tests.support.hooks import hook, prompt
+from tests.support.ui_browser import chromium, open_page, ui_process
 
 ROOT = Path(__file__).resolve().parents[2]
 MAX_BYTES = 200_000

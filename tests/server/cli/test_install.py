@@ -1,0 +1,212 @@
+"""`dreamwell install CLIENT`: each client's documented config file for Linux, macOS and
+Windows layouts (temporary homes), merged without losing a key, with a backup, idempotent,
+a bad file left untouched, `--dry-run` and `--uninstall`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dreamwell.server.cli.install import InstallError, Where, apply, plan
+from tests.support.cli import dreamwell
+
+CMD = "/opt/dw/bin/dreamwell"
+EXPECTED = {  # (client, platform) -> the files written, relative to the home
+    ("claude-code", "linux"): [".claude.json", ".claude/settings.json"],
+    ("claude-code", "darwin"): [".claude.json", ".claude/settings.json"],
+    ("claude-code", "win32"): [".claude.json", ".claude/settings.json"],
+    ("claude-desktop", "linux"): [".config/Claude/claude_desktop_config.json"],
+    ("claude-desktop", "darwin"): ["Library/Application Support/Claude/claude_desktop_config.json"],
+    ("claude-desktop", "win32"): ["AppData/Roaming/Claude/claude_desktop_config.json"],
+    ("cursor", "linux"): [".cursor/mcp.json"],
+    ("cursor", "darwin"): [".cursor/mcp.json"],
+    ("cursor", "win32"): [".cursor/mcp.json"],
+    ("vscode", "linux"): [".config/Code/User/mcp.json"],
+    ("vscode", "darwin"): ["Library/Application Support/Code/User/mcp.json"],
+    ("vscode", "win32"): ["AppData/Roaming/Code/User/mcp.json"],
+}
+
+
+def where(platform: str, home: Path) -> Where:
+    return Where(platform, home, home / "AppData" / "Roaming" if platform == "win32" else None)
+
+
+def run(
+    client: str, home: Path, platform: str = "linux", *, project: Path | None = None, **kw: Any
+) -> str:
+    said: list[str] = []
+    changes = plan(
+        client,
+        where(platform, home),
+        CMD,
+        kw.pop("data_dir", None),
+        project,
+        kw.pop("remove", False),
+    )
+    apply(changes, kw.pop("dry_run", False), said.append)
+    return "".join(said)
+
+
+def read(path: Path) -> dict[str, Any]:
+    return dict(json.loads(path.read_text()))
+
+
+@pytest.mark.parametrize(("client", "platform"), list(EXPECTED))
+def test_each_client_gets_its_documented_file_and_key_on_each_platform(
+    client: str, platform: str, tmp_path: Path
+) -> None:
+    run(client, tmp_path, platform)
+    written = sorted(
+        str(p.relative_to(tmp_path)).replace(os.sep, "/")
+        for p in tmp_path.rglob("*")
+        if p.is_file()
+    )
+    assert written == sorted(EXPECTED[(client, platform)])
+    config = read(tmp_path / EXPECTED[(client, platform)][0])
+    key = "servers" if client == "vscode" else "mcpServers"
+    entry = config[key]["dreamwell"]
+    assert entry["command"] == CMD and entry["args"] == ["serve"]
+    assert ("type" in entry) == (client in ("claude-code", "vscode"))
+
+
+def test_claude_code_gets_the_five_hooks_with_a_timeout(tmp_path: Path) -> None:
+    run("claude-code", tmp_path, data_dir=Path("/data/my dw"))
+    hooks = read(tmp_path / ".claude" / "settings.json")["hooks"]
+    assert set(hooks) == {"SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"}
+    [[prompt]] = [g["hooks"] for g in hooks["UserPromptSubmit"]]
+    assert prompt == {
+        "type": "command",
+        "command": f"{CMD} hook user-prompt --data-dir '/data/my dw'",
+        "timeout": 10,
+    }
+    server = read(tmp_path / ".claude.json")["mcpServers"]["dreamwell"]
+    assert server["env"] == {"DREAMWELL_DATA_DIR": "/data/my dw"}
+
+
+def test_merging_keeps_every_other_key_and_a_backup(tmp_path: Path) -> None:
+    config = tmp_path / ".claude.json"
+    before = {
+        "numStartups": 41,
+        "mcpServers": {
+            "github": {"command": "gh-mcp"},
+            "dreamwell": {"command": "old/dreamwell", "env": {"DREAMWELL_EMBEDDER": "none"}},
+        },
+        "projects": {"/x": {"allowedTools": []}},
+    }
+    config.write_text(json.dumps(before))
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    mine = {"type": "command", "command": "notify-send hi"}
+    settings.write_text(json.dumps({"model": "opus", "hooks": {"Stop": [{"hooks": [mine]}]}}))
+    run("claude-code", tmp_path)
+    after = read(config)
+    assert after["numStartups"] == 41 and after["projects"] == before["projects"]
+    assert after["mcpServers"]["github"] == {"command": "gh-mcp"}
+    assert after["mcpServers"]["dreamwell"]["command"] == CMD
+    assert after["mcpServers"]["dreamwell"]["env"] == {"DREAMWELL_EMBEDDER": "none"}  # kept
+    assert read(config.with_name(".claude.json.dreamwell.bak")) == before
+    hooks = read(settings)
+    assert hooks["model"] == "opus"
+    assert [h["command"] for g in hooks["hooks"]["Stop"] for h in g["hooks"]] == [
+        "notify-send hi",
+        f"{CMD} hook stop",
+    ]
+
+
+def test_a_second_install_changes_nothing(tmp_path: Path) -> None:
+    run("claude-code", tmp_path)
+    files = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    assert run("claude-code", tmp_path) == "already as asked; nothing to change\n"
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == files
+
+
+@pytest.mark.parametrize("bad", ["{not json", "[1, 2]", '{"mcpServers": [1]}'])
+def test_a_file_that_is_not_a_json_object_is_left_untouched(bad: str, tmp_path: Path) -> None:
+    config = tmp_path / ".claude.json"
+    config.write_text('{"ok": true}')
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(bad.replace("mcpServers", "hooks"))
+    with pytest.raises(InstallError, match="nothing was changed") as err:
+        run("claude-code", tmp_path)
+    assert "\n" not in str(err.value) and str(settings) in str(err.value)
+    assert config.read_text() == '{"ok": true}'  # the good file was not written either
+    assert settings.read_text() == bad.replace("mcpServers", "hooks")
+    assert not list(tmp_path.rglob("*.bak"))
+
+
+def test_dry_run_prints_the_diff_and_writes_nothing(tmp_path: Path) -> None:
+    (tmp_path / ".cursor").mkdir()
+    (tmp_path / ".cursor" / "mcp.json").write_text('{"mcpServers": {}}')
+    out = run("cursor", tmp_path, dry_run=True)
+    assert out.startswith(f"--- {tmp_path}/.cursor/mcp.json\n+++ ")
+    assert f'+    "dreamwell": {{\n+      "command": "{CMD}",' in out
+    assert (tmp_path / ".cursor" / "mcp.json").read_text() == '{"mcpServers": {}}'
+
+
+def test_uninstall_removes_only_what_install_wrote(tmp_path: Path) -> None:
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    mine = {"type": "command", "command": "notify-send hi"}
+    settings.write_text(json.dumps({"hooks": {"Stop": [{"hooks": [mine]}]}}))
+    (tmp_path / ".claude.json").write_text(json.dumps({"mcpServers": {"gh": {"command": "g"}}}))
+    run("claude-code", tmp_path)
+    run("claude-code", tmp_path, remove=True)
+    assert read(settings) == {"hooks": {"Stop": [{"hooks": [mine]}]}}
+    assert read(tmp_path / ".claude.json") == {"mcpServers": {"gh": {"command": "g"}}}
+    assert run("claude-code", tmp_path, remove=True) == "already as asked; nothing to change\n"
+
+
+def test_project_configs_go_into_the_project(tmp_path: Path) -> None:
+    home, project = tmp_path / "home", tmp_path / "proj"
+    project.mkdir()
+    run("claude-code", home, project=project)
+    run("cursor", home, project=project)
+    run("vscode", home, project=project)
+    assert not home.exists()
+    assert "dreamwell" in read(project / ".mcp.json")["mcpServers"]
+    assert "UserPromptSubmit" in read(project / ".claude" / "settings.json")["hooks"]
+    assert "dreamwell" in read(project / ".cursor" / "mcp.json")["mcpServers"]
+    assert read(project / ".vscode" / "mcp.json")["servers"]["dreamwell"]["type"] == "stdio"
+    with pytest.raises(InstallError, match="no per-project config"):
+        run("claude-desktop", home, project=project)
+
+
+def test_windows_hook_commands_quote_paths_with_spaces(tmp_path: Path) -> None:
+    changes = plan(
+        "claude-code",
+        where("win32", tmp_path),
+        r"C:\Program Files\dw\dreamwell.exe",
+        None,
+        None,
+        False,
+    )
+    apply(changes, False, lambda _: None)
+    hooks = read(tmp_path / ".claude" / "settings.json")["hooks"]
+    command = hooks["SessionEnd"][0]["hooks"][0]["command"]
+    assert command == r'"C:\Program Files\dw\dreamwell.exe" hook session-end'
+
+
+def install(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    """`dreamwell install ARGS` with `home` as the user's home and no data dir set."""
+    env = {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
+    env["XDG_DATA_HOME"] = str(home / ".local" / "share")
+    return dreamwell("install", *args, env=env, unset=["DREAMWELL_DATA_DIR"], timeout=60)
+
+
+def test_the_command_writes_says_and_fails_in_one_line(tmp_path: Path) -> None:
+    done = install("cursor", home=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"updated {tmp_path}/.cursor/mcp.json\n"
+    entry = read(tmp_path / ".cursor" / "mcp.json")["mcpServers"]["dreamwell"]
+    assert "env" not in entry  # the default data directory needs no setting
+    (tmp_path / ".cursor" / "mcp.json").write_text("{oops")
+    bad = install("cursor", home=tmp_path)
+    assert bad.returncode == 1 and bad.stderr.count("\n") == 1 and "not valid JSON" in bad.stderr
+    nowhere = install("vscode", "--project", str(tmp_path / "missing"), home=tmp_path)
+    assert nowhere.returncode == 2 and "is not a directory" in nowhere.stderr

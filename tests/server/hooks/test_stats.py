@@ -1,0 +1,58 @@
+"""`dreamwell stats` shows what the client hooks did in the last day, per client and session,
+so that hooks which run but inject nothing ("218 sessions, zero memories") are seen at once."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from dreamwell.server.hooks.stats import hook_lines
+from dreamwell.stores.hooks.sessions import HookSessions
+from dreamwell.stores.layout import DataDir
+from tests.support.cli import dreamwell
+from tests.support.hooks import DEPLOY, hook, prompt, seeded
+
+
+def stats(data: Path) -> str:
+    done = dreamwell("stats", "--data-dir", str(data), "--embedder", "none")
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_stats_counts_turns_and_injected_memories_per_session(tmp_path: Path) -> None:
+    seeded(tmp_path)
+    assert DEPLOY in hook("user-prompt", prompt("s1", "deploy the api"), tmp_path).stdout
+    hook("user-prompt", prompt("s1", "and then?"), tmp_path)
+    hook("user-prompt", prompt("s2", "nothing matches zzyzx"), tmp_path)
+    hook("user-prompt", b"{broken", tmp_path)
+    out = stats(tmp_path)
+    assert (
+        "client hooks, last 24 h: 2 sessions, 3 turns recorded, 3 prompts recalled for, "
+        "5 memories injected, 1 failures" in out
+    )
+    assert "claude-code s1: 2 turns, 2 recalls, 1 memories" in out
+    assert "claude-code s2: 1 turns, 1 recalls, 4 memories" in out  # a first turn: recent ones
+    assert "NO MEMORY INJECTED" not in out
+
+
+def test_hooks_that_inject_nothing_are_flagged(tmp_path: Path) -> None:
+    for i in range(3):
+        hook("user-prompt", prompt(f"s{i}", "what do you remember?"), tmp_path)
+    out = stats(tmp_path)
+    assert "3 sessions, 3 turns recorded, 3 prompts recalled for, 0 memories injected" in out
+    assert "NO MEMORY INJECTED" in out
+
+
+def test_only_the_last_day_counts(tmp_path: Path) -> None:
+    sessions = HookSessions(DataDir(tmp_path))
+    state = sessions.load("old")
+    state.note("turn", now=time.time() - 2 * 86400)
+    state.note("recall", 4, now=time.time() - 2 * 86400)
+    sessions.save(state)
+    assert hook_lines(DataDir(tmp_path)) == []
+    state.note("recall", 2)
+    sessions.save(state)
+    assert (
+        "1 sessions, 0 turns recorded, 1 prompts recalled for, 2 memories"
+        in hook_lines(DataDir(tmp_path))[0]
+    )

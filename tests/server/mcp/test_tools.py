@@ -1,0 +1,207 @@
+"""Tool behaviour through a real in-memory MCP client session (SPEC §3)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from mcp import Client
+
+from tests.support.calls import call, fails, ok
+
+pytestmark = pytest.mark.anyio
+
+SAVED = re.compile(r"^Saved memory \[([0-9a-f]{12})\] \((.+)\)\.$")
+
+
+async def save(client: Client, content: str, **args: object) -> str:
+    text = await ok(client, "save_memory", content=content, **args)
+    match = SAVED.match(text)
+    assert match, text
+    return match.group(1)
+
+
+async def test_save_replies_with_id_and_category_and_is_searchable_at_once(client: Client) -> None:
+    text = await ok(
+        client,
+        "save_memory",
+        content="User lives in Chicago",
+        category="user-preferences/location",
+        tags="home, City",
+    )
+    memory_id = SAVED.match(text).group(1)  # type: ignore[union-attr]
+    assert text == f"Saved memory [{memory_id}] (user-preferences/location)."
+    found = await ok(client, "search_memory", query="chicago")
+    assert found.startswith("Found 1 memory entries:\n\n")
+    assert (
+        f"- [{memory_id}] (user-preferences/location, importance=0.50, first seen today): "
+        "User lives in Chicago\n  Tags: home, city"
+    ) in found
+
+
+async def test_uncategorized_memory_says_so(client: Client) -> None:
+    text = await ok(client, "save_memory", content="Tabs, not spaces")
+    assert text.endswith("(uncategorized).")
+
+
+async def test_same_content_in_same_category_is_reinforced_not_duplicated(client: Client) -> None:
+    first = await save(client, "Prefers dark mode.", category="ui")
+    again = await ok(client, "save_memory", content="  prefers   DARK mode!! ", category="ui")
+    assert again == f"Reinforced memory [{first}] (seen 2×)."
+    third = await ok(client, "save_memory", content="prefers dark mode", category="ui")
+    assert third == f"Reinforced memory [{first}] (seen 3×)."
+    found = await ok(client, "search_memory", query="dark mode")
+    assert found.count("- [") == 1
+    assert "seen 3× from " in found
+    other = await save(client, "Prefers dark mode.", category="editor")
+    assert other != first
+
+
+async def test_search_filters_by_category_prefix_on_segment_boundaries(client: Client) -> None:
+    await save(client, "timezone is Chicago", category="user-preferences/timezone")
+    await save(client, "user wants Chicago pizza", category="user")
+    found = await ok(client, "search_memory", query="chicago", category="user-preferences")
+    assert "timezone is Chicago" in found and "pizza" not in found
+    found = await ok(client, "search_memory", query="chicago", category="user")
+    assert "pizza" in found and "timezone" not in found
+
+
+async def test_search_requires_every_tag(client: Client) -> None:
+    await save(client, "deploy with blue green", tags=["ops", "deploy"])
+    await save(client, "deploy on fridays is banned", tags="ops")
+    found = await ok(client, "search_memory", query="deploy", tags="ops, deploy")
+    assert "blue green" in found and "fridays" not in found
+    found = await ok(client, "search_memory", tags=["OPS"])
+    assert found.startswith("Found 2 memory entries")
+
+
+async def test_filters_apply_before_the_top_k_cut(client: Client) -> None:
+    for i in range(30):
+        await save(client, f"coffee note number {i} coffee coffee", category="noise")
+    await save(client, "coffee once", category="rare")
+    found = await ok(client, "search_memory", query="coffee", category="rare")
+    assert "coffee once" in found and found.startswith("Found 1 memory entries")
+
+
+async def test_search_without_query_lists_most_recently_seen_first(client: Client) -> None:
+    a = await save(client, "first fact")
+    b = await save(client, "second fact")
+    await ok(client, "save_memory", content="first fact")  # reinforced: seen now
+    found = await ok(client, "search_memory")
+    assert found.index(a) < found.index(b)
+
+
+async def test_search_returns_at_most_twenty(client: Client) -> None:
+    for i in range(25):
+        await save(client, f"apple fact {i}")
+    found = await ok(client, "search_memory", query="apple")
+    assert found.startswith("Found 20 memory entries")
+
+
+async def test_empty_search_says_nothing_found(client: Client) -> None:
+    assert await ok(client, "search_memory", query="nothing here") == (
+        "No memories found matching the search criteria."
+    )
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["tea AND (", "-x", '"', "🎉🎉", "title:foo", "a" * 9000, "OR OR NOT", "\\", "*", "café ~2^3"],
+)
+async def test_hostile_query_text_never_breaks_search(client: Client, query: str) -> None:
+    await save(client, "green tea with a café crème")
+    error, _text = await call(client, "search_memory", query=query)
+    assert not error
+
+
+async def test_ten_thousand_character_query_is_accepted(client: Client) -> None:
+    await save(client, "green tea")
+    found = await ok(client, "search_memory", query=("tea " * 2500)[:10_000])
+    assert "green tea" in found
+
+
+async def test_non_ascii_words_are_searchable(client: Client) -> None:
+    await save(client, "Der Nutzer trinkt gern Kaffee in München")
+    await save(client, "Пользователь живёт в Москве")
+    await save(client, "ユーザーは東京に住んでいる")
+    assert "München" in await ok(client, "search_memory", query="münchen")
+    assert "München" in await ok(client, "search_memory", query="Munchen")
+    assert "Москве" in await ok(client, "search_memory", query="Москве")
+    assert "東京" in await ok(client, "search_memory", query="東京")
+
+
+async def test_delete_removes_the_entry_and_says_what_it_was(client: Client) -> None:
+    memory_id = await save(client, "old phone number 555-0100")
+    assert await ok(client, "delete_memory", id=memory_id) == (
+        f"Deleted memory entry '{memory_id}': \"old phone number 555-0100\""
+    )
+    assert (await ok(client, "search_memory", query="phone")).startswith("No memories")
+    assert await fails(client, "delete_memory", id=memory_id) == (
+        f"No memory entry found with id '{memory_id}'. Use search_memory to find the correct ID."
+    )
+
+
+async def test_categories_are_counted_and_sorted_case_insensitively(client: Client) -> None:
+    assert await ok(client, "list_memory_categories") == (
+        "No categories yet. Save a memory with a category to create one."
+    )
+    await save(client, "a", category="beta")
+    await save(client, "b", category="Alpha")
+    await save(client, "c", category="beta")
+    await save(client, "d")
+    assert await ok(client, "list_memory_categories") == (
+        "Memory categories:\n- Alpha (1)\n- beta (2)"
+    )
+
+
+# ---- bad input: a specific message, nothing written ------------------------------------------
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"content": ""}, "'content' must not be empty"),
+        ({"content": "   "}, "content is empty"),
+        ({"content": "x" * 32_001}, "'content' is longer than 32000 characters"),
+        ({"content": "x", "category": "../etc"}, "category '../etc' is not valid"),
+        ({"content": "x", "category": "/abs"}, "category '/abs' is not valid"),
+        ({"content": "x", "category": "a//b"}, "category 'a//b' is not valid"),
+        ({"content": "x", "category": "a" * 201}, "'category' is longer than 200 characters"),
+        ({"content": "x", "tags": "t" * 65}, "longer than 64 characters"),
+        ({"content": "x", "tags": ",".join(f"t{i}" for i in range(33))}, "at most 32 are allowed"),
+        ({"content": "x", "tags": 5}, "Invalid arguments for save_memory: 'tags' must be text"),
+        ({"content": 7}, "Invalid arguments for save_memory: 'content' must be text"),
+        ({}, "Invalid arguments for save_memory: 'content' is required"),
+    ],
+)
+async def test_save_memory_rejects_bad_input_and_writes_nothing(
+    client: Client, args: dict[str, object], message: str
+) -> None:
+    text = await fails(client, "save_memory", **args)
+    assert message in text
+    assert "Traceback" not in text
+    assert (await ok(client, "search_memory")).startswith("No memories")
+    assert (await ok(client, "list_memory_categories")).startswith("No categories")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"category": "bad category"}, "category 'bad category' is not valid"),
+        ({"tags": "x" * 70}, "longer than 64 characters"),
+        ({"query": "q" * 10_001}, "'query' is longer than 10000 characters"),
+    ],
+)
+async def test_search_memory_rejects_bad_filters(
+    client: Client, args: dict[str, object], message: str
+) -> None:
+    assert message in await fails(client, "search_memory", **args)
+
+
+async def test_delete_memory_rejects_an_empty_id(client: Client) -> None:
+    assert "Invalid arguments for delete_memory: 'id' must not be empty" in await fails(
+        client, "delete_memory", id=""
+    )
+
+
+async def test_a_tool_that_does_not_exist_is_an_error(client: Client) -> None:
+    error, _ = await call(client, "forget_everything")
+    assert error

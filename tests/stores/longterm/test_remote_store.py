@@ -1,0 +1,305 @@
+"""Long-term memory on object storage (SeaweedFS on 127.0.0.1): several stores, each with its
+own cache directory as separate replicas would have, sharing one location.
+
+What is provoked: writes from two replicas racing for the same place in the shared log (the
+loser decides again, nothing is lost or written twice); another replica's saves, deletes and
+compare-and-set writes seen within 2 s; a replica joining after the log dropped what a
+snapshot covers (it rebuilds its cache and resurrects nothing); the location given as a URI;
+a command that must exit without the interpreter's finalising (LanceDB's threads crashed it);
+export, stats and doctor from a new machine's empty cache and on a location holding no store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from dreamwell.server.config import Settings
+from dreamwell.stores.index.embedders import Embedder
+from dreamwell.stores.longterm import shared_log as lancelog
+from dreamwell.stores.longterm import snapshot
+from dreamwell.stores.longterm.store import LongTermStore, Write
+from dreamwell.stores.remote import location as remote
+from dreamwell.stores.remote.blobs import attach
+from tests.support.cli import NO_EMBEDDER, dreamwell
+from tests.support.embedders import Counting, Gated, overlapping_backfills
+from tests.support.racing import eventually, race
+from tests.support.s3server import SeaweedS3
+
+pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
+
+
+@pytest.fixture
+def replica(
+    s3: SeaweedS3, s3_prefix: str, tmp_path: Path
+) -> Iterator[Callable[..., LongTermStore]]:
+    """Opens another store on the test's location, with a cache directory of its own (and
+    the embedder given, if any)."""
+    location = remote.Remote.of(s3.uri(s3_prefix), s3.storage_options)
+    opened: list[LongTermStore] = []
+
+    def open_one(embedder: Embedder | None = None) -> LongTermStore:
+        cache = tmp_path / f"cache{len(opened)}"
+        attach(cache, location)
+        store = LongTermStore(cache, embedder=embedder)
+        opened.append(store)
+        return store
+
+    yield open_one
+    for store in opened:
+        log = store._wal
+        if isinstance(log, lancelog.LanceLog):
+            log.close()
+
+
+def test_the_log_is_kept_in_the_object_store_not_the_cache(
+    replica: Callable[..., LongTermStore],
+) -> None:
+    a = replica()
+    a.save("the user's timezone is Europe/Berlin", "user-preferences/timezone")
+    assert isinstance(a._wal, lancelog.LanceLog)
+    assert not list((a.dirs.wal).glob("*.log"))  # no local write-ahead log
+
+
+def test_saves_deletes_and_compare_and_set_are_seen_by_another_replica(
+    replica: Callable[..., LongTermStore],
+) -> None:
+    a, b = replica(), replica()
+    saved = a.save("deploys go through the staging cluster first", "project/deploy")
+    eventually(lambda: b.get(saved.entry.id) is not None)
+    assert [h.entry.id for h in b.search("staging cluster")] == [saved.entry.id]
+    edited = replace(saved.entry, content="deploys go through canary first")
+    assert b.write([[Write(saved.entry.id, saved.entry, edited)]]) == [True]
+    eventually(lambda: (e := a.get(saved.entry.id)) is not None and "canary" in e.content)
+    # a writer still holding the old entry is refused, on the other replica too
+    stale = replace(saved.entry, content="stale overwrite")
+    assert a.write([[Write(saved.entry.id, saved.entry, stale)]]) == [False]
+    a.delete(saved.entry.id)
+    eventually(lambda: b.get(saved.entry.id) is None)
+    assert b.search("canary") == []
+
+
+def test_two_replicas_that_both_embedded_a_memory_log_its_vector_once(
+    replica: Callable[..., LongTermStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each replica locks its own cache to backfill, so past the grace a replica embeds
+    another's memory while that one logs the memory's vector itself: the first reads the
+    record before it appends, and logs nothing."""
+    saver, other = replica(Counting()), replica(Gated())
+    for store in (saver, other):
+        store.load_vectors()
+    assert overlapping_backfills(saver, other, monkeypatch) == [saver.entries()[0].id]
+
+
+def test_racing_replicas_lose_nothing_and_write_nothing_twice(
+    replica: Callable[..., LongTermStore],
+) -> None:
+    """Two replicas, three threads each, save at once: each append that lost the race for
+    its place in the log decides again; every acknowledged save is in both, exactly once."""
+    stores = [replica(), replica()]
+    acknowledged: list[str] = []
+    lock = threading.Lock()
+
+    def saver(store: LongTermStore, who: str) -> None:
+        for i in range(15):
+            result = store.save(f"note {i} written by {who}", f"race/{who}")
+            with lock:
+                acknowledged.append(result.entry.id)
+
+    errors = race(stores, saver)
+    assert errors == []
+    assert len(acknowledged) == len(set(acknowledged)) == 90
+    for store in stores:
+        eventually(lambda s=store: s.count() == 90, within=5.0)  # type: ignore[misc]
+        assert {e.id for e in store.entries()} == set(acknowledged)
+    seqs = [r.seq for r in stores[0]._wal.sealed_records(0, 10**9)]
+    assert seqs == list(range(1, len(seqs) + 1))  # one log, no gaps, no seq twice
+
+
+def test_a_replica_joining_after_the_log_was_trimmed_rebuilds_from_the_snapshot(
+    replica: Callable[..., LongTermStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(snapshot, "SNAPSHOT_EVERY", 20)
+    monkeypatch.setattr(lancelog, "KEEP_RECORDS", 5)
+    a = replica()
+    kept = [a.save(f"memory number {i} about gardening", "garden").entry.id for i in range(40)]
+    gone = [a.save(f"memory to delete {i}", "garden").entry.id for i in range(5)]
+    for entry_id in gone:
+        a.delete(entry_id)
+    assert a.checkpoint()
+    assert a._wal.first_seq() > 1  # the log dropped what the stored snapshot covers
+    b = replica()  # a new cache: the log alone no longer holds everything
+    assert {e.id for e in b.entries()} == set(kept)
+    assert all(b.get(i) is None for i in gone)
+    assert b.search("memory number 7 gardening")[0].entry.id == kept[7]
+    later = a.save("saved after the new replica opened", "garden")
+    eventually(lambda: b.get(later.entry.id) is not None)
+
+
+def test_the_data_dir_may_be_an_object_store_uri(tmp_path: Path) -> None:
+    s = Settings(data_dir="s3://team-memory/prod/", cache_dir=tmp_path, embedder="none")  # type: ignore[arg-type]
+    assert s.store_uri == "s3://team-memory/prod"
+    assert s.data_dir.parent == tmp_path.resolve()
+    assert s.data_dir.name.startswith("team-memory-prod-")
+    local = Settings(data_dir=tmp_path / "plain", embedder="none")
+    assert local.store_uri is None and local.remote() is None
+    with pytest.raises(ValueError, match="not an object-store location"):
+        Settings(data_dir="s3://", embedder="none")  # type: ignore[arg-type]
+
+
+def test_tenants_live_under_the_location_and_see_only_their_own(
+    replica: Callable[..., LongTermStore],
+) -> None:
+    root_a, root_b = replica(), replica()
+    team_a = LongTermStore(root_a.dirs.tenant("team-a").root)
+    team_b = LongTermStore(root_b.dirs.tenant("team-a").root)  # the same tenant, another replica
+    assert team_a.dirs.remote is not None and team_a.dirs.remote.uri.endswith("/tenants/team-a")
+    saved = team_a.save("team a deploys on fridays", "team")
+    eventually(lambda: team_b.get(saved.entry.id) is not None)
+    assert root_b.search("fridays") == [] and root_a.count() == 0
+    for store in (team_a, team_b):
+        log = store._wal
+        assert isinstance(log, lancelog.LanceLog)
+        log.close()
+
+
+def cli_store(s3: SeaweedS3, uri: str, cache: Path) -> LongTermStore:
+    """The store a command given `s3.flags(uri, cache)` opens, opened in this process."""
+    settings = Settings(
+        data_dir=uri,  # type: ignore[arg-type]
+        cache_dir=cache,
+        storage_options=s3.storage_options,
+        embedder="none",
+    )
+    location = settings.remote()
+    assert location is not None
+    attach(settings.data_dir, location)
+    return LongTermStore(settings.data_dir)
+
+
+def saved_three(store: LongTermStore) -> set[str]:
+    saved = {store.save(f"memory {i} on the shared store").entry.id for i in range(3)}
+    assert isinstance(store._wal, lancelog.LanceLog)
+    store._wal.close()
+    return saved
+
+
+CLI_ENV = {**os.environ, "DREAMWELL_EMBEDDER": "none"}
+
+
+def test_a_command_on_object_storage_exits_without_finalising_the_interpreter(
+    s3: SeaweedS3, s3_prefix: str, tmp_path: Path
+) -> None:
+    """LanceDB answers calls from threads of its own: one answering while the interpreter
+    finalised aborted `dreamwell export` after its export (-6 or -11, 1 run in 200). The
+    program exits once its output is flushed, never finalising: an exit handler, which runs
+    as finalising begins, never runs, and the status is the command's. A server still
+    leaves as before (a normal exit waits for its worker threads)."""
+    uri = s3.uri(s3_prefix)
+    saved = saved_three(cli_store(s3, uri, tmp_path))
+    child = textwrap.dedent(
+        """
+        import atexit, sys
+        atexit.register(lambda: sys.stderr.write("finalising\\n"))
+        from dreamwell.server.cli.main import run
+        run()
+        """
+    )
+    for args, status in ((["export"], 0), (["export", "--tenant", "../x"], 2)):
+        done = subprocess.run(
+            [sys.executable, "-c", child, *args, *s3.flags(uri, tmp_path)],
+            capture_output=True,
+            env=CLI_ENV,
+            timeout=120,
+        )
+        err = done.stderr.decode(errors="replace")
+        assert done.returncode == status, (done.returncode, err)
+        assert "finalising" not in err, err
+        if status == 0:
+            assert {json.loads(line)["id"] for line in done.stdout.splitlines()} == saved
+    # a server leaves as Python leaves: its worker threads may be finishing a call
+    serve = ["serve", "--data-dir", str(tmp_path / "local")]
+    done = subprocess.run(
+        [sys.executable, "-c", child, *serve],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        env=CLI_ENV,
+        timeout=120,
+    )
+    assert done.returncode == 0 and "finalising" in done.stderr.decode(errors="replace")
+
+
+def test_export_on_a_new_machine_reads_the_location_and_names_a_wrong_one(
+    s3: SeaweedS3, s3_prefix: str, tmp_path: Path
+) -> None:
+    """A new machine's cache is empty: export reads the location's store. A location or
+    tenant holding none is named as given, not by its cache, and nothing is made there."""
+    import obstore
+
+    uri = s3.uri(s3_prefix)
+    saved = saved_three(cli_store(s3, uri, tmp_path / "first-machine"))
+    new = tmp_path / "new-machine"
+    done = dreamwell("export", *s3.flags(uri, new), env=NO_EMBEDDER)
+    assert done.returncode == 0, done.stderr
+    assert {json.loads(line)["id"] for line in done.stdout.splitlines()} == saved
+    for wrong, named in (
+        (s3.flags(uri + "-typo", new), uri + "-typo"),
+        ([*s3.flags(uri, new), "--tenant", "nobody"], uri + "/tenants/nobody"),
+    ):
+        done = dreamwell("export", *wrong, env=NO_EMBEDDER)
+        assert (done.returncode, done.stdout) == (1, "")
+        assert done.stderr == f"dreamwell: no memory at {named}; check --data-dir and --tenant\n"
+    assert obstore.list(s3.store(s3_prefix + "-typo")).collect() == []
+    assert obstore.list(s3.store(s3_prefix), "tenants/").collect() == []
+
+
+def test_stats_and_doctor_read_a_location_and_make_nothing_where_no_store_is(
+    s3: SeaweedS3, s3_prefix: str, tmp_path: Path
+) -> None:
+    """`stats` and `doctor` read the store a location holds. Opening a store makes one, so
+    on a mistyped location both made an empty log table there and reported an empty store
+    as found; they now name the location, as export does, and make nothing."""
+    import obstore
+
+    uri = s3.uri(s3_prefix)
+    saved_three(cli_store(s3, uri, tmp_path / "first-machine"))
+    done = dreamwell("stats", *s3.flags(uri, tmp_path / "new-machine"), env=NO_EMBEDDER)
+    assert done.returncode == 0, done.stderr
+    assert "memories: 3 live, 0 archived" in done.stdout
+    typo = tmp_path / "typo-machine"
+    done = dreamwell("stats", *s3.flags(uri + "-typo", typo), env=NO_EMBEDDER)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == f"dreamwell: no memory at {uri}-typo; check --data-dir\n"
+    done = dreamwell("doctor", *s3.flags(uri + "-typo", typo), env=NO_EMBEDDER)
+    assert done.returncode == 1, done.stderr
+    assert f"FAIL [default] no memory at {uri}-typo\n" in done.stdout
+    assert "store opens" not in done.stdout
+    assert obstore.list(s3.store(s3_prefix + "-typo")).collect() == []
+    done = dreamwell("doctor", *s3.flags(uri, tmp_path / "new-machine"), env=NO_EMBEDDER)
+    assert "ok   [default] store opens: 3 live, 0 archived" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [
+        ("error sending request for url (http://127.0.0.1:40312/away/x): timed out", "answer"),
+        ("error sending request for url (http://10.0.4.13:9000/x): connection refused", "answer"),
+        ("HTTP status client error (403 Forbidden) for url (http://127.0.0.1:9000/x)", "denied"),
+        ("<Code>SignatureDoesNotMatch</Code>", "denied"),
+        ("<Code>NoSuchBucket</Code>", "bucket does not exist"),
+    ],
+)
+def test_an_object_store_error_is_told_by_its_status_not_by_the_digits_of_a_port(
+    error: str, said: str
+) -> None:
+    """A test server on port 40312 that stopped answering was said to deny access."""
+    assert said in remote.describe(OSError(error))

@@ -1,0 +1,23 @@
+"""What the tests share: helpers, fakes and servers, imported as `tests.support.X` (pytest
+fixtures stay in conftest.py files).
+
+calls: tool calls through an MCP client (call, ok, fails) and a raw `initialize` request.
+cli: `dreamwell(...)`, the command line as a user runs it, in a subprocess.
+fake_ollama, fake_openai: scripted LLM servers on 127.0.0.1.
+s3server: a real S3-compatible server (SeaweedFS's `weed mini`) on 127.0.0.1.
+servers: the real ASGI server on a free port, and MCP clients over HTTP and stdio.
+replicas: `dreamwell serve` replicas on one object-store location.
+racing: writers racing from every replica, and waiting until a write is seen.
+mixed_load: a mixed load of tool calls and the exact account of what must be stored.
+hooks: `dreamwell hook` run as Claude Code runs it, and a transcript written like its own.
+skill_samples: real-world-shaped skill folders.
+ui_browser: the memory browser in a real Chromium (Playwright) and axe-core.
+
+ROOT is the repository's root (where mcp.json and README.md are).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]

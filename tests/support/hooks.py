@@ -1,0 +1,165 @@
+"""Running `dreamwell hook` the way Claude Code does: a fresh process, JSON on stdin, and a
+transcript JSONL written like Claude Code's."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from dreamwell.server.hooks.refresh import refresh
+from dreamwell.stores import CONVERSATION, RECALL, JsonlLog, LongTermStore, MemoryEntry, utcnow
+from dreamwell.stores.layout import DataDir
+
+
+def hook(
+    event: str,
+    payload: dict[str, Any] | bytes,
+    data: Path,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    limit_file_size: int | None = None,
+) -> subprocess.CompletedProcess[str]:
+    raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+
+    def limit() -> None:
+        if limit_file_size is not None:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit_file_size, limit_file_size))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "dreamwell.server", "hook", event, "--data-dir", str(data), *extra],
+        input=raw,
+        capture_output=True,
+        timeout=60,
+        env={**os.environ, "DREAMWELL_EMBEDDER": "none", **(env or {})},
+        preexec_fn=limit if limit_file_size is not None else None,
+        check=False,
+    )
+    return subprocess.CompletedProcess(
+        done.args, done.returncode, done.stdout.decode(), done.stderr.decode()
+    )
+
+
+def prompt(session: str, text: str, cwd: str = "/work/proj", **more: Any) -> dict[str, Any]:
+    return {
+        "session_id": session,
+        "transcript_path": more.pop("transcript_path", "/nonexistent.jsonl"),
+        "cwd": cwd,
+        "hook_event_name": "UserPromptSubmit",
+        "permission_mode": "default",
+        "prompt": text,
+        **more,
+    }
+
+
+def event(session: str, name: str, transcript: Path, **more: Any) -> dict[str, Any]:
+    return {
+        "session_id": session,
+        "transcript_path": str(transcript),
+        "cwd": "/work/proj",
+        "hook_event_name": name,
+        **more,
+    }
+
+
+class Transcript:
+    """A Claude Code session transcript, appended line by line."""
+
+    def __init__(self, path: Path, session: str) -> None:
+        self.path, self.session, self.n = path, session, 0
+
+    def _line(self, kind: str, content: Any, **more: Any) -> None:
+        self.n += 1
+        record = {
+            "type": kind,
+            "sessionId": self.session,
+            "uuid": f"u{self.n}",
+            "timestamp": f"2026-11-26T00:00:{self.n:02d}.000Z",
+            "cwd": "/work/proj",
+            "message": {"role": kind, "content": content},
+            **more,
+        }
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record) + "\n")
+
+    def user(self, text: str, **more: Any) -> None:
+        self._line("user", text, **more)
+
+    def tool(self, name: str, given: dict[str, Any]) -> None:
+        self._line(
+            "assistant", [{"type": "tool_use", "id": f"t{self.n}", "name": name, "input": given}]
+        )
+        self._line("user", [{"type": "tool_result", "tool_use_id": f"t{self.n}", "content": "ok"}])
+
+    def assistant(self, text: str) -> None:
+        self._line("assistant", [{"type": "text", "text": text}])
+
+
+def turns(data: Path) -> list[dict[str, Any]]:
+    return JsonlLog(data, CONVERSATION).read()
+
+
+def recalls(data: Path) -> list[dict[str, Any]]:
+    return JsonlLog(data, RECALL).read()
+
+
+def log_lines(data: Path) -> list[str]:
+    path = DataDir(data).hooks_log
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def wait_for_refresher(data: Path, timeout: float = 60.0) -> None:
+    """Until every refresher a hook started has exited."""
+    pid_file = DataDir(data).hook_refresh_pid
+    if not pid_file.exists():
+        return
+    deadline = time.monotonic() + timeout
+    for pid in map(int, pid_file.read_text().split()):
+        while _running(pid):
+            assert time.monotonic() < deadline, f"refresher {pid} still running"
+            time.sleep(0.02)
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+PREF, ANTI, DEPLOY, TEA = "a1" * 6, "b2" * 6, "c3" * 6, "d4" * 6
+
+
+def seeded(data: Path) -> LongTermStore:
+    """Four memories, checkpointed into LanceDB and Tantivy, and the hooks' snapshot."""
+    store = LongTermStore(data)
+    when = utcnow() - timedelta(days=1)
+
+    def entry(i: str, text: str, category: str) -> MemoryEntry:
+        return MemoryEntry(i, text, category, (), when, when, when)
+
+    store.apply(
+        [
+            entry(
+                PREF,
+                "The user prefers prose answers without bullet points",
+                "user-preferences/style",
+            ),
+            entry(
+                ANTI, "Don't run find / to search code — instead use ripgrep", "anti-patterns/files"
+            ),
+            entry(DEPLOY, "Deploy the api with make deploy from the repo root", "projects/api"),
+            entry(TEA, "The user drinks green tea in the afternoon", "personal"),
+        ]
+    )
+    store.checkpoint()
+    refresh(DataDir(data))
+    return store
