@@ -161,34 +161,11 @@ def _locked_cycle(
     # read, not emptied: `_consume_inputs` drops what was read once the passes wrote
     inputs = Inputs(*(JsonlLog(data, name).read() for name in INPUT_LOGS))
     try:
-        _run_passes(store, llm, no_llm_reason, inputs, report, options, now)
+        _PassRun(store, llm, no_llm_reason, inputs, report, options, now).run()
     finally:
         report.finished = utcnow().isoformat()
         save_report(data, report)
     return report
-
-
-def _run_passes(
-    store: LongTermStore,
-    llm: LLM | None,
-    no_llm_reason: str,
-    inputs: Inputs,
-    report: Report,
-    options: DreamOptions,
-    now: datetime,
-) -> None:
-    """The skill passes, then each memory pass in order (an LLM pass is skipped without an
-    LLM), then maintenance; every pass is in the report."""
-    run = _PassRun(store, llm, no_llm_reason, inputs, report, options, now)
-    run.skill_passes()
-    steps = run.memory_steps()
-    skipped = len(skillpasses.SKILL_PASSES)  # maintenance runs last
-    assert [name for name, _, _ in steps] == list(PASSES[skipped:-1])
-    for name, needs_llm, step in steps:
-        run.one(name, needs_llm, step)
-    if options.progress is not None:
-        options.progress("maintenance")
-    report.passes.append(_maintenance(store, report.dry_run))
 
 
 Step = tuple[str, bool, Callable[[], PassResult]]  # (pass, needs an LLM, plan it)
@@ -217,6 +194,19 @@ class _PassRun:
         embedder = store.embedder
         self.vectors = store.vectors(embedder.name) if embedder is not None else None
         self.cancel = options.cancel
+
+    def run(self) -> None:
+        """The skill passes, then each memory pass in order (an LLM pass is skipped without an
+        LLM), then maintenance; every pass is in the report."""
+        self.skill_passes()
+        steps = self.memory_steps()
+        skipped = len(skillpasses.SKILL_PASSES)  # maintenance runs last
+        assert [name for name, _, _ in steps] == list(PASSES[skipped:-1])
+        for name, needs_llm, step in steps:
+            self.one(name, needs_llm, step)
+        if self.options.progress is not None:
+            self.options.progress("maintenance")
+        self.report.passes.append(_maintenance(self.store, self.report.dry_run))
 
     def save_report(self) -> None:
         save_report(self.data, self.report)
