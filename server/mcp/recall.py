@@ -63,6 +63,34 @@ class Injected:
             self._seen.popitem(last=False)
 
 
+def _hits(
+    tenant: Tenant, message: str, injected: Injected, caller: tuple[str, str]
+) -> list[MemoryEntry]:
+    """The memories found for `message`; on a caller's first turn with none, the newest."""
+    hits = (
+        [h.entry for h in tenant.longterm.search(message, limit=MAX_RECALLED * 3)]
+        if message.strip()
+        else []
+    )
+    if not hits and injected.first_turn(caller):
+        hits = [h.entry for h in tenant.longterm.search(None, limit=FIRST_TURN_RECENT)]
+    return hits
+
+
+def _new_to_caller(
+    hits: list[MemoryEntry], injected: Injected, caller: tuple[str, str]
+) -> list[MemoryEntry]:
+    """Up to MAX_RECALLED hits not yet shown to the caller, one per folded text."""
+    folded: set[str] = set()
+    recalled: list[MemoryEntry] = []
+    for entry in injected.fresh(caller, hits):
+        key = fold_text(entry.content)
+        if key not in folded and len(recalled) < MAX_RECALLED:
+            folded.add(key)
+            recalled.append(entry)
+    return recalled
+
+
 def build_block(
     tenant: Tenant,
     namespace: str,
@@ -73,22 +101,10 @@ def build_block(
 ) -> str:
     unavailable = ""
     try:
-        hits = (
-            [h.entry for h in tenant.longterm.search(message, limit=MAX_RECALLED * 3)]
-            if message.strip()
-            else []
-        )
-        if not hits and injected.first_turn(caller):
-            hits = [h.entry for h in tenant.longterm.search(None, limit=FIRST_TURN_RECENT)]
+        hits = _hits(tenant, message, injected, caller)
     except StoreError as exc:  # working memory can still be shown
         hits, unavailable = [], f"Long-term memory is unavailable: {exc}"
-    folded: set[str] = set()
-    recalled: list[MemoryEntry] = []
-    for entry in injected.fresh(caller, hits):
-        key = fold_text(entry.content)
-        if key not in folded and len(recalled) < MAX_RECALLED:
-            folded.add(key)
-            recalled.append(entry)
+    recalled = _new_to_caller(hits, injected, caller)
     lines = [memory_line(e) for e in recalled]
     sections = [(RECALLED, lines), (OWN, [wm_line(e) for e in tenant.working.listing(namespace)])]
     if not namespace.startswith("patrol/"):
