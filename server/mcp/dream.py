@@ -108,6 +108,12 @@ def refuse_read_only(data_dir: Path) -> None:
 
 
 def register_dream(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
+    """The `dream` prompt and the report resources."""
+    _register_prompt(mcp, runtime)
+    _register_reports(mcp, runtime)
+
+
+def _register_prompt(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
     @mcp.prompt(
         description="Refine long-term memory now: apply=no (default) shows the plan, "
         "apply=yes runs it and reports."
@@ -130,6 +136,8 @@ def register_dream(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
             raise MCPError(INVALID_PARAMS, str(exc)) from exc
         return f"{text}\n\n{note}" if note else text
 
+
+def _register_reports(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
     @mcp.resource("dream://reports", description="Dream cycles run on this memory, newest first")
     async def reports() -> str:
         from dreamwell.dream.report import list_reports
