@@ -319,6 +319,18 @@ def _fresh_entry(
     return MemoryEntry(new_id(), content, category, tuple(tags), now, now, now, metadata=metadata)
 
 
+def _usable_anti_pattern(content: str, domain: str, said: str, known: set[str]) -> bool:
+    """A "don't …" rule of some length, in words the corrections used, not already stored."""
+    return not (
+        not re.match(r"(don'?t|do not)\b", content, re.I)
+        or placeholder(content)
+        or too_short(content, 20, 4)
+        or not grounded(content, said, 1)
+        or fold_text(content) in known
+        or placeholder(domain)
+    )
+
+
 def anti_pattern_pass(
     snapshot: Snapshot,
     llm: LLM,
@@ -347,15 +359,7 @@ def anti_pattern_pass(
         domain = re.sub(r"[^a-z0-9-]+", "-", item.domain.lower()).strip("-") or "general"
         content = item.content.strip()
         real = [s for s in dict.fromkeys(item.sessions) if s in sessions]
-        if (
-            not re.match(r"(don'?t|do not)\b", content, re.I)
-            or placeholder(content)
-            or too_short(content, 20, 4)
-            or not real
-            or not grounded(content, said, 1)
-            or fold_text(content) in known
-            or placeholder(domain)
-        ):
+        if not real or not _usable_anti_pattern(content, domain, said, known):
             result.notes.append(f"ignored anti-pattern {content[:80]!r}")
             continue
         meta = {"source": "dream", "derived_from": ",".join(real)}
