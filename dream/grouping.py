@@ -23,25 +23,10 @@ def neighbour_groups(
     """Connected groups of entries, each linked to its nearest neighbours with cosine >=
     `threshold`; entries with no such neighbour (or no vector) are left out. Each group is in
     breadth-first order from its best-connected entry, so close entries stay adjacent."""
-    import numpy as np
-
     have = [e for e in entries if len(vectors.get(e.id, ())) > 0]
     if len(have) < 2:
         return []
-    matrix = np.asarray([vectors[e.id] for e in have], dtype=np.float32)
-    matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
-    links: dict[int, dict[int, float]] = defaultdict(dict)
-    k = min(neighbours, len(have) - 1)
-    for start in range(0, len(have), 512):
-        sims = matrix[start : start + 512] @ matrix.T
-        for row, line in enumerate(sims):
-            i = start + row
-            line[i] = -1.0
-            for j in np.argpartition(-line, k - 1)[:k] if k > 0 else ():
-                s = float(line[j])
-                if s >= threshold:
-                    links[i][int(j)] = max(s, links[i].get(int(j), -1.0))
-                    links[int(j)][i] = links[i][int(j)]
+    links = _links([vectors[e.id] for e in have], threshold, neighbours)
     seen: set[int] = set()
     groups: list[list[MemoryEntry]] = []
     for root in sorted(links, key=lambda i: (-len(links[i]), i)):
@@ -58,6 +43,30 @@ def neighbour_groups(
                     queue.append(j)
         groups.append([have[i] for i in order])
     return groups
+
+
+def _links(
+    vectors: Sequence[VectorLike], threshold: float, neighbours: int
+) -> dict[int, dict[int, float]]:
+    """Row -> {row: cosine} for each row's `neighbours` nearest rows at `threshold` or more,
+    both ways."""
+    import numpy as np
+
+    matrix = np.asarray(vectors, dtype=np.float32)
+    matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+    links: dict[int, dict[int, float]] = defaultdict(dict)
+    k = min(neighbours, len(matrix) - 1)
+    for start in range(0, len(matrix), 512):
+        sims = matrix[start : start + 512] @ matrix.T
+        for row, line in enumerate(sims):
+            i = start + row
+            line[i] = -1.0
+            for j in np.argpartition(-line, k - 1)[:k] if k > 0 else ():
+                s = float(line[j])
+                if s >= threshold:
+                    links[i][int(j)] = max(s, links[i].get(int(j), -1.0))
+                    links[int(j)][i] = links[i][int(j)]
+    return links
 
 
 def pack_prompts(
