@@ -9,7 +9,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import pytest
 from dreamwell.stores import ANY, LongTermStore, StoreError, Write
 from dreamwell.stores.longterm import snapshot
 from dreamwell.stores.longterm.wal import Wal
-from tests.support.embedders import HashEmbedder
+from tests.support.embedders import Counting, HashEmbedder
 
 
 def ids(hits: list) -> set[str]:  # type: ignore[type-arg]
@@ -399,22 +398,12 @@ def test_a_collision_of_the_duplicate_digest_never_merges_two_memories(
     assert by_id[elsewhere.entry.id].category == "home"
 
 
-class _Recording(HashEmbedder):
-    def __init__(self) -> None:
-        super().__init__()
-        self.seen: list[str] = []
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        self.seen.extend(texts)
-        return super().embed(texts)
-
-
 def test_the_backfill_embeds_live_entries_without_vectors_oldest_first_a_batch_at_a_time(
     tmp_path: Path,
 ) -> None:
     """Past the rows' first growth (1,024), with deleted, archived and already embedded
     entries among them: exactly the live ones without a vector, in the order saved."""
-    embedder = _Recording()
+    embedder = Counting()
     store = LongTermStore(tmp_path, embedder=embedder)
     saved = [store.save(f"harbour note number {i}").entry for i in range(1_500)]
     assert store.backfill(batch=10) == 10  # these ten now have vectors
@@ -475,7 +464,7 @@ def test_a_search_embeds_the_missing_vectors_only_up_to_its_limit(
     import dreamwell.stores.longterm.vectors as vectors
 
     monkeypatch.setattr(vectors, "SEARCH_EMBEDS", 3)
-    embedder = _Recording()
+    embedder = Counting()
     store = LongTermStore(tmp_path, embedder=embedder)
     store.load_vectors()  # as the server does after start-up
     saved = [store.save(f"harbour note number {i}").entry.content for i in range(3)]
