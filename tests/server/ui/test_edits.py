@@ -5,7 +5,6 @@ never redraws under what a person is typing."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
@@ -16,7 +15,7 @@ from dreamwell.server.config import Settings
 from dreamwell.server.runtime import Runtime
 from dreamwell.stores import LongTermStore
 from tests.support.servers import http_server
-from tests.support.ui_browser import chromium, csrf_of, open_page, seed, shot, ui_process
+from tests.support.ui_browser import chromium, csrf_of, open_page, shot
 
 
 @pytest.mark.anyio
@@ -74,18 +73,10 @@ async def test_create_and_a_version_that_moves_with_any_writer(tmp_path: Path) -
         assert sum(d["count"] for d in overview["added"]) == 2
 
 
-@pytest.fixture
-def seeded(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    data = tmp_path / "data"
-    seed(data)
-    with ui_process(data) as url:
-        yield url, data
-
-
 def test_two_tabs_edit_the_same_memory_and_neither_edit_is_lost(
-    seeded: tuple[str, Path],
+    ui_server: tuple[str, Path],
 ) -> None:
-    url, data = seeded
+    url, data = ui_server
     with chromium() as browser:
         a, b = open_page(browser, url), open_page(browser, url)
         rows = [p.locator(".mem:has(.content:text-is('Prefers green tea'))") for p in (a, b)]
@@ -117,9 +108,9 @@ def editing(page: Page, entry_id: str, text: str) -> Locator:
 
 
 def test_editing_a_memory_deleted_elsewhere_says_so_and_keeps_the_text(
-    seeded: tuple[str, Path],
+    ui_server: tuple[str, Path],
 ) -> None:
-    url, data = seeded
+    url, data = ui_server
     store = LongTermStore(data, embedder=None)
     (tea,) = [e for e in store.entries() if "tea" in e.content]
     with chromium() as browser:
@@ -136,8 +127,8 @@ def test_editing_a_memory_deleted_elsewhere_says_so_and_keeps_the_text(
         assert "Prefers black tea" in [e.content for e in store.entries()]
 
 
-def test_create_then_delete_with_undo_and_the_status_clears(seeded: tuple[str, Path]) -> None:
-    url, data = seeded
+def test_create_then_delete_with_undo_and_the_status_clears(ui_server: tuple[str, Path]) -> None:
+    url, data = ui_server
     store = LongTermStore(data, embedder=None)
     with chromium() as browser:
         page = open_page(browser, url)
@@ -163,9 +154,9 @@ def test_create_then_delete_with_undo_and_the_status_clears(seeded: tuple[str, P
 
 
 def test_live_refresh_shows_another_writer_and_keeps_what_is_typed(
-    seeded: tuple[str, Path],
+    ui_server: tuple[str, Path],
 ) -> None:
-    url, data = seeded
+    url, data = ui_server
     store = LongTermStore(data, embedder=None)
     with chromium() as browser:
         page = open_page(browser, url)
@@ -182,10 +173,10 @@ def test_live_refresh_shows_another_writer_and_keeps_what_is_typed(
         page.wait_for_selector(".mem:has-text('A second memory from elsewhere')")
 
 
-def test_a_delete_right_after_a_save_uses_the_saved_revision(seeded: tuple[str, Path]) -> None:
+def test_a_delete_right_after_a_save_uses_the_saved_revision(ui_server: tuple[str, Path]) -> None:
     """The list reloads after a save; a delete clicked before it has (held back here) used the
     card's old revision and was refused as stale (seen in CI: no "Deleted.")."""
-    url, data = seeded
+    url, data = ui_server
     store = LongTermStore(data, embedder=None)
     (tea,) = [e for e in store.entries() if "tea" in e.content]
     with chromium() as browser:
