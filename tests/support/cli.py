@@ -1,4 +1,5 @@
-"""The command line as a user runs it: `python -m dreamwell.server ARGS` in a subprocess."""
+"""The command line as a user runs it: `python -m dreamwell.server ARGS` in a subprocess
+(`dreamwell`), or its `main` in this process (`exit_code`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,10 @@ import subprocess
 import sys
 from collections.abc import Iterable, Mapping
 from typing import IO
+
+import pytest
+
+from dreamwell.server.cli.main import main
 
 
 def dreamwell(
@@ -40,3 +45,14 @@ def dreamwell(
 
 
 NO_EMBEDDER = {"DREAMWELL_EMBEDDER": "none"}  # env= for commands that need no vectors
+
+
+def exit_code(*args: str) -> int:
+    """Run `dreamwell ARGS` in this process (`main`, as the console script does) and give
+    back the exit code it leaves with; its output goes to the test's capsys."""
+
+    with pytest.raises(SystemExit) as exit_:
+        main(list(args))
+    code = exit_.value.code
+    assert isinstance(code, int)
+    return code

@@ -12,19 +12,11 @@ from typing import Any
 import pytest
 
 from dreamwell.server.cli.formats import read_records
-from dreamwell.server.cli.main import main
 from dreamwell.server.cli.porting import write_batches
 from dreamwell.stores import LongTermStore, MemoryEntry, OnnxE5, OnnxMiniLM, entry_to_dict, utcnow
+from tests.support.cli import exit_code
 
 T0 = datetime(2026, 3, 1, 12, 30, 15, 123456, tzinfo=timezone.utc)
-
-
-def run(*args: str) -> int:
-    with pytest.raises(SystemExit) as exit_:
-        main(list(args))
-    code = exit_.value.code
-    assert isinstance(code, int)
-    return code
 
 
 def store(data: Path) -> LongTermStore:
@@ -67,10 +59,11 @@ def test_export_then_import_round_trips_every_field(tmp_path: Path) -> None:
     store(tmp_path / "a").apply(rich_entries())
     out = tmp_path / "out.jsonl"
     assert (
-        run("export", "--data-dir", str(tmp_path / "a"), "--include-archived", "-o", str(out)) == 0
+        exit_code("export", "--data-dir", str(tmp_path / "a"), "--include-archived", "-o", str(out))
+        == 0
     )
     assert len(out.read_text().splitlines()) == 2
-    assert run("import", str(out), "--data-dir", str(tmp_path / "b")) == 0
+    assert exit_code("import", str(out), "--data-dir", str(tmp_path / "b")) == 0
     back = {e.id: e for e in store(tmp_path / "b").entries(include_archived=True)}
     for original in rich_entries():
         assert entry_to_dict(back[original.id]) == entry_to_dict(original)
@@ -82,7 +75,7 @@ def test_export_leaves_archived_entries_out_unless_asked(
 ) -> None:
     store(tmp_path).apply(rich_entries())
     capsys.readouterr()
-    assert run("export", "--data-dir", str(tmp_path)) == 0
+    assert exit_code("export", "--data-dir", str(tmp_path)) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [json.loads(x)["id"] for x in lines] == ["a1b2c3d4e5f6"]
 
@@ -95,9 +88,9 @@ def test_importing_the_same_file_twice_adds_nothing(tmp_path: Path) -> None:
         '{"type":"relation","from":"John_Smith","to":"Anthropic","relationType":"works_at"}\n'
     )
     data = str(tmp_path / "d")
-    assert run("import", str(source), "--data-dir", data) == 0
+    assert exit_code("import", str(source), "--data-dir", data) == 0
     first = {e.id: e for e in store(Path(data)).entries(include_archived=True)}
-    assert run("import", str(source), "--data-dir", data) == 0
+    assert exit_code("import", str(source), "--data-dir", data) == 0
     again = {e.id: e for e in store(Path(data)).entries(include_archived=True)}
     assert again == first and len(first) == 3
 
@@ -116,7 +109,7 @@ def test_knowledge_graph_entities_become_memories_with_their_type_as_category(
             }
         )
     )
-    assert run("import", str(source), "--data-dir", str(tmp_path / "d")) == 0
+    assert exit_code("import", str(source), "--data-dir", str(tmp_path / "d")) == 0
     got = {e.content: e for e in store(tmp_path / "d").entries()}
     assert got["Ada: Likes tea"].category == "Person"
     assert got["Ada: Likes tea"].tags == ("ada",)
@@ -148,7 +141,7 @@ def test_memory_service_export_is_detected_by_content_not_name(tmp_path: Path) -
             }
         )
     )
-    assert run("import", str(source), "--data-dir", str(tmp_path / "d")) == 0
+    assert exit_code("import", str(source), "--data-dir", str(tmp_path / "d")) == 0
     got = {e.content: e for e in store(tmp_path / "d").entries()}
     fridays = got["Deploys happen on Fridays"]
     assert fridays.tags == ("ops", "deploy") and fridays.category == "note"
@@ -165,14 +158,14 @@ def test_bad_lines_are_named_by_number_and_nothing_is_imported(
     source = tmp_path / "mixed.jsonl"
     source.write_text(f'{good}\nnot json\n\n{bad_importance}\n{{"what": 1}}\n')
     data = tmp_path / "d"
-    assert run("import", str(source), "--data-dir", str(data)) == 1
+    assert exit_code("import", str(source), "--data-dir", str(data)) == 1
     err = capsys.readouterr().err
     assert "line 2: not JSON" in err
     assert "line 4: importance: Input should be less than or equal to 1" in err
     assert "line 5: not a dreamwell, knowledge-graph or mcp-memory-service record" in err
     assert "3 bad record(s), nothing imported; fix them or pass --skip-bad" in err
     assert not data.exists()
-    assert run("import", str(source), "--data-dir", str(data), "--skip-bad") == 0
+    assert exit_code("import", str(source), "--data-dir", str(data), "--skip-bad") == 0
     assert [e.id for e in store(data).entries(include_archived=True)] == ["a1b2c3d4e5f6"]
 
 
@@ -183,8 +176,8 @@ def test_the_same_text_in_the_same_category_reinforces_the_live_entry(tmp_path: 
     source.write_text(
         json.dumps([{"content": "speaks  fluent spanish!", "memory_type": "person", "tags": ["x"]}])
     )
-    assert run("import", str(source), "--data-dir", str(data)) == 0
-    assert run("import", str(source), "--data-dir", str(data)) == 0
+    assert exit_code("import", str(source), "--data-dir", str(data)) == 0
+    assert exit_code("import", str(source), "--data-dir", str(data)) == 0
     (only,) = store(data).entries(include_archived=True)
     assert only.id == saved.id
     assert only.reinforcement_count == 2
@@ -202,16 +195,16 @@ def test_a_newer_version_of_a_known_entry_replaces_it_and_an_older_does_not(
     assert bad == [] and len(records) == 2
     source = tmp_path / "v.jsonl"
     source.write_text(json.dumps(older) + "\n")
-    assert run("import", str(source), "--data-dir", str(tmp_path)) == 0
+    assert exit_code("import", str(source), "--data-dir", str(tmp_path)) == 0
     assert store(tmp_path).get(original.id) == original
     source.write_text(json.dumps(newer) + "\n")
-    assert run("import", str(source), "--data-dir", str(tmp_path)) == 0
+    assert exit_code("import", str(source), "--data-dir", str(tmp_path)) == 0
     got = store(tmp_path).get(original.id)
     assert got is not None and got.importance == 0.1
 
 
 def test_an_unreadable_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert run("import", str(tmp_path / "nope.jsonl"), "--data-dir", str(tmp_path / "d")) == 1
+    assert exit_code("import", str(tmp_path / "nope.jsonl"), "--data-dir", str(tmp_path / "d")) == 1
     err = capsys.readouterr().err
     assert err.startswith("dreamwell: cannot read") and err.count("\n") == 1
 
@@ -228,11 +221,14 @@ def test_with_vectors_exports_the_stored_vector_and_import_leaves_it_to_the_back
     saver.save("The cat sleeps on the sofa")
     assert saver.backfill() == 1 and saver.checkpoint()  # the server's background work
     out = tmp_path / "v.jsonl"
-    assert run("export", "--data-dir", str(tmp_path / "a"), "--with-vectors", "-o", str(out)) == 0
+    assert (
+        exit_code("export", "--data-dir", str(tmp_path / "a"), "--with-vectors", "-o", str(out))
+        == 0
+    )
     line = json.loads(out.read_text())
     assert line["vector_model"] == model.name
     assert line["vector"] == [float(x) for x in model.embed(["The cat sleeps on the sofa"])[0]]
-    assert run("import", str(out), "--data-dir", str(tmp_path / "b")) == 0
+    assert exit_code("import", str(out), "--data-dir", str(tmp_path / "b")) == 0
     assert LongTermStore(tmp_path / "b", embedder=model).missing_vectors() == 1
 
 
@@ -241,7 +237,7 @@ def test_with_vectors_and_no_embedder_is_one_line(
 ) -> None:
     LongTermStore(tmp_path).save("The cat sleeps on the sofa")
     monkeypatch.setenv("DREAMWELL_EMBEDDER", "none")
-    assert run("export", "--data-dir", str(tmp_path), "--with-vectors") == 1
+    assert exit_code("export", "--data-dir", str(tmp_path), "--with-vectors") == 1
     err = capsys.readouterr().err
     assert err == "dreamwell: --with-vectors needs an embedder; embedder is none\n"
 

@@ -8,17 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from dreamwell.server.cli.main import main
 from dreamwell.server.cli.stats import FORMAT_VERSION
 from dreamwell.stores import LongTermStore
-
-
-def run(*args: str) -> int:
-    with pytest.raises(SystemExit) as exit_:
-        main(list(args))
-    code = exit_.value.code
-    assert isinstance(code, int)
-    return code
+from tests.support.cli import exit_code
 
 
 def filled(data: Path) -> LongTermStore:
@@ -36,10 +28,13 @@ def test_stats_counts_memories_per_tenant_and_category_and_shows_the_last_dream(
 ) -> None:
     filled(tmp_path)
     LongTermStore(tmp_path / "tenants" / "team", embedder=None).save("Team fact", category="t")
-    assert run("log", "feedback", "helpful", "--data-dir", str(tmp_path), "--kind", "helpful") == 0
-    assert run("dream", "--once", "--data-dir", str(tmp_path)) == 0
+    assert (
+        exit_code("log", "feedback", "helpful", "--data-dir", str(tmp_path), "--kind", "helpful")
+        == 0
+    )
+    assert exit_code("dream", "--once", "--data-dir", str(tmp_path)) == 0
     capsys.readouterr()
-    assert run("stats", "--data-dir", str(tmp_path), "--embedder", "none") == 0
+    assert exit_code("stats", "--data-dir", str(tmp_path), "--embedder", "none") == 0
     out = capsys.readouterr().out
     default, team = out.split("tenant team")
     assert "memories: 2 live, 1 archived" in default
@@ -55,7 +50,7 @@ def test_stats_counts_memories_per_tenant_and_category_and_shows_the_last_dream(
 def test_stats_of_a_missing_directory_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert run("stats", "--data-dir", str(tmp_path / "nope")) == 1
+    assert exit_code("stats", "--data-dir", str(tmp_path / "nope")) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no data directory" in err
 
@@ -64,7 +59,7 @@ def test_doctor_passes_a_healthy_directory(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     filled(tmp_path)
-    assert run("doctor", "--data-dir", str(tmp_path)) == 0
+    assert exit_code("doctor", "--data-dir", str(tmp_path)) == 0
     out = capsys.readouterr().out
     assert "FAIL" not in out and out.endswith("all good\n")
     assert "embedded model files match their checksums" in out
@@ -75,7 +70,7 @@ def test_doctor_names_an_unreachable_llm_and_the_command_that_fixes_it(
 ) -> None:
     filled(tmp_path)
     host = "http://127.0.0.1:9"  # discard port: nothing listens
-    assert run("doctor", "--data-dir", str(tmp_path), "--ollama-host", host) == 1
+    assert exit_code("doctor", "--data-dir", str(tmp_path), "--ollama-host", host) == 1
     out = capsys.readouterr().out
     assert "FAIL ollama:llama3.2@http://127.0.0.1:9 is unreachable" in out
     assert "fix: ollama serve  # then: ollama pull llama3.2" in out
@@ -88,11 +83,11 @@ def test_a_data_directory_from_a_newer_dreamwell_is_refused_with_what_to_run(
     (tmp_path / "format.json").write_text(json.dumps({"format": FORMAT_VERSION + 1}))
     source = tmp_path / "x.json"
     source.write_text('[{"content": "a"}]')
-    assert run("import", str(source), "--data-dir", str(tmp_path)) == 1
+    assert exit_code("import", str(source), "--data-dir", str(tmp_path)) == 1
     err = capsys.readouterr().err
     assert "newer than this dreamwell reads" in err and "pipx upgrade dreamwell" in err
     assert not (tmp_path / "lancedb").exists()
-    assert run("doctor", "--data-dir", str(tmp_path)) == 1
+    assert exit_code("doctor", "--data-dir", str(tmp_path)) == 1
     assert "fix: pipx upgrade dreamwell" in capsys.readouterr().out
 
 
@@ -100,8 +95,8 @@ def test_the_format_file_is_written_once_and_never_rewritten(tmp_path: Path) -> 
     source = tmp_path / "x.json"
     source.write_text('[{"content": "a"}]')
     data = tmp_path / "d"
-    assert run("import", str(source), "--data-dir", str(data)) == 0
+    assert exit_code("import", str(source), "--data-dir", str(data)) == 0
     assert json.loads((data / "format.json").read_text()) == {"format": FORMAT_VERSION}
     (data / "format.json").write_text('{"format": 1, "note": "kept"}')
-    assert run("import", str(source), "--data-dir", str(data)) == 0
+    assert exit_code("import", str(source), "--data-dir", str(data)) == 0
     assert "kept" in (data / "format.json").read_text()

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from dreamwell.server.cli.main import main
 from dreamwell.stores import LongTermStore
+from tests.support.cli import exit_code
 from tests.support.embedders import HashEmbedder
 
 LANCE = Path("lancedb") / "memories.lance"
@@ -138,15 +138,11 @@ def test_doctor_and_export_on_a_damaged_store(
     data = _copy(populated, tmp_path)
     damage(_first_data_file(data), "footer8")
     out_file = tmp_path / "export.jsonl"
-    with pytest.raises(SystemExit) as exit_:
-        main(["export", "--data-dir", str(data), "--output", str(out_file)])
-    assert exit_.value.code == 0
+    assert exit_code("export", "--data-dir", str(data), "--output", str(out_file)) == 0
     assert "exported 600 memories" in capsys.readouterr().err
     lines = out_file.read_text().splitlines()
     assert len(lines) == 3 * BATCH
-    with pytest.raises(SystemExit) as exit_:
-        main(["doctor", "--data-dir", str(data), "--embedder", "none"])
-    assert exit_.value.code == 1
+    assert exit_code("doctor", "--data-dir", str(data), "--embedder", "none") == 1
     out = capsys.readouterr().out
     assert "200 memories restored from the snapshot and the log, 0 lost" in out
     assert "damaged files kept aside: " in out
@@ -161,9 +157,9 @@ def test_export_names_what_no_copy_held(
     (data / "wal" / f"{1:020d}.log").unlink()
     (data / "longterm.snapshot.gz").unlink()
     damage(_first_data_file(data), "footer1k")
-    with pytest.raises(SystemExit) as exit_:
-        main(["export", "--data-dir", str(data), "--output", str(tmp_path / "out.jsonl")])
-    assert exit_.value.code == 0
+    assert (
+        exit_code("export", "--data-dir", str(data), "--output", str(tmp_path / "out.jsonl")) == 0
+    )
     err = capsys.readouterr().err
     assert "exported 400 memories" in err
     assert "200 memories were lost to a damaged file and are not exported" in err

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from dreamwell.server.cli.main import main
 from dreamwell.server.config import Settings
 from dreamwell.server.mcp.app import build_server
 from dreamwell.stores import LongTermStore
 from tests.support.calls import ok
+from tests.support.cli import exit_code
 
 pytestmark = pytest.mark.anyio
 
@@ -109,9 +109,7 @@ def test_doctor_names_the_damage_and_what_was_lost(
     _three_checkpoints(data)
     _no_other_copy(data)
     _data_files(data)[0].unlink()
-    with pytest.raises(SystemExit) as exit_:
-        main(["doctor", "--data-dir", str(data), "--embedder", "none"])
-    assert exit_.value.code == 1
+    assert exit_code("doctor", "--data-dir", str(data), "--embedder", "none") == 1
     out = capsys.readouterr().out
     assert "0 memories restored from the snapshot and the log, 20 lost (no copy held them)" in out
     assert str(next((data / "damaged").glob("longterm-*.json"))) in out
