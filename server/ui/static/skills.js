@@ -52,7 +52,8 @@ const DONE = { approve: "Approved.", reject: "Rejected (archived).", pin: "Pinne
 
 async function act(s, action, body) {
   try {
-    await api(`/ui/api/skills/${encodeURIComponent(s.name)}/${action}`, body);
+    const { skill } = await api(`/ui/api/skills/${encodeURIComponent(s.name)}/${action}`, body);
+    Object.assign(s, skill);  // its new revision: a button clicked before the redraw is not stale
     delete $("skill").dataset.editing;
     status(DONE[action]);
     await Promise.all([skillList(), skillDetail()]);

@@ -6,8 +6,10 @@ changes; no serious axe violations; screenshots at 1280 and 390 px."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
@@ -183,3 +185,30 @@ def test_archive_restore_pin_history_and_accessibility(skills_ui: tuple[str, Pat
         assert small.evaluate("document.documentElement.scrollWidth") <= 390
         shot(small, "ui-skills-390", full=True)
         assert serious_violations(small) == []
+
+
+def test_an_action_right_after_another_is_sent_with_the_revision_the_first_left(
+    skills_ui: tuple[str, Path],
+) -> None:
+    """A person who clicks the next button as soon as "Pinned." shows may click one drawn
+    before the pin; it sends the revision the pin left (the skill takes the pin's answer, as
+    a memory does after an edit), not the one the pin moved (a 409). The skill's read is held
+    back here so that the redraw lags behind the pin, as it did on a loaded CI machine."""
+    url, data = skills_ui
+    catalog = SkillCatalog(data)
+    with chromium() as browser:
+        page = open_page(browser, url)
+        open_skill(page, "cut-release")
+
+        def slow_read(route: Any) -> None:
+            if route.request.method == "GET":
+                time.sleep(1.5)
+            route.continue_()
+
+        page.route("**/ui/api/skills/cut-release", slow_read)
+        page.click("#skill .pin")
+        page.wait_for_selector("#status-text:text-is('Pinned.')")
+        page.click("#skill .archive")
+        page.wait_for_selector("#status-text:text-is('Archived.')")
+        assert catalog.get("cut-release").status == "archived"
+        assert page.locator("#skill .conflict:visible").count() == 0
