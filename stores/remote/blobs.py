@@ -90,8 +90,21 @@ class Blobs:
         except (AlreadyExistsError, PreconditionError) as exc:
             raise Conflict(f"{self.folder}/{name} changed meanwhile") from exc
         except Exception as exc:
-            raise _unreachable("write to", self.remote, exc) from None
+            if expect is None:
+                raise _unreachable("write to", self.remote, exc) from None
+            return self._settle(name, data, exc)
         return str(result["e_tag"] or "")
+
+    def _settle(self, name: str, data: bytes, exc: Exception) -> str:
+        """A conditional write whose answer never came (a time-out: SeaweedFS answers racing
+        conditional writes of one key about a second apart, so the eighth racer waits past
+        the client's time-out) either landed or lost: read the object back to tell which."""
+        now = self.read(name)  # raises StoreUnreachable when the store is really gone
+        if now is not None and now[0] == data:
+            return now[1]
+        if now is None:
+            raise _unreachable("write to", self.remote, exc) from None
+        raise Conflict(f"{self.folder}/{name} changed meanwhile")
 
     def delete(self, name: str) -> None:
         import obstore
