@@ -1,0 +1,235 @@
+"""A scripted Anthropic Messages API on 127.0.0.1 that the test owns, for driving the real
+Claude Code binary (tests/support/claude_code.py) with no network.
+
+It answers `POST /v1/messages` (streamed as server-sent events when the request says
+`"stream": true`, plain JSON otherwise), `POST /v1/messages/count_tokens`, and 404 for anything
+else. Every request is recorded. What the model says is decided by the test's `brain`: a
+function of the request returning a `Turn` — text, tool calls, or both. Claude Code sends small
+side requests (session titles, summaries) beside the main one; `is_main` tells them apart.
+
+    def brain(request):
+        if not is_main(request):
+            return Turn(text="A title")
+        if not tool_results(request):
+            return Turn(tools=[("ToolSearch", {"query": "select:mcp__dreamwell__save_memory"})])
+        return Turn(text="Done.")
+
+    with AnthropicAPI(brain) as api:
+        run_claude(home, api, "Remember this")
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+_ids = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One model answer: optional text, then tool calls `(name, input)` in order."""
+
+    text: str = ""
+    tools: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    input_tokens: int = 100
+    output_tokens: int = 20
+
+
+Brain = Callable[[dict[str, Any]], Turn]
+
+
+def is_main(request: dict[str, Any]) -> bool:
+    """The session's main request (it offers tools), not a title or summary side request."""
+    return bool(request.get("tools"))
+
+
+def messages_text(request: dict[str, Any]) -> str:
+    """Every text the request carries (system and messages), joined: what the model 'sees'."""
+    parts: list[str] = []
+    system = request.get("system")
+    if isinstance(system, str):
+        parts.append(system)
+    elif isinstance(system, list):
+        parts.extend(str(b.get("text", "")) for b in system if isinstance(b, dict))
+    for message in request.get("messages", []):
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+            continue
+        for block in content or []:
+            if block.get("type") == "text":
+                parts.append(str(block.get("text", "")))
+            elif block.get("type") == "tool_result":
+                inner = block.get("content")
+                if isinstance(inner, str):
+                    parts.append(inner)
+                else:
+                    parts.extend(str(b.get("text", "")) for b in inner or [] if isinstance(b, dict))
+    return "\n".join(parts)
+
+
+def tool_results(request: dict[str, Any]) -> list[str]:
+    """The texts of the tool results in the request's last user message."""
+    messages = request.get("messages") or []
+    if not messages or messages[-1].get("role") != "user":
+        return []
+    content = messages[-1].get("content")
+    found: list[str] = []
+    for block in content if isinstance(content, list) else []:
+        if block.get("type") != "tool_result":
+            continue
+        inner = block.get("content")
+        if isinstance(inner, str):
+            found.append(inner)
+        else:
+            found.append(
+                "".join(str(b.get("text", "")) for b in inner or [] if isinstance(b, dict))
+            )
+    return found
+
+
+def tool_names(request: dict[str, Any]) -> list[str]:
+    return [str(t.get("name")) for t in request.get("tools") or []]
+
+
+def _blocks(turn: Turn) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    if turn.text:
+        blocks.append({"type": "text", "text": turn.text})
+    for name, arguments in turn.tools:
+        blocks.append(
+            {"type": "tool_use", "id": f"toolu_{next(_ids):06d}", "name": name, "input": arguments}
+        )
+    return blocks
+
+
+def _message(turn: Turn, model: str) -> dict[str, Any]:
+    return {
+        "id": f"msg_{next(_ids):06d}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": _blocks(turn),
+        "stop_reason": "tool_use" if turn.tools else "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": turn.input_tokens, "output_tokens": turn.output_tokens},
+    }
+
+
+def _events(turn: Turn, model: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    whole = _message(turn, model)
+    start = {**whole, "content": [], "stop_reason": None}
+    start["usage"] = {"input_tokens": turn.input_tokens, "output_tokens": 1}
+    yield "message_start", {"type": "message_start", "message": start}
+    for index, block in enumerate(whole["content"]):
+        if block["type"] == "text":
+            empty: dict[str, Any] = {"type": "text", "text": ""}
+            delta = {"type": "text_delta", "text": block["text"]}
+        else:
+            empty = {**block, "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        yield (
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": index,
+                "content_block": empty,
+            },
+        )
+        yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
+        yield "content_block_stop", {"type": "content_block_stop", "index": index}
+    yield (
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": whole["stop_reason"], "stop_sequence": None},
+            "usage": {"output_tokens": turn.output_tokens},
+        },
+    )
+    yield "message_stop", {"type": "message_stop"}
+
+
+class AnthropicAPI:
+    """The fake API's server; `url` for ANTHROPIC_BASE_URL, `requests` what it was sent."""
+
+    def __init__(self, brain: Brain) -> None:
+        self.brain = brain
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def main_requests(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [r for r in self.requests if is_main(r)]
+
+    def answer(self, request: dict[str, Any]) -> Turn:
+        with self._lock:
+            self.requests.append(request)
+        return self.brain(request)
+
+    def __enter__(self) -> AnthropicAPI:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+
+def _handler(api: AnthropicAPI) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def _reply(self, status: int, body: dict[str, Any]) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            request = json.loads(self.rfile.read(length) or b"{}")
+            path = self.path.split("?")[0]
+            if path == "/v1/messages/count_tokens":
+                self._reply(200, {"input_tokens": len(json.dumps(request)) // 4})
+                return
+            if path != "/v1/messages":
+                self._reply(404, {"type": "error", "error": {"type": "not_found_error"}})
+                return
+            turn = api.answer(request)
+            model = str(request.get("model") or "claude-fake")
+            if not request.get("stream"):
+                self._reply(200, _message(turn, model))
+                return
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("cache-control", "no-cache")
+            self.send_header("connection", "close")
+            self.end_headers()
+            for name, data in _events(turn, model):
+                self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+            self.wfile.flush()
+            self.close_connection = True
+
+        def do_GET(self) -> None:
+            self._reply(404, {"type": "error", "error": {"type": "not_found_error"}})
+
+    return Handler

@@ -1,0 +1,169 @@
+"""The real Claude Code binary, driven in print mode against a scripted Anthropic Messages API
+on 127.0.0.1 (tests/support/anthropic_api.py). Never an imitation of Claude Code's side.
+
+The binary is the pinned npm package `.ci/run` installs into `.tools/claude-code/`
+(`CLAUDE_CODE_VERSION`); `DREAMWELL_TEST_CLAUDE` may name another copy. Without it the tests
+that need it skip, and with CI set they fail.
+
+    home = ClaudeHome(tmp_path)              # a temp HOME: ~/.claude.json, ~/.claude/, data dir
+    home.dreamwell("install", "claude-code") # the installed `dreamwell`, with that HOME
+    with AnthropicAPI(brain) as api:
+        result = home.claude(api, "Remember that we deploy with make ship")
+    result.json["result"], result.timeline (the --debug-file lines)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support import ROOT
+from tests.support.anthropic_api import AnthropicAPI
+
+CLAUDE_CODE_VERSION = (ROOT / ".ci" / "claude-code-version").read_text().strip()
+DREAMWELL = Path(sys.executable).parent / "dreamwell"
+
+
+def claude_binary() -> Path:
+    """The pinned `claude`; skips the test without it (fails with CI set)."""
+    given = os.environ.get("DREAMWELL_TEST_CLAUDE")
+    found = (
+        Path(given)
+        if given
+        else ROOT / ".tools" / "claude-code" / "node_modules" / ".bin" / "claude"
+    )
+    if found.exists():
+        return found
+    message = (
+        f"Claude Code {CLAUDE_CODE_VERSION} not found at {found}: npm install --prefix "
+        f".tools/claude-code @anthropic-ai/claude-code@{CLAUDE_CODE_VERSION} (as .ci/run does)"
+    )
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One `claude -p` run: its exit code, its JSON result, and its debug timeline."""
+
+    returncode: int
+    json: dict[str, Any]
+    stderr: str
+    timeline: list[str]
+    seconds: float
+
+
+_STAMP = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z?)\s")
+
+
+def stamp(line: str) -> datetime | None:
+    """The time a --debug-file line was written (None for a continuation line)."""
+    match = _STAMP.match(line)
+    if match is None:
+        return None
+    return datetime.fromisoformat(match.group(1).replace("Z", "+00:00"))
+
+
+class ClaudeHome:
+    """A temp HOME for one Claude Code user: its config, its data directory, its projects."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.home = root / "home"
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.project = root / "project"
+        self.project.mkdir(exist_ok=True)
+        self.data_dir = self.home / ".local" / "share" / "dreamwell"
+        self.binary = claude_binary()
+
+    def env(self, api: AnthropicAPI | None = None) -> dict[str, str]:
+        keep = ("PATH", "LANG", "LC_ALL", "TMPDIR", "CI", "SYSTEMROOT")
+        env = {k: v for k, v in os.environ.items() if k in keep}
+        env.update(
+            HOME=str(self.home),
+            XDG_CONFIG_HOME=str(self.home / ".config"),
+            XDG_DATA_HOME=str(self.home / ".local" / "share"),
+            XDG_CACHE_HOME=str(self.home / ".cache"),
+            ANTHROPIC_API_KEY="sk-ant-test-not-a-real-key",
+            DISABLE_TELEMETRY="1",
+            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+            DISABLE_AUTOUPDATER="1",
+            DISABLE_ERROR_REPORTING="1",
+            TERM="dumb",
+            DREAMWELL_EMBEDDER="none",
+        )
+        env["PATH"] = f"{DREAMWELL.parent}{os.pathsep}{env.get('PATH', '')}"
+        if api is not None:
+            env["ANTHROPIC_BASE_URL"] = api.url
+        return env
+
+    def dreamwell(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """The installed `dreamwell` command, as this user (their HOME, their data dir)."""
+        done = subprocess.run(
+            [str(DREAMWELL), *args],
+            env=self.env(),
+            cwd=self.project,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if check and done.returncode != 0:
+            raise AssertionError(f"dreamwell {' '.join(args)}: {done.returncode}\n{done.stderr}")
+        return done
+
+    def claude(
+        self,
+        api: AnthropicAPI,
+        prompt: str,
+        *args: str,
+        timeout: float = 120,
+        cwd: Path | None = None,
+    ) -> Run:
+        """`claude -p PROMPT --output-format json ARGS…` in the project folder."""
+        debug = self.root / f"debug-{len(list(self.root.glob('debug-*')))}.log"
+        import time
+
+        began = time.monotonic()
+        done = subprocess.run(
+            [
+                str(self.binary),
+                "-p",
+                prompt,
+                "--output-format",
+                "json",
+                "--debug-file",
+                str(debug),
+                *args,
+            ],
+            env=self.env(api),
+            cwd=cwd or self.project,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+        seconds = time.monotonic() - began
+        try:
+            result = json.loads(done.stdout)
+        except json.JSONDecodeError:
+            result = {"unparsed": done.stdout}
+        timeline = debug.read_text(errors="replace").splitlines() if debug.exists() else []
+        return Run(done.returncode, result, done.stderr, timeline, seconds)
+
+    def claude_json(self) -> dict[str, Any]:
+        path = self.home / ".claude.json"
+        return json.loads(path.read_text()) if path.exists() else {}
+
+    def settings_json(self) -> dict[str, Any]:
+        path = self.home / ".claude" / "settings.json"
+        return json.loads(path.read_text()) if path.exists() else {}
