@@ -34,6 +34,9 @@ MAX_COMPATIBILITY = 500
 MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_SKILL_BYTES = 16 * 1024 * 1024  # SEP-2640: servers SHOULD stay at or under 16 MiB …
 MAX_FILES = 512  # … and 512 files per skill
+MAX_FRONT_MATTER = 64 * 1024  # bytes of YAML between the '---' lines
+MAX_YAML_DEPTH = 32  # nested sequences and mappings
+MAX_YAML_NODES = 10_000  # scalars, sequences and mappings in all
 _SAFE_PART = re.compile(r"[^\x00-\x1f/\\]+")
 _META_LINE = re.compile(r"""^metadata:[ \t]*(#.*)?$""")
 _OWN_KEY = re.compile(r"""^[ \t]+["']?dreamwell-[A-Za-z0-9_-]*["']?[ \t]*:""")
@@ -76,8 +79,38 @@ def skill_md_parts(text: str, where: str) -> tuple[str, list[str], str, str]:
     raise InvalidSkill(where, "SKILL.md front matter has no closing '---' line", "front-matter")
 
 
+def _check_yaml_shape(text: str, where: str) -> None:
+    """Refuse, before anything is built, what could make loading the YAML cost more than its
+    size: aliases (a "billion laughs" alias bomb expands nine lines into 9⁹ items), deep
+    nesting and too many nodes. The events are read one at a time, so this is linear in the
+    text and bounded by MAX_FRONT_MATTER."""
+    if len(text.encode("utf-8")) > MAX_FRONT_MATTER:
+        raise InvalidSkill(
+            where, f"front matter is over {MAX_FRONT_MATTER:,} bytes", "front-matter-size"
+        )
+    depth = nodes = 0
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    for event in yaml.parse(text, Loader=loader):
+        if isinstance(event, yaml.AliasEvent):
+            raise InvalidSkill(where, "front matter must not use YAML aliases (*name)", "yaml")
+        if isinstance(event, yaml.NodeEvent):
+            nodes += 1
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+        if depth > MAX_YAML_DEPTH or nodes > MAX_YAML_NODES:
+            raise InvalidSkill(
+                where,
+                f"front matter is nested over {MAX_YAML_DEPTH} levels or holds over "
+                f"{MAX_YAML_NODES:,} values",
+                "yaml",
+            )
+
+
 def _load_yaml(text: str, where: str) -> dict[str, Any]:
     try:
+        _check_yaml_shape(text, where)
         data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         detail = " ".join(str(exc).split())[:300]
@@ -85,6 +118,12 @@ def _load_yaml(text: str, where: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InvalidSkill(where, "front matter must be a YAML mapping of keys", "yaml")
     return {str(k): v for k, v in data.items()}
+
+
+def _short(value: Any) -> str:
+    """`repr(value)` cut to 60 characters (never more work than that: a value may be big)."""
+    text = repr(value) if isinstance(value, (str, int, float, bool)) else type(value).__name__
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def check_name(name: Any, where: str, folder: str | None = None) -> str:
@@ -138,7 +177,7 @@ def _check_metadata(value: Any, where: str) -> None:
         if not isinstance(key, str) or not isinstance(item, str):
             raise InvalidSkill(
                 where,
-                f"metadata {key!r}: keys and values must be text (quote {item!r})",
+                f"metadata {_short(key)}: keys and values must be text (quote {_short(item)})",
                 "metadata",
             )
 
