@@ -14,7 +14,8 @@ import re
 
 MARK = "[REDACTED]"
 
-_PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.I | re.S)
+# an opening tag (attributes allowed) or a closing one; spans nest
+_PRIVATE_TAG = re.compile(r"<(/?)private(?:\s[^<>]*)?\s*>", re.I)
 _PEM = re.compile(
     r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z0-9 ]*-----|\Z)", re.S
 )
@@ -38,13 +39,18 @@ _TOKENS = re.compile(
     )
 )
 _BEARER = re.compile(r"\b(Bearer|Basic|Token)(\s+)[A-Za-z0-9._~+/=-]{12,}", re.I)
-_URL_PASSWORD = re.compile(r"\b([a-z][a-z0-9+.-]*://[^\s:/@]+:)[^\s@/]+(@)", re.I)
+# scheme://[user]:password@host — the user may be empty (redis://:pw@host) and the password
+# may hold '@' (the last '@' before the host ends it)
+_URL_PASSWORD = re.compile(r"\b([a-z][a-z0-9+.-]*://[^\s:/@]*:)[^\s/]+(@[^\s@/]+)", re.I)
 _KEY = (
     r"[A-Za-z0-9_.-]*?(?:secret|token|passw(?:or)?d|pwd|api[_-]?key|apikey|private[_-]?key"
-    r"|access[_-]?key|auth[_-]?key|credentials?|client[_-]?secret|session[_-]?key)"
+    r"|access[_-]?key|auth[_-]?key|credentials?|client[_-]?secret|session[_-]?key)(?:[_-]?key)?"
 )
+# the value is a whole token not itself followed by '=' or ':' (then it is the key of the
+# real assignment after a label: "aws credentials: aws_secret_access_key = …")
 _ASSIGNMENT = re.compile(
-    rf"""(?<![A-Za-z0-9_])({_KEY}["']?\s*(?:=|:)\s*)("[^"\n]+"|'[^'\n]+'|[^\s"',;]+)""",
+    rf"""(?<![A-Za-z0-9_])({_KEY}["']?\s*(?:=|:)\s*)"""
+    r"""("[^"\n]+"|'[^'\n]+'|[^\s"',;]+(?![^\s"',;])(?!(?<=[:=])\s+\S))(?!["']?\s*[=:])""",
     re.I,
 )
 
@@ -56,12 +62,34 @@ def _assignment(match: re.Match[str]) -> str:
     return match.group(1) + MARK
 
 
+def _drop_private(text: str) -> str:
+    """`text` without its `<private>` spans, nested ones whole, an unclosed one to the end;
+    a closing tag with no opening one is kept as text."""
+    kept: list[str] = []
+    depth = at = 0
+    for tag in _PRIVATE_TAG.finditer(text):
+        if depth == 0:
+            kept.append(text[at : tag.start()])
+            at = tag.start()
+        if tag.group(1):
+            if depth == 0:
+                continue  # a stray closing tag: text
+            depth -= 1
+        else:
+            depth += 1
+        if depth == 0:
+            at = tag.end()
+    if depth == 0:
+        kept.append(text[at:])
+    return "".join(kept)
+
+
 def redact(text: str) -> str:
     """`text` without its `<private>` spans and with every recognised secret replaced by
     `[REDACTED]`; the rest is kept as it was."""
     if not text:
         return text
-    text = _PRIVATE.sub("", text)
+    text = _drop_private(text)
     text = _PEM.sub(MARK, text)
     text = _TOKENS.sub(MARK, text)
     text = _BEARER.sub(lambda m: m.group(1) + m.group(2) + MARK, text)

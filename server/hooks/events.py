@@ -86,7 +86,7 @@ def record_skill_uses(
         return
     log = JsonlLog(dirs.root, SKILL_USAGE, lock_timeout=LOG_WAIT, max_bytes=SKILL_USAGE_MAX_BYTES)
     for skill in skills:
-        log.append({"session": session, "skill": skill, "via": "hook", "client": CLIENT})
+        log.append({"session": session, "skill": redact(skill), "via": "hook", "client": CLIENT})
     for tool, count in sorted(tools.items()):
         log.append(
             {"session": session, "tool": tool, "count": count, "via": "hook", "client": CLIENT}
@@ -107,7 +107,7 @@ def record_turn(call: Call, state: HookSession, text: str, ts: str = "") -> bool
     if not call.settings.record_conversation or not text or not state.mark_recorded(text):
         return False
     record = {"session": call.session, "role": "user", "content": text[:MAX_TURN_CHARS]}
-    record |= {"cwd": str(call.payload.get("cwd") or ""), "via": "hook", "client": CLIENT}
+    record |= {"cwd": redact(str(call.payload.get("cwd") or "")), "via": "hook", "client": CLIENT}
     when = None
     if ts:
         try:
@@ -212,6 +212,8 @@ def transcript_event(call: Call, state: HookSession) -> str:
     if not isinstance(path, str) or not path:
         raise HookInputError("the hook input has no 'transcript_path'")
     news = read_new(Path(path).expanduser(), state.offset)
+    if news.skipped:
+        hooks_log(call.dirs, f"{call.event}: skipped {news.skipped} transcript line(s) over 8 MiB")
     for ts, text in news.user_turns:
         record_turn(call, state, text, ts)
     record_skill_uses(call.dirs, call.session, news.skills, news.tools)
@@ -251,7 +253,7 @@ def run_hook(event: str, dirs: DataDir, settings: HookSettings, raw: bytes) -> s
     dirs.ensure()
     sessions = HookSessions(dirs)
     state = sessions.load(session)
-    state.cwd = str(payload.get("cwd") or state.cwd)
+    state.cwd = redact(str(payload.get("cwd") or "")) or state.cwd
     call = Call(event, dirs, payload, session, settings)
     out = HANDLERS[event](call, state)
     sessions.save(state)

@@ -4,18 +4,25 @@ skills it used (the `Skill` tool, or a `/name` command that is not one of Claude
 
 Lines are `{"type": "user" | "assistant" | ..., "timestamp", "message": {"role", "content"}}`,
 `content` a string or a list of blocks (`text`, `tool_use` {name, input}, `tool_result`).
-Anything else is skipped; a line still being written (no newline yet) is left for next time."""
+Anything else is skipped; a line still being written (no newline yet) is left for next time.
+Only a regular file is read (a FIFO, device or socket is refused without blocking), at most
+MAX_READ bytes a call; a line longer than that (a huge tool result) is skipped and counted,
+and reading goes on after it."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 MAX_READ = 8 * 1024 * 1024  # bytes read per call; the rest waits for the next event
+MAX_SKIP = 64 * 1024 * 1024  # bytes of an over-long line passed over per call
+_CHUNK = 1024 * 1024
 _COMMAND = re.compile(r"<command-name>/?([A-Za-z0-9_.:-]+)</command-name>")
 _SLASH = re.compile(r"^/([A-Za-z0-9_.:-]+)(?:\s|$)")
 # Claude Code's own slash commands: not skills
@@ -35,19 +42,58 @@ class TranscriptNews:
     user_turns: list[tuple[str, str]] = field(default_factory=list)  # (timestamp, text)
     tools: Counter[str] = field(default_factory=Counter)
     skills: list[str] = field(default_factory=list)
+    skipped: int = 0  # lines over MAX_READ passed over
+
+
+def _open_regular(path: Path) -> int:
+    """A descriptor of `path` opened for reading, never blocking: a FIFO opens at once with
+    O_NONBLOCK and is then refused, as is anything but a regular file."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise OSError(f"{path} is not a regular file")
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped since the stat
+        os.close(fd)
+        raise OSError(f"{path} is not a regular file")
+    return fd
+
+
+def _past_line(fh: BinaryIO, start: int, size: int) -> int:
+    """The offset just after the newline ending the line that runs through `start`, looking
+    at most MAX_SKIP bytes ahead (the offset reached when there is none within that)."""
+    fh.seek(start)
+    at = start
+    while at < min(size, start + MAX_SKIP):
+        chunk = fh.read(min(_CHUNK, size - at))
+        if not chunk:
+            break
+        newline = chunk.find(b"\n")
+        if newline >= 0:
+            return at + newline + 1
+        at += len(chunk)
+    return at
+
+
+def _read(fh: BinaryIO, offset: int, size: int) -> bytes:
+    fh.seek(offset)
+    return fh.read(min(size - offset, MAX_READ))
 
 
 def read_new(path: Path, offset: int) -> TranscriptNews:
     """What was appended after `offset` (from the start if the file is shorter: a new or
-    rewritten transcript). Raises OSError when the file cannot be read."""
-    with open(path, "rb") as fh:
+    rewritten transcript). Raises OSError when the file cannot be read or is not a regular
+    file."""
+    with os.fdopen(_open_regular(path), "rb") as fh:
         size = fh.seek(0, 2)
         if offset > size:
             offset = 0
-        fh.seek(offset)
-        data = fh.read(min(size - offset, MAX_READ))
-    end = data.rfind(b"\n") + 1
-    news = TranscriptNews(offset + end)
+        skipped = 0
+        data = _read(fh, offset, size)
+        end = data.rfind(b"\n") + 1
+        if not end and len(data) == MAX_READ:  # one line longer than MAX_READ: pass over it
+            offset, skipped = _past_line(fh, offset + len(data), size), 1
+            data = _read(fh, offset, size)
+            end = data.rfind(b"\n") + 1
+    news = TranscriptNews(offset + end, skipped=skipped)
     for line in data[:end].splitlines():
         try:
             record = json.loads(line)

@@ -38,6 +38,18 @@ CONTEXTUAL = [  # (text, the secret part that must be gone, what must stay)
     ("DB_PASSWORD: correct horse", "correct", "DB_PASSWORD"),
     ('{"client_secret": "s3cr3t-value"}', "s3cr3t-value", "client_secret"),
     ("my password=opensesame now", "opensesame", "now"),
+    # issue 45: shapes that leaked
+    ("cache is redis://:s3cr3tRedisPw@cache:6379/0", "s3cr3tRedisPw", "@cache:6379/0"),
+    ("postgres://app:p@ss@w0rd@db:5432/main", "ss@w0rd", "@db:5432/main"),
+    ("mongodb+srv://ops:Zq9@x!@cluster0.example.net/db", "Zq9@x!", "cluster0.example.net"),
+    (
+        "aws credentials: aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "wJalrXUtnFEMI",
+        "aws credentials: aws_secret_access_key = ",
+    ),
+    ("Secret: password: hunter2", "hunter2", "Secret: password: "),
+    ("creds - DB_PASSWORD=Tr0ub4dor&3 ok", "Tr0ub4dor", "ok"),
+    ("SECRET_KEY: 'django-insecure-abc123'", "django-insecure", "SECRET_KEY"),
 ]
 PEM = (
     "key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA1b2c3d4\nZm9vYmFy\n"
@@ -59,6 +71,14 @@ SURVIVORS = [
     "Bearer tokens go in the header",
     "eyJhbGciOiJIUzI1NiJ9 alone is just base64",
     "password=true",
+    # issue 45: look-alikes of the new shapes
+    "redis://cache:6379/0 and http://127.0.0.1:8080/health",
+    "git@github.com:org/repo.git and mailto:alice@example.com",
+    "scp build.tar alice@host:/srv/builds",
+    "ssh://git@github.com:22/org/repo",
+    "see https://example.com/@alice/post and http://[::1]:8080/",
+    "the token: is a noun here",
+    "a </private> closing tag alone stays",
 ]
 
 
@@ -93,6 +113,12 @@ def test_a_private_key_block_is_redacted_whole() -> None:
 def test_private_spans_are_dropped_even_unclosed_and_across_lines() -> None:
     text = "keep <private>my diagnosis\nis X</private> this <PRIVATE>and not this"
     assert redact(text) == "keep  this "
+
+
+def test_private_spans_with_attributes_and_nesting_are_dropped_whole() -> None:
+    assert redact('a <private reason="x">hid</private> b') == "a  b"
+    assert redact("a <private>x <private>y</private> tail</private> b") == "a  b"
+    assert redact("a <Private  note='n'>x <private>y</private> tail") == "a "
 
 
 def test_empty_text_is_returned_as_is() -> None:

@@ -49,7 +49,7 @@ def test_a_missing_or_unreadable_transcript_is_logged(tmp_path: Path) -> None:
     missing = event("s1", "Stop", tmp_path / "nowhere.jsonl")
     failed_quietly(hook("stop", missing, tmp_path), tmp_path, 1, "FileNotFoundError")
     folder = event("s1", "PreCompact", tmp_path)
-    failed_quietly(hook("pre-compact", folder, tmp_path), tmp_path, 2, "IsADirectoryError")
+    failed_quietly(hook("pre-compact", folder, tmp_path), tmp_path, 2, "is not a regular file")
 
 
 def test_a_transcript_with_damaged_lines_keeps_the_good_ones(tmp_path: Path) -> None:
