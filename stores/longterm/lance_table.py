@@ -544,5 +544,11 @@ class LogTable:
     def delete(self, where: str) -> None:
         self._table.delete(where)
 
-    def compact(self) -> None:
-        self._table.optimize(cleanup_older_than=None)
+    def compact(self, keep_versions_for: timedelta) -> None:
+        """Fold the fragments together and remove versions older than `keep_versions_for`
+        (never the latest; files of a write still in progress are kept)."""
+        import warnings
+
+        with warnings.catch_warnings():  # a short retention is deliberate (shared_log.py)
+            warnings.simplefilter("ignore", UserWarning)
+            self._table.optimize(cleanup_older_than=keep_versions_for)

@@ -11,8 +11,16 @@ is acknowledged once its row's commit landed.
 
 Readers check the table's latest version in a background thread (`poll` seconds apart) and
 read the rows after the last they read. Dropping folded records deletes whole rows below a
-snapshot that is already stored (`stores/longterm/remote_snapshots.py`); the table is compacted now
-and then so that appends and reads stay a few small reads.
+snapshot that is already stored (`stores/longterm/remote_snapshots.py`). After every
+COMPACT_EVERY versions the replica whose append is the newest version compacts the table (its
+small fragments into one, deletions folded in) and removes the versions older than
+KEEP_VERSIONS (their manifests, transaction files and the data files only they name), so the
+objects under `log.lance/` stay proportional to what the log holds, not to how many appends it
+ever saw. Both are safe beside other replicas' appends: a compaction is a Lance `Rewrite`,
+which concurrent appends are rebased over (a conflicting one is retried by Lance or lost
+harmlessly to the next try); the cleanup never touches the latest version nor files newer than
+the cut (Lance keeps unreferenced files of a write still in progress for 7 days), and readers
+here always check out the latest version right before they read.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from datetime import timedelta
 from typing import Any
 
 from dreamwell.stores.errors import StoreError, StoreUnreachable
@@ -33,6 +42,7 @@ from dreamwell.stores.remote.location import Remote, describe
 logger = logging.getLogger(__name__)
 
 COMPACT_EVERY = 24  # versions of the table (appends by any replica) between compactions
+KEEP_VERSIONS = timedelta(seconds=60)  # versions younger than this survive a cleanup
 KEEP_RECORDS = 256  # records kept below a drop point, for replicas a little behind
 
 
@@ -66,7 +76,8 @@ class LanceLog:
         self._own: tuple[int, int, list[Record]] | None = None  # our last append: version, n
         self._appends = 0
         self.conflicts = 0  # appends another replica won (for stats and benchmarks)
-        self._last_append_version = -1
+        self.compactions = 0  # compactions (with cleanup) this process ran
+        self._last_append_version = -1  # the table version our last append made
         self._poll = poll
         self._stop = threading.Event()
         self._poller: threading.Thread | None = None
@@ -171,13 +182,14 @@ class LanceLog:
         body = json.dumps([list(ops) for ops in batches], separators=(",", ":"))
         row = {"n": n, "first": first, "last": last, "at": time.time(), "body": body}
         with self._write_lock, reaching(self.remote, "write to"):
-            inserted, version = self._table.insert_if_absent(row)
+            inserted, version = self._insert(row)
             if not inserted:
                 with self._lock:
                     self._read_version = -1  # read the table itself next time
                     self.conflicts += 1
                 raise LogConflict(f"append {n} was taken by another replica")
         with self._lock:
+            self._last_append_version = version
             self._own = (
                 version,
                 n,
@@ -187,6 +199,19 @@ class LanceLog:
         self._ensure_poller()  # it compacts the table after every COMPACT_EVERY appends
         return last
 
+    def _insert(self, row: dict[str, Any]) -> tuple[bool, int]:
+        """Insert `row` unless its `n` exists. An append whose base version was cleaned up
+        meanwhile (this replica idle longer than KEEP_VERSIONS while others wrote and
+        compacted) did not land: it is a lost race like any other, decided again."""
+        try:
+            return self._table.insert_if_absent(row)
+        except Exception as exc:
+            if not _cleaned_up(exc):
+                raise
+            logger.debug("appending on a version cleaned up meanwhile: %s", exc)
+            self._table.latest()
+            return False, -1
+
     def _appended_last(self, version: int) -> bool:
         return self._last_append_version == version
 
@@ -194,7 +219,8 @@ class LanceLog:
         """Fold the small fragments of recent appends together (off the save path: each
         append adds one, and an append or read costs a read per fragment)."""
         try:
-            table.compact()
+            table.compact(KEEP_VERSIONS)
+            self.compactions += 1
         except Exception as exc:  # another replica compacting: harmless, try next time
             logger.debug("compacting the log: %s", exc)
 
@@ -217,6 +243,12 @@ class LanceLog:
         with self._write_lock, reaching(self.remote, "trim the log in"):
             if self.first_seq() <= below:
                 self._table.delete(f"last <= {below}")
+
+
+def _cleaned_up(exc: Exception) -> bool:
+    """Whether LanceDB failed because a version's manifest or transaction file is gone."""
+    text = str(exc)
+    return "Not found" in text and ("_versions/" in text or "_transactions/" in text)
 
 
 def _records(row: dict[str, Any]) -> list[Record]:
