@@ -21,14 +21,20 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from dreamwell.dream import feeding, passes
 from dreamwell.dream.llm import LLM, LLMCancelled, LLMError
-from dreamwell.dream.options import DreamBusy, DreamCancelled, DreamOptions, check_cancel
+from dreamwell.dream.options import (
+    DreamBusy,
+    DreamCancelled,
+    DreamFenced,
+    DreamOptions,
+    check_cancel,
+)
 from dreamwell.dream.report import PassResult, Report, save_report
 from dreamwell.dream.skills import passes as skillpasses
 from dreamwell.dream.writes import commit
@@ -131,7 +137,8 @@ def run_cycle(
     try:
         with exclusive(
             store.data_dir, "dream", DataDir(store.data_dir).dream_lock, "a dream cycle"
-        ):
+        ) as confirm:
+            options = replace(options, confirm=confirm)
             return _locked_cycle(store, llm, dry_run, options, now, no_llm_reason)
     except Held as exc:
         raise DreamBusy(str(exc)) from exc
@@ -198,12 +205,14 @@ class _PassRun:
     def run(self) -> None:
         """The skill passes, then each memory pass in order (an LLM pass is skipped without an
         LLM), then maintenance; every pass is in the report."""
+        check_cancel(self.options)
         self.skill_passes()
         steps = self.memory_steps()
         skipped = len(skillpasses.SKILL_PASSES)  # maintenance runs last
         assert [name for name, _, _ in steps] == list(PASSES[skipped:-1])
         for name, needs_llm, step in steps:
             self.one(name, needs_llm, step)
+        check_cancel(self.options)
         if self.options.progress is not None:
             self.options.progress("maintenance")
         self.report.passes.append(_maintenance(self.store, self.report.dry_run))
@@ -307,6 +316,9 @@ class _PassRun:
                 result.changes = planned.changes
             elif planned.changes:
                 commit(self.store, result, planned.changes, options, self.save_report)
+        except DreamFenced as exc:  # another replica dreams now: not one more write
+            result.status, result.reason = "partial", str(exc)
+            raise
         except (DreamCancelled, LLMCancelled) as exc:
             result.status, result.reason = "partial", "cancelled"
             raise DreamCancelled("the dream cycle was cancelled") from exc
@@ -316,6 +328,7 @@ class _PassRun:
             result.reason = f"{type(exc).__name__}: {exc}"
         _refresh(self.snapshot, self.store, result)
         if name == LAST_READER and not report.dry_run:
+            check_cancel(options)
             _consume_inputs(self.data, self.inputs, report)
 
 

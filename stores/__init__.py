@@ -60,7 +60,7 @@ if TYPE_CHECKING:
         RECALL,
         JsonlLog,
     )
-    from dreamwell.stores.lease import Held, exclusive
+    from dreamwell.stores.lease import Held, LeaseLost, exclusive
     from dreamwell.stores.longterm.store import (
         ANY,
         CHECKPOINT_SECONDS,
@@ -132,6 +132,7 @@ _LAZY = {
     "DreamReports": "dream_reports",
     "ReportChanged": "dream_reports",
     "Held": "lease",
+    "LeaseLost": "lease",
     "redact": "redact",
     "exclusive": "lease",
     "InvalidSkill": "skills.skill_md",
@@ -215,6 +216,7 @@ __all__ = [
     "InvalidInput",
     "InvalidSkill",
     "JsonlLog",
+    "LeaseLost",
     "LongTermStore",
     "MemoryEntry",
     "NotFound",

@@ -12,6 +12,14 @@ held, a thread renews it every third of its time to live, each renewal replacing
 version this holder wrote; release writes an expired lease the same way, so a release can
 never clear a lease somebody else took over. Expiry compares the holder's clock with the
 taker's: clocks need to agree to well within the time to live (60 s by default).
+
+A holder that was paused past its expiry (a frozen process, a long GC, a suspended VM) must not
+go on writing after another took over: `exclusive` yields a `confirm` to call before each
+batch of writes. On a lease it renews synchronously, replacing exactly the version this holder
+wrote (`If-Match`), and raises `LeaseLost` when that fails because somebody took it over. A
+batch that follows a successful `confirm` runs with at least the time to live left, so a
+second holder can only appear if the batch then stalls for longer than that between the
+confirm and its commit (and even then every write is compare-and-set: nothing is lost).
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -44,6 +52,13 @@ class Held(StoreError):
     """Another process holds the lease (or the lock) for this work."""
 
 
+class LeaseLost(StoreError):
+    """Another holder took the lease over: the work must stop before its next write."""
+
+
+Confirm = Callable[[], None]  # raises LeaseLost when the work no longer holds its lease
+
+
 class Lease:
     """One lease object; `acquire` never waits."""
 
@@ -56,6 +71,7 @@ class Lease:
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
         self.lost = threading.Event()  # set when a renewal found the lease taken over
+        self._writing = threading.Lock()  # one renewal at a time (the renewer or `confirm`)
 
     def _body(self, expires: float) -> bytes:
         return json.dumps({"holder": self.holder, "expires": expires}).encode()
@@ -83,18 +99,30 @@ class Lease:
         return time.time() + self.ttl
 
     def _renew(self) -> None:
-        from dreamwell.stores.remote.blobs import Conflict
-
         while not self._stop.wait(self.ttl / 3):
             try:
-                assert self.version is not None
+                self.renew()
+            except LeaseLost:
+                return
+            except StoreError as exc:  # unreachable for now: the next renewal tries again
+                logger.warning("could not renew the lease %s: %s", self.name, exc)
+
+    def renew(self) -> None:
+        """Extend the lease by its time to live, replacing exactly the version this holder
+        wrote; raises LeaseLost (and sets `lost`) when another holder took it over."""
+        from dreamwell.stores.remote.blobs import Conflict
+
+        with self._writing:
+            if self.lost.is_set() or self.version is None:
+                raise LeaseLost(f"the lease {self.name} was taken over by another replica")
+            try:
                 self.version = self.blobs.write(self.name, self._body(self._until()), self.version)
             except Conflict:
                 logger.error("the lease %s/%s was taken over", self.blobs.folder, self.name)
                 self.lost.set()
-                return
-            except StoreError as exc:  # unreachable for now: the next renewal tries again
-                logger.warning("could not renew the lease %s: %s", self.name, exc)
+                raise LeaseLost(
+                    f"the lease {self.name} was taken over by another replica"
+                ) from None
 
     def release(self) -> None:
         from dreamwell.stores.remote.blobs import Conflict
@@ -120,10 +148,15 @@ def _expires(data: bytes) -> float:
         return 0.0
 
 
+def _held_locally() -> None:
+    """A file lock cannot be taken over while its holder lives: nothing to confirm."""
+
+
 @contextmanager
-def exclusive(data_dir: Path, name: str, lock: Path, what: str) -> Iterator[None]:
+def exclusive(data_dir: Path, name: str, lock: Path, what: str) -> Iterator[Confirm]:
     """Hold the work `name` on this store for the block, or raise Held ("`what` is already
-    running ...") at once. Local: the file lock `lock`; remote: the lease `name`."""
+    running ...") at once. Local: the file lock `lock`; remote: the lease `name`. The block
+    gets a `confirm` to call before each batch of writes (see the module's docstring)."""
     dirs = DataDir(data_dir)
     remote = dirs.remote
     if remote is None:
@@ -133,16 +166,16 @@ def exclusive(data_dir: Path, name: str, lock: Path, what: str) -> Iterator[None
         except Timeout as exc:
             raise Held(f"{what} is already running on this data directory") from exc
         try:
-            yield
+            yield _held_locally
         finally:
             flock.release()
         return
     from dreamwell.stores.remote.blobs import Blobs
 
-    lease = Lease(Blobs(remote, FOLDER), name)
+    lease = Lease(Blobs(remote, FOLDER), name, TTL_SECONDS)
     if not lease.acquire():
         raise Held(f"{what} is already running on another replica of {remote.uri}")
     try:
-        yield
+        yield lease.renew
     finally:
         lease.release()

@@ -20,8 +20,10 @@ from pathlib import Path
 import pytest
 
 from dreamwell.dream import DreamBusy, DreamOptions, run_cycle, undo
+from dreamwell.dream.options import DreamFenced
 from dreamwell.dream.report import list_reports, load_report
 from dreamwell.stores import LongTermStore
+from dreamwell.stores import lease as lease_module
 from dreamwell.stores.lease import Lease
 from dreamwell.stores.longterm import shared_log as lancelog
 from dreamwell.stores.remote import location as remote
@@ -183,3 +185,53 @@ def test_the_command_line_reports_and_undoes_a_run_from_another_replica(
     again = dreamwell("dream", "--undo", report.run, env=env)
     assert again.returncode == 1 and "already undone" in again.stderr
     assert load_report(a.data_dir, report.run).undone
+
+
+def test_a_cycle_that_lost_its_lease_stops_before_its_next_write(
+    replica: Callable[[], LongTermStore],
+    location: remote.Remote,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 45: a replica paused past its lease's expiry kept writing after another took the
+    lease over. Here the holder is frozen before its first write (its renewer too, as with
+    SIGSTOP), another holder takes the expired lease, and the first, resumed, writes nothing
+    more: its report says why, and holds no change made after the takeover."""
+    monkeypatch.setattr(lease_module, "TTL_SECONDS", 1.0)
+    monkeypatch.setattr(Lease, "_renew", lambda self: self._stop.wait())  # frozen renewer
+    a = replica()
+    seed(a)
+    before = {e.id: e for e in a.entries(include_archived=True)}
+    inside, go = threading.Event(), threading.Event()
+
+    def pause(name: str) -> None:
+        if name == "decay":
+            inside.set()
+            go.wait(60)
+
+    outcome: list[BaseException | object] = []
+
+    def first() -> None:
+        try:
+            outcome.append(
+                run_cycle(a, None, options=DreamOptions(quiet_seconds=0, progress=pause))
+            )
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    assert inside.wait(60)
+    heir = Lease(Blobs(location, "leases"), "dream", ttl=30)
+    eventually(heir.acquire, within=10)  # taken over once the holder's 1 s had passed
+    go.set()
+    thread.join(60)
+    heir.release()
+    [stopped] = outcome
+    assert isinstance(stopped, DreamFenced), stopped
+    [run] = list_reports(a.data_dir)
+    report = load_report(a.data_dir, run)
+    decay = next(p for p in report.passes if p.name == "decay")
+    assert decay.status == "partial" and "taken over" in decay.reason
+    assert report.changes() == []  # nothing written after the takeover
+    after = {e.id: e for e in a.entries(include_archived=True)}
+    assert after == before
