@@ -5,11 +5,18 @@ the log after it, then tails the log (`fresh`: a few stat() calls when nothing c
 reloads the Tantivy searcher after another process's checkpoint, and, when the log dropped
 records before this process read them, reloads the ids the state file's journal says those
 checkpoints wrote (or everything).
+
+A read never waits on an object store: on a shared log, the catch-up a read asks for runs on a
+thread of its own; the read that started it waits for it at most READ_WAIT seconds, reads
+arriving while one is under way do not wait at all, and both then serve what this replica
+holds (its own writes included: a writer applies them before it returns). A hung or refusing
+store thus delays other replicas' news, never a search.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Sequence
 
 from dreamwell.stores.errors import StoreBusy, StoreUnreachable
@@ -21,6 +28,8 @@ from dreamwell.stores.longterm.state import State, StateFile
 from dreamwell.stores.model import MemoryEntry
 
 logger = logging.getLogger(__name__)
+
+READ_WAIT = 0.5  # seconds a read waits for the catch-up it started on a shared log
 
 
 class Follower:
@@ -35,6 +44,8 @@ class Follower:
         # on object storage: rebuild this replica's cache when the shared log dropped records
         # it had not read (the local journal knows only this machine's checkpoints)
         self.on_gap: Callable[[], None] | None = None
+        self._aside: threading.Thread | None = None  # a shared log's catch-up under way
+        self._aside_lock = threading.Lock()
 
     def load(self) -> None:
         """Entries from LanceDB at a checkpoint, then the log after it."""
@@ -67,14 +78,32 @@ class Follower:
 
     def fresh(self) -> None:
         """Pick up what any process wrote: a few stat() calls when nothing changed. A log on
-        object storage that cannot be reached now leaves reads with what this process holds
-        (writes still hear the error)."""
+        object storage that cannot be reached, or answers slowly, leaves reads with what this
+        process holds (writes still hear the error)."""
         if self.state.unchanged() and not self.log.has_news():
             return
+        if not getattr(self.log, "blocking", False):
+            self._serving_catch_up()
+            return
+        with self._aside_lock:
+            running = self._aside
+            if running is not None and running.is_alive():
+                return  # another read started one: serve what is held now
+            running = self._aside = threading.Thread(
+                target=self._serving_catch_up, name="dreamwell-catch-up", daemon=True
+            )
+            running.start()
+        running.join(READ_WAIT)
+
+    def _serving_catch_up(self) -> None:
         try:
             self.catch_up()
         except StoreUnreachable as exc:
             logger.warning("serving what this replica holds: %s", exc)
+        except Exception:  # on the catch-up thread: logged, and the next read tries again
+            if threading.current_thread() is not self._aside:
+                raise
+            logger.exception("catching up with the log failed")
 
     def catch_up(self) -> None:
         m = self.mirror

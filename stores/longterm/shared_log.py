@@ -63,6 +63,8 @@ def _open(remote: Remote) -> LogTable:
 
 
 class LanceLog:
+    blocking = True  # reads of it wait on the network: readers do not wait for them
+
     def __init__(self, remote: Remote, poll: float = 0.25) -> None:
         self.remote = remote
         with reaching(remote, "open the log in"):

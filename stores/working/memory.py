@@ -31,7 +31,7 @@ from dreamwell.stores.model import (
     key_segments,
     utcnow,
 )
-from dreamwell.stores.working.segments import FileSegments, segments_for
+from dreamwell.stores.working.segments import READ_WAIT, FileSegments, segments_for
 
 logger = logging.getLogger(__name__)
 
@@ -150,9 +150,15 @@ class WorkingMemory:
         return entries, (f"{bad} of {len(raw)} items are malformed" if bad else None)
 
     def _load(self, top: str, now: datetime) -> None:
-        if self._files.get(top) == self._storage.stamp(top):
+        try:
+            if self._files.get(top) == self._storage.stamp(top):
+                return
+            data, stamp = self._storage.read(top)
+        except StoreError as exc:
+            if top not in self._files:
+                raise  # nothing held to serve
+            logger.warning("serving the working memory this process holds: %s", exc)
             return
-        data, stamp = self._storage.read(top)
         entries, damage = self._parse(top, data)
         self._show(top, {e.key: e for e in entries if e.expires_at > now}, stamp)
         if len(self._segment(top)) < len(entries):
@@ -167,9 +173,26 @@ class WorkingMemory:
             )
             self._damaged[top] = stamp
 
-    def _refresh(self, now: datetime) -> None:
+    def _refresh(self, now: datetime) -> dict[str, StoreError]:
+        """Load what changed; a segment the store cannot give now is served as held (its
+        error returned, for a read of that segment holding nothing)."""
+        failed: dict[str, StoreError] = {}
         for top in TOP_SEGMENTS:
-            self._load(top, now)
+            try:
+                self._load(top, now)
+            except StoreError as exc:
+                failed[top] = exc
+        return failed
+
+    def _refreshed(self, now: datetime) -> dict[str, StoreError]:
+        """Bring the view up to date for a read, unless a write holds it (a write waiting
+        on a slow store): then the read serves the view as it is, without queueing."""
+        if not self._mutex.acquire(timeout=READ_WAIT):
+            return {}
+        try:
+            return self._refresh(now)
+        finally:
+            self._mutex.release()
 
     def _show(self, top: str, entries: dict[str, WorkingEntry], stamp: Hashable) -> None:
         """Make `entries` the view of segment `top`, as of `stamp`."""
@@ -289,9 +312,11 @@ class WorkingMemory:
     def get(self, key: str, namespace: str, now: datetime | None = None) -> WorkingEntry:
         now = now or utcnow()
         full = self.resolve(key, namespace)
-        with self._mutex:
-            self._refresh(now)
-            entry = self._entries.get(full)
+        failed = self._refreshed(now)
+        entry = self._entries.get(full)
+        top = full.split("/", 1)[0]
+        if entry is None and top in failed and top not in self._files:
+            raise failed[top]
         if entry is None or entry.expires_at <= now:
             raise NotFound(f"Working memory entry '{full}' not found or has expired.")
         return entry
@@ -299,11 +324,12 @@ class WorkingMemory:
     def listing(self, prefix: str, now: datetime | None = None) -> list[WorkingEntry]:
         now = now or utcnow()
         prefix = check_prefix(prefix)
-        with self._mutex:
-            self._refresh(now)
-            found = [
-                e for e in self._entries.values() if under(e.key, prefix) and e.expires_at > now
-            ]
+        failed = self._refreshed(now)
+        held = list(self._entries.values())  # one step under the GIL: a consistent copy
+        wanted = prefix.split("/", 1)[0]
+        if wanted in failed and wanted not in self._files:
+            raise failed[wanted]
+        found = [e for e in held if under(e.key, prefix) and e.expires_at > now]
         return sorted(found, key=lambda e: e.key)
 
     def search(

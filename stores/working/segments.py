@@ -13,6 +13,11 @@ four things, which is all `WorkingMemory` needs:
   if still the version read, else read and changed again, `Blobs.update`); returns the new
   stamp. `change` may be called more than once and must depend only on its arguments;
 - `keep_aside(top, data, why)`: keep a damaged segment where nothing reads it.
+
+An object segment's version check never holds a read up: the read that starts one waits for
+it at most READ_WAIT seconds, reads arriving meanwhile do not wait, and a store that fails or
+hangs leaves reads with the version this replica last saw (its own writes included) and is
+asked again only after BACKOFF_SECONDS.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from filelock import FileLock, Timeout
 
-from dreamwell.stores.errors import StoreBusy, WriteFailed
+from dreamwell.stores.errors import StoreBusy, StoreError, StoreUnreachable, WriteFailed
 from dreamwell.stores.files import keep_aside, write_atomic
 from dreamwell.stores.layout import DataDir
 from dreamwell.stores.model import utcnow
@@ -39,6 +44,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 CHECK_SECONDS = 0.25  # an object segment's version is asked of the store at most this often
+READ_WAIT = 0.5  # seconds a read waits for the version check it started
+BACKOFF_SECONDS = 5.0  # after a failed check, the store is asked again only this much later
 Change = Callable[[bytes | None, Hashable], bytes]
 
 
@@ -143,13 +150,14 @@ class BlobSegments:
         self.blobs = blobs
         self._mutex = threading.Lock()
         self._known: dict[str, tuple[float, Hashable]] = {}  # top -> (checked at, version)
+        self._checking: dict[str, threading.Thread] = {}  # version checks under way
 
     def where(self, top: str) -> str:
         return f"{self.blobs.remote.uri}/{self.blobs.folder}/{top}.json"
 
-    def _remember(self, top: str, version: Hashable) -> Hashable:
+    def _remember(self, top: str, version: Hashable, at: float | None = None) -> Hashable:
         with self._mutex:
-            self._known[top] = (time.monotonic(), version)
+            self._known[top] = (time.monotonic() if at is None else at, version)
         return version
 
     def stamp(self, top: str) -> Hashable:
@@ -157,7 +165,36 @@ class BlobSegments:
             known = self._known.get(top)
         if known is not None and time.monotonic() - known[0] < CHECK_SECONDS:
             return known[1]
-        return self._remember(top, self.blobs.version(f"{top}.json"))
+        with self._mutex:
+            check = self._checking.get(top)
+            if check is None or not check.is_alive():
+                held = known[1] if known is not None else None
+                check = self._checking[top] = threading.Thread(
+                    target=self._check, args=(top, held), name="dreamwell-wm-check", daemon=True
+                )
+                check.start()
+                waited = check
+            else:
+                waited = None  # another read asked: serve what is held
+        if waited is not None:
+            waited.join(READ_WAIT)
+        with self._mutex:
+            found = self._known.get(top)
+        if found is None:  # never seen, and the store has not told yet
+            raise StoreUnreachable(
+                f"cannot read {self.where(top)}: the object store did not answer in time"
+            )
+        return found[1]
+
+    def _check(self, top: str, held: Hashable) -> None:
+        try:
+            self._remember(top, self.blobs.version(f"{top}.json"))
+        except StoreError as exc:
+            logger.warning("serving the working memory this replica holds: %s", exc)
+            with self._mutex:
+                if top not in self._known:
+                    return  # nothing held: readers hear the store is unreachable
+            self._remember(top, held, time.monotonic() + BACKOFF_SECONDS - CHECK_SECONDS)
 
     def read(self, top: str) -> tuple[bytes | None, Hashable]:
         found = self.blobs.read(f"{top}.json")
