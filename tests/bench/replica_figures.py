@@ -17,12 +17,14 @@ from __future__ import annotations
 import atexit
 import random
 import shutil
+import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from dreamwell.stores.errors import StoreError
 from dreamwell.stores.longterm.store import ANY, LongTermStore, Write
 from dreamwell.stores.model import MemoryEntry, new_id, utcnow
 from dreamwell.stores.remote import location as remote
@@ -213,3 +215,77 @@ def measure_throughput(s3: Any, prefix: str, replicas: int, seconds: float) -> f
     finally:
         for r in started:
             r.stop()
+
+
+def census(s3: Any, prefix: str) -> tuple[int, int, int, int]:
+    """(objects, bytes) under the location and (objects, bytes) under its log.lance/."""
+    import obstore
+
+    found = obstore.list(s3.store(prefix)).collect()
+    log = [m for m in found if "/log.lance/" in f"/{m['path']}"]
+    return (
+        len(found),
+        sum(int(m["size"]) for m in found),
+        len(log),
+        sum(int(m["size"]) for m in log),
+    )
+
+
+def measure_growth(
+    s3: Any, prefix: str, total: int, replicas: int = 3, block: int = 1000
+) -> list[dict[str, float]]:
+    """`total` saves of ~450 B through `replicas` stores on one location (one thread each,
+    each checkpointing every `block` of its own saves, as `serve` does every few seconds);
+    per block of `block` saves: save p50/p95 (ms), objects and bytes under the location and
+    under log.lance/."""
+    stores = [open_replica(s3, prefix) for _ in range(replicas)]
+    times: list[float] = []
+    lock = threading.Lock()
+    rows: list[dict[str, float]] = []
+    counter = [0]
+    failed: list[str] = []
+
+    def work(k: int) -> None:
+        rng = random.Random(k)
+        mine = 0
+        while True:
+            with lock:
+                if counter[0] >= total:
+                    return
+                counter[0] += 1
+            try:
+                took = timed(lambda m=mine: stores[k].save(text(rng, 450), f"growth/{m % 20}"))
+            except StoreError as exc:  # counted and printed: the run goes on
+                with lock:
+                    failed.append(str(exc))
+                continue
+            mine += 1
+            if mine % block == 0:
+                stores[k].checkpoint()
+            with lock:
+                times.append(took)
+                if len(times) % block == 0:
+                    rows.append(_block_row(s3, prefix, times[-block:], len(times)))
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(replicas)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for line in sorted(set(failed)):
+        sys.stdout.write(f"{failed.count(line)} saves failed: {line}\n")
+    return rows
+
+
+def _block_row(s3: Any, prefix: str, block: list[float], done: int) -> dict[str, float]:
+    objects, size, log_objects, log_size = census(s3, prefix)
+    ordered = sorted(block)
+    return {
+        "saves": done,
+        "p50": ordered[len(ordered) // 2],
+        "p95": ordered[int(len(ordered) * 0.95)],
+        "objects": objects,
+        "bytes": size,
+        "log_objects": log_objects,
+        "log_bytes": log_size,
+    }

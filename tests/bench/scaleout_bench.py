@@ -16,6 +16,13 @@ average before and after. Measurements:
 - checkout_idle: `checkout_latest()` + version check on a reader when nothing changed
 - checkout_new: the same right after another connection appended one row
 
+With --growth N, instead: N saves through three replicas on one location, and per block of
+1,000 saves the save p50/p95, objects and bytes under the location and under log.lance/
+(goal: objects bounded, bytes per memory at most 5 KB, last block's p50 at most 1.5x the
+first's).
+
+    python tests/bench/scaleout_bench.py --growth 20000
+
 To add one (replica figures, say): write `def measure_x(env: Env, ops: int) -> list[float]`
 returning per-call milliseconds and add it to MEASUREMENTS.
 """
@@ -181,7 +188,11 @@ def main() -> None:
     )
     parser.add_argument("--cold", default="10000", help="cold-start sizes, comma-separated")
     parser.add_argument("--seconds", type=float, default=15, help="per throughput run")
+    parser.add_argument("--growth", type=int, default=0, help="saves of the growth run (only)")
     args = parser.parse_args()
+    if args.growth:
+        growth(args.growth)
+        return
     names = [n for n in args.only.split(",") if n] or list(MEASUREMENTS)
     say(f"load before: {loadavg()}")
     results: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
@@ -199,6 +210,27 @@ def main() -> None:
         if args.replicas:
             replica_once(s3, args)
     say(f"load after: {loadavg()}")
+
+
+def growth(total: int) -> None:
+    """The growth run: objects, bytes and save latency per 1,000 saves (replica_figures.py)."""
+    import replica_figures as rf
+
+    say(f"load before: {loadavg()}")
+    began = time.monotonic()
+    with SeaweedS3(bucket="bench") as s3:
+        rows = rf.measure_growth(s3, f"growth-{uuid.uuid4().hex[:8]}", total)
+    say(f"\n{total:,} saves of ~450 B through 3 replicas, one thread each, on weed mini")
+    say("saves   | p50 ms | p95 ms | objects | bytes/memory | log.lance objects | log.lance MB")
+    for r in rows:
+        say(
+            f"{r['saves']:>7,} | {r['p50']:6.1f} | {r['p95']:6.1f} | {r['objects']:>7,} | "
+            f"{r['bytes'] / r['saves']:>12,.0f} | {r['log_objects']:>17,} | "
+            f"{r['log_bytes'] / 1e6:>12.2f}"
+        )
+    if rows:
+        say(f"last block p50 / first block p50: {rows[-1]['p50'] / rows[0]['p50']:.2f}")
+    say(f"took {time.monotonic() - began:.0f} s; load after: {loadavg()}")
 
 
 def replica_round(env: Env, ops: int, results: dict[str, list[tuple[float, float]]]) -> None:
