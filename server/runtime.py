@@ -33,6 +33,8 @@ logger = logging.getLogger(__name__)
 
 NAMESPACE_HEADER = "dreamwell-namespace"
 TENANT_SCOPE_KEY = "dreamwell.tenant"
+# who authenticated: a digest of the bearer token, never the token (server/transports/http.py)
+PRINCIPAL_SCOPE_KEY = "dreamwell.principal"
 _ACTIVITY_EVERY = 5.0
 # The transport request of the MCP request being handled (set by the server's middleware), for
 # handlers the SDK gives no Context, such as static resources.
@@ -290,4 +292,8 @@ class Runtime:
         if session:
             digest = hashlib.sha256(f"{tenant}\0{session}".encode()).hexdigest()[:12]
             return tenant, f"session/{digest}"
+        principal = scope.get(PRINCIPAL_SCOPE_KEY)
+        if principal:  # no session (stateless): the authenticated principal, on every replica
+            digest = hashlib.sha256(f"{tenant}\0principal\0{principal}".encode()).hexdigest()
+            return tenant, f"session/{digest[:12]}"
         return tenant, self.process_namespace

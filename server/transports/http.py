@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import logging
@@ -12,7 +13,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from dreamwell.server.config import LOOPBACK, Settings
-from dreamwell.server.runtime import TENANT_SCOPE_KEY, Runtime
+from dreamwell.server.runtime import PRINCIPAL_SCOPE_KEY, TENANT_SCOPE_KEY, Runtime
 
 logger = logging.getLogger(__name__)
 # A request body larger than this gets 413 before it is read or parsed: room for the largest
@@ -27,9 +28,10 @@ class BearerAuth:
         self.app = app
         self._tokens = [(token.encode(), tenant) for token, tenant in tokens.items()]
 
-    def _tenant(self, scope: Scope) -> str | None:
+    def _tenant(self, scope: Scope) -> tuple[str, str] | None:
         """The tenant of the request's bearer token, compared in constant time against every
-        known token (no early exit that would tell which one came close)."""
+        known token (no early exit that would tell which one came close), and the principal:
+        a digest of the token, the same on every replica and after a restart."""
         offered = b""
         for name, value in scope.get("headers", []):
             if name.lower() == b"authorization":
@@ -41,14 +43,16 @@ class BearerAuth:
         for known, tenant in self._tokens:
             if hmac.compare_digest(known, offered) and offered:
                 found = tenant
-        return found
+        if found is None:
+            return None
+        return found, hashlib.sha256(b"dreamwell-principal\0" + offered).hexdigest()[:24]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        tenant = self._tenant(scope)
-        if tenant is None:
+        known = self._tenant(scope)
+        if known is None:
             body = json.dumps(
                 {
                     "error": "unauthorized",
@@ -67,7 +71,7 @@ class BearerAuth:
             )
             await send({"type": "http.response.body", "body": body.encode()})
             return
-        scope[TENANT_SCOPE_KEY] = tenant
+        scope[TENANT_SCOPE_KEY], scope[PRINCIPAL_SCOPE_KEY] = known
         await self.app(scope, receive, send)
 
 

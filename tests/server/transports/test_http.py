@@ -3,6 +3,7 @@ caller namespaces per connection and by header."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -64,3 +65,37 @@ async def test_the_namespace_header_pins_the_namespace(tmp_path: Path) -> None:
         assert await own_namespace(c) == "patrol/heartbeat"
     async with http_server(settings) as url, http(url, {"Dreamwell-Namespace": "../x"}) as c:
         assert "is not valid" in await fails(c, "list_working_memory")
+
+
+async def test_stateless_http_gives_each_token_one_namespace_on_every_replica(
+    tmp_path: Path,
+) -> None:
+    """SPEC §2, issue 45: without a session (stateless HTTP), the namespace is the
+    authenticated principal's: the same through another replica and after a restart, another
+    for another token; the Dreamwell-Namespace header still overrides it."""
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"token-of-alice-1": "team", "token-of-alice-2": "team"}))
+    settings = Settings(
+        data_dir=tmp_path / "d",
+        transport="http",
+        port=0,
+        embedder="none",
+        stateless_http=True,
+        tokens_file=tokens,
+    )
+    alice = {"Authorization": "Bearer token-of-alice-1"}
+    other = {"Authorization": "Bearer token-of-alice-2"}
+    async with http_server(settings) as one, http_server(settings) as two:  # two replicas
+        async with http(one, alice) as c:
+            ns = await own_namespace(c)
+            await ok(c, "save_to_working_memory", key="plan", data="ship friday")
+        async with http(two, alice) as c:
+            assert await own_namespace(c) == ns
+            assert await ok(c, "get_from_working_memory", key="plan") == "ship friday"
+        async with http(two, other) as c:
+            assert await own_namespace(c) != ns
+            assert "not found" in await fails(c, "get_from_working_memory", key="plan")
+        async with http(one, alice | {"Dreamwell-Namespace": "patrol/heartbeat"}) as c:
+            assert await own_namespace(c) == "patrol/heartbeat"
+    async with http_server(settings) as again, http(again, alice) as c:  # a restart
+        assert await ok(c, "get_from_working_memory", key="plan") == "ship friday"
