@@ -127,6 +127,7 @@ def build_server(settings: Settings, runtime: Runtime | None = None) -> MCPServe
     skills.attach(mcp)  # before _edge_checks, which refuses prompts it does not know
     sdk.lowlevel(mcp).middleware.append(_edge_checks(mcp, answered, runtime))
     register_tools(mcp, runtime)
+    sdk.keep_text(mcp, lambda name: name != "tags")  # a tags list may come as JSON text
     register_recall(mcp, runtime, skills)
     register_dream(mcp, runtime)
     return mcp

@@ -3,12 +3,14 @@
 `MCPServer` (mcp 2.x) keeps its low-level server, its tool and prompt managers and its
 subscription bus private; dreamwell needs each: the low-level server to add request
 middleware, declare `listChanged` and run stdio with an answer to every frame; the managers
-to check a call's arguments against the registered tool or prompt before a handler runs; the
-bus to publish list changes to 2026-era clients. Touching them here alone means an SDK
+to check a call's arguments against the registered tool or prompt before a handler runs, and
+to keep text arguments text (`keep_text`); the bus to publish list changes to 2026-era
+clients. Touching them here alone means an SDK
 upgrade that renames one breaks this module, which tests/server/mcp/test_sdk.py pins."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -42,3 +44,21 @@ def prompts(mcp: MCPServer[Any]) -> list[Prompt]:
 def subscriptions(mcp: MCPServer[Any]) -> SubscriptionBus:
     """The bus that `subscriptions/listen` streams (2026-era list-changed notifications)."""
     return mcp._subscriptions
+
+
+def keep_text(mcp: MCPServer[Any], fields: Callable[[str], bool]) -> None:
+    """Stop the SDK from pre-parsing JSON-looking text in the arguments `fields(name)` picks,
+    of every registered tool: it turns a query `"[1, 2, 3]"` into a list and then refuses it
+    (its pre-parsing is for clients that send lists as JSON text, as some do for `tags`)."""
+    for registered in mcp._tool_manager.list_tools():
+        meta = registered.fn_metadata
+        parse = meta.pre_parse_json
+
+        def pre_parse(data: dict[str, Any], parse: Any = parse) -> dict[str, Any]:
+            parsed: dict[str, Any] = parse(data)
+            return {
+                k: data[k] if fields(k) and isinstance(data[k], str) else v
+                for k, v in parsed.items()
+            }
+
+        object.__setattr__(meta, "pre_parse_json", pre_parse)

@@ -114,3 +114,17 @@ def test_a_reply_is_always_valid_unicode() -> None:
     result = text_result("value \ud800 from a damaged file")
     assert result.content[0].text == "value \ufffd from a damaged file"  # type: ignore[union-attr]
     assert "\ufffd" in result.model_dump_json()  # raised before: surrogates not allowed
+
+
+async def test_text_that_looks_like_json_stays_text(client: Client) -> None:
+    """Issue 45: the SDK pre-parsed `"[1, 2, 3]"` into a list and refused it with its raw
+    validation error; a query, a category or a key is text, whatever it looks like."""
+    for text in ('{"theme": "dark"}', "[1, 2, 3]", "42", "null"):
+        await ok(client, "save_memory", content=text)
+        assert text in await ok(client, "search_memory", query=text)
+        await ok(client, "save_to_working_memory", key="k", data=text)
+        assert await ok(client, "get_from_working_memory", key="k") == text
+    assert "category" in plain(await fails(client, "save_memory", content="x", category="{}"))
+    assert "category" in plain(await fails(client, "search_memory", query="x", category="[1]"))
+    tagged = await ok(client, "save_memory", content="tagged as json", tags='["a", "b"]')
+    assert "Saved" in tagged  # tags as JSON text is still taken as a list
