@@ -14,8 +14,8 @@ from dreamwell.stores import DataDir
 
 def hook_main(argv: list[str]) -> int:
     """`dreamwell hook ...` from the command line: even bad arguments or settings exit 0
-    (logged to the default data directory's hooks.log), never 2, which Claude Code would
-    take as "block this prompt"."""
+    (logged to the hooks.log of the data directory given, else the default's), never 2,
+    which Claude Code would take as "block this prompt"."""
     # this command's flags only: fast
     parser = argparse.ArgumentParser(prog="dreamwell hook", description=cli.HELP["hook"])
     cli.add_arguments("hook", parser)
@@ -23,7 +23,8 @@ def hook_main(argv: list[str]) -> int:
         args = parser.parse_args(argv[1:])
     except SystemExit as exc:
         if exc.code not in (0, None):
-            fail_log(DataDir(hook_settings.data_dir(None)), f"hook {argv[1:]!r}: bad arguments")
+            where = DataDir(hook_settings.data_dir(_data_dir_in(argv[1:])))
+            fail_log(where, f"hook {argv[1:]!r}: bad arguments")
         return 0
     try:
         settings = hook_settings.read(args.data_dir)
@@ -37,3 +38,15 @@ def hook_main(argv: list[str]) -> int:
             fail_log(where, f"hook {args.event} failed: bad settings (said on stderr)")
             return 0
     return hook_command(settings, args.event, args.tenant)
+
+
+def _data_dir_in(args: list[str]) -> str | None:
+    """The `--data-dir` among arguments that did not parse as a whole (None if none)."""
+    lenient = argparse.ArgumentParser(add_help=False)
+    lenient.add_argument("--data-dir")
+    try:
+        found, _ = lenient.parse_known_args(args)
+    except SystemExit:
+        return None
+    value = found.data_dir
+    return value if isinstance(value, str) else None

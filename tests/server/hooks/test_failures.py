@@ -100,7 +100,13 @@ def test_bad_settings_and_arguments_still_exit_0(tmp_path: Path) -> None:
     )
     assert (no_event.returncode, no_event.stdout) == (0, "")
     assert "bad settings" in log_lines(tmp_path / "d")[0]
-    assert "bad arguments" in log_lines(tmp_path / "dreamwell")[0]
+    # issue 45: bad arguments are logged where --data-dir says, not in the default directory
+    assert "bad arguments" in log_lines(tmp_path / "d")[1]
+    assert not (tmp_path / "dreamwell").exists()
+    bogus = hook("user-prompt", prompt("s1", "hi"), tmp_path / "e", "--bogus-flag", env=env)
+    assert (bogus.returncode, bogus.stdout) == (0, "")
+    assert "bad arguments" in log_lines(tmp_path / "e")[0]
+    assert not (tmp_path / "dreamwell").exists()
 
 
 def test_a_data_directory_that_is_a_file_exits_0_and_prints_nothing(tmp_path: Path) -> None:
