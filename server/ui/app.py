@@ -10,6 +10,7 @@ to the page's own; on a loopback bind the Host must be loopback too (no DNS rebi
 from __future__ import annotations
 
 import hmac
+import json
 import secrets
 from collections.abc import Awaitable, Callable
 from importlib.resources import files
@@ -31,6 +32,9 @@ from dreamwell.server.ui import memories as ui_data
 from dreamwell.server.ui import skills as ui_skills
 from dreamwell.server.ui.memories import BadRequest
 from dreamwell.stores import DataDir, SkillCatalog, StoreError
+
+# a request body over this gets 413: room for a skill's largest SKILL.md (8 MiB) as JSON text
+MAX_BODY_BYTES = 12 * 1024 * 1024
 
 CSRF_HEADER = "x-dreamwell-csrf"
 _STATIC = {
@@ -150,9 +154,19 @@ class UI:
 
     @staticmethod
     async def body(request: Request) -> dict[str, Any]:
+        """The request's JSON object, read up to MAX_BODY_BYTES (413 beyond, before it is
+        all in memory); a body nested too deep for the parser is a 400, not a 500."""
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+            raise BadRequest(413, f"the request body is over {MAX_BODY_BYTES:,} bytes")
+        raw = bytearray()
+        async for chunk in request.stream():
+            raw += chunk
+            if len(raw) > MAX_BODY_BYTES:
+                raise BadRequest(413, f"the request body is over {MAX_BODY_BYTES:,} bytes")
         try:
-            body = await request.json()
-        except ValueError:
+            body = json.loads(raw)
+        except (ValueError, RecursionError):
             raise BadRequest(400, "expected a JSON object") from None
         if not isinstance(body, dict):
             raise BadRequest(400, "expected a JSON object")
