@@ -14,6 +14,7 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, unquote
 
 import anyio.to_thread
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -58,7 +59,8 @@ _MIME = {".md": "text/markdown", ".py": "text/x-python", ".sh": "text/x-shellscr
 
 
 def skill_uri(name: str, path: str = "SKILL.md") -> str:
-    return f"{SCHEME}{name}/{path}"
+    """A file's URI, its path percent-encoded (RFC 3986: a space or 'ü' is not valid raw)."""
+    return f"{SCHEME}{name}/{quote(path, safe='/')}"
 
 
 def _mime(path: str) -> str:
@@ -210,7 +212,8 @@ class SkillsEdge:
     async def _read(
         self, ctx: ServerRequestContext[Any, Any], tenant: str | None, uri: str
     ) -> ReadResourceResult:
-        name, _, path = uri[len(SCHEME) :].partition("/")
+        name, _, encoded = uri[len(SCHEME) :].partition("/")
+        path = unquote(encoded)  # as listed; a raw path reads too ('..' is in no skill's files)
         skill = None if tenant is None else await self._find(tenant, name)
         if skill is None or tenant is None or path not in skill.files:
             raise MCPError(

@@ -116,3 +116,28 @@ async def test_tools_are_unchanged(data: Path) -> None:
     async with Client(build_server(Settings(data_dir=data, embedder="none"))) as c:
         assert len((await c.list_tools()).tools) == 8
         await ok(c, "save_memory", content="skills do not change the tools")
+
+
+async def test_a_file_name_with_a_space_or_accent_is_listed_as_a_valid_uri(
+    tmp_path: Path,
+) -> None:
+    """Issue 45: resources/list gave `skill://…/with space.txt` raw (not a valid URI) and
+    refused its percent-encoded form."""
+    catalog = SkillCatalog(tmp_path / "data")
+    files = {"references/with space.txt": b"spaced", "über-notes.md": b"umlaut"}
+    import_skills(
+        catalog, write_skill(tmp_path / "src", "odd-names", simple_md("odd-names", "x"), files)
+    )
+    async with Client(build_server(Settings(data_dir=tmp_path / "data", embedder="none"))) as c:
+        uris = sorted(str(r.uri) for r in (await c.list_resources()).resources)
+        assert "skill://odd-names/references/with%20space.txt" in uris
+        assert "skill://odd-names/%C3%BCber-notes.md" in uris
+        for uri, text in [
+            ("skill://odd-names/references/with%20space.txt", "spaced"),
+            ("skill://odd-names/%C3%BCber-notes.md", "umlaut"),
+        ]:
+            read = await c.read_resource(uri)
+            assert read.contents[0].text == text  # type: ignore[union-attr]
+        for bad in ("skill://odd-names/%2e%2e/x", "skill://odd-names/../SKILL.md"):
+            with pytest.raises(MCPError, match="Unknown resource"):
+                await c.read_resource(bad)
