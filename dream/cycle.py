@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -29,7 +30,7 @@ from typing import Any
 from dreamwell.dream import feeding, passes
 from dreamwell.dream.llm import LLM, LLMCancelled, LLMError
 from dreamwell.dream.options import DreamBusy, DreamCancelled, DreamOptions, check_cancel
-from dreamwell.dream.report import PassResult, Report, save_report
+from dreamwell.dream.report import BUDGET, CHUNK_SKIPPED, NO_LLM, PassResult, Report, save_report
 from dreamwell.dream.skills import passes as skillpasses
 from dreamwell.dream.writes import commit
 from dreamwell.stores import (
@@ -94,23 +95,65 @@ class Inputs:
 
 INPUT_LOGS = (FEEDBACK, RECALL, CONVERSATION)
 LAST_READER = "scoring"  # the last pass that reads the input logs
+CONVERSATION_READERS = frozenset({"preferences", "skill-gap"})  # + anti-patterns: corrections
 
 
-def _consume_inputs(data: Path, inputs: Inputs, report: Report) -> None:
-    """Drop from the input logs exactly the records this cycle read, once the last pass that
+def _passes_that_read(report: Report) -> set[str]:
+    """The passes that read all their inputs: they ran whole, or had nothing to do for a
+    reason of the inputs themselves; not one skipped for want of an LLM or of budget, nor one
+    that failed, was cut short or left a chunk unread."""
+    out = set()
+    for p in report.passes:
+        whole = not any(n.startswith(CHUNK_SKIPPED) for n in p.notes)
+        if (p.status == "ran" and whole) or (
+            p.status == "skipped" and not p.reason.startswith((NO_LLM, BUDGET))
+        ):
+            out.add(p.name)
+    return out
+
+
+def _unread(inputs: Inputs, report: Report, judged: set[int]) -> tuple[list[Any], ...]:
+    """(feedback, recalls, conversation) that no pass reading them has read yet (SPEC §5):
+    Corrections wait for anti-patterns, other feedback for scoring, a recall for the judge,
+    a user turn for preferences and skill gaps (and anti-patterns, when it corrects)."""
+    read = _passes_that_read(report)
+    feedback = [
+        f
+        for f in inputs.feedback
+        if ("anti-patterns" if _is_correction(f) else LAST_READER) not in read
+    ]
+    recalls = [r for r in inputs.recalls if id(r) not in judged]
+    conversation = [
+        r
+        for r in inputs.conversation
+        if not read >= CONVERSATION_READERS or (feeding.corrects(r) and "anti-patterns" not in read)
+    ]
+    return feedback, recalls, conversation
+
+
+def _consume_inputs(data: Path, inputs: Inputs, report: Report, judged: set[int]) -> None:
+    """Drop from the input logs exactly the records a pass read, once the last pass that
     reads them has written: a cycle killed or cancelled before that leaves them as they were,
-    and what was appended meanwhile stays for the next cycle. Logged Corrections stay too
-    when the anti-pattern pass did not run (no LLM): a cycle with an LLM mines them later."""
-    mined = any(p.name == "anti-patterns" and p.status == "ran" for p in report.passes)
-    kept = {id(f) for f in inputs.feedback if not mined and _is_correction(f)}
-    used = [f for f in inputs.feedback if id(f) not in kept]
-    for name, records in zip(INPUT_LOGS, (used, inputs.recalls, inputs.conversation), strict=True):
+    what was appended meanwhile stays for the next cycle, and so does every record whose
+    pass did not run (no LLM, budget spent, failed): the report says how many."""
+    kept = _unread(inputs, report, judged)
+    every = (inputs.feedback, inputs.recalls, inputs.conversation)
+    left = []
+    for name, records, unread in zip(INPUT_LOGS, every, kept, strict=True):
+        stay = {id(r) for r in unread}
+        used = [r for r in records if id(r) not in stay]
+        if unread:
+            left.append(f"{len(unread)} from {name}")
         try:
-            if records:
-                JsonlLog(data, name).consume(records)
+            if used:
+                JsonlLog(data, name).consume(used)
         except StoreError as exc:  # the passes' writes stand; the report says what is left
             logger.warning("%s", exc)
             report.passes[-1].notes.append(f"{name} was not emptied ({exc}); read again next cycle")
+    if left:
+        report.passes[-1].notes.append(
+            f"kept for a later cycle, unread by the passes that did not run: {', '.join(left)}"
+        )
 
 
 def _is_correction(record: dict[str, Any]) -> bool:
@@ -165,6 +208,9 @@ def _locked_cycle(
     finally:
         report.finished = utcnow().isoformat()
         save_report(data, report)
+        if not dry_run:  # when the last cycle ran: the dream that starts by itself asks
+            with suppress(OSError):
+                DataDir(data).last_dream.touch()
     return report
 
 
@@ -194,6 +240,7 @@ class _PassRun:
         embedder = store.embedder
         self.vectors = store.vectors(embedder.name) if embedder is not None else None
         self.cancel = options.cancel
+        self.judged_recalls: set[int] = set()  # id() of the recalls the judge read
 
     def run(self) -> None:
         """The skill passes, then each memory pass in order (an LLM pass is skipped without an
@@ -220,6 +267,7 @@ class _PassRun:
         followed (LLM as judge); none without an LLM: scores are left alone."""
         notes: list[str] = []
         inputs = self.inputs
+        read: list[Any] = []
         verdicts = feeding.judge_recalls(
             self.llm,
             self.snapshot,
@@ -227,7 +275,9 @@ class _PassRun:
             inputs.conversation,
             cancel=self.cancel,
             notes=notes,
+            read=read,
         )
+        self.judged_recalls |= {id(r) for r in read}
         for note in notes:
             logger.info("judge: %s", note)
         return verdicts
@@ -295,7 +345,7 @@ class _PassRun:
         if options.progress is not None:
             options.progress(name)
         if needs_llm and self.llm is None:
-            report.passes.append(PassResult(name, "skipped", f"no LLM: {self.no_llm_reason}"))
+            report.passes.append(PassResult(name, "skipped", f"{NO_LLM}: {self.no_llm_reason}"))
             return
         result = PassResult(name)
         report.passes.append(result)
@@ -316,7 +366,7 @@ class _PassRun:
             result.reason = f"{type(exc).__name__}: {exc}"
         _refresh(self.snapshot, self.store, result)
         if name == LAST_READER and not report.dry_run:
-            _consume_inputs(self.data, self.inputs, report)
+            _consume_inputs(self.data, self.inputs, report, self.judged_recalls)
 
 
 def _refresh(snapshot: dict[str, MemoryEntry], store: LongTermStore, result: PassResult) -> None:

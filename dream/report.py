@@ -52,6 +52,11 @@ class Change:
         )
 
 
+NO_LLM = "no LLM"  # how a pass skipped for want of an LLM gives its reason
+BUDGET = "token budget"  # ... and one skipped because the cycle's LLM budget was spent
+CHUNK_SKIPPED = "skipped a chunk"  # a note: part of the pass's input got no answer
+
+
 @dataclass
 class PassResult:
     name: str

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from dreamwell.server.config import Settings
 from dreamwell.server.hooks.stats import hook_lines
-from dreamwell.stores import FORMAT, DataDir, newer_format
+from dreamwell.stores import FORMAT, DataDir, JsonlLog, newer_format
 
 if TYPE_CHECKING:
     from dreamwell.stores import LongTermStore
@@ -96,6 +96,7 @@ class TenantStats:
     pending: int = 0
     disk: int = 0
     logs: dict[str, int] = field(default_factory=dict)
+    dropped: dict[str, int] = field(default_factory=dict)  # by each log's size bound
     last_dream: str = "never"
 
 
@@ -129,6 +130,7 @@ def collect(settings: Settings, name: str, data_dir: Path) -> TenantStats:
     stats.pending = store.pending()
     stats.disk = disk_used(data_dir)
     stats.logs = {log: (data_dir / log).stat().st_size for log in LOGS if (data_dir / log).exists()}
+    stats.dropped = {log: n for log in LOGS if (n := JsonlLog(data_dir, log).dropped())}
     stats.last_dream = _last_dream(data_dir)
     return stats
 
@@ -151,6 +153,12 @@ def embedder_text(settings: Settings) -> str:
     return "none (BM25 only)"
 
 
+def _log(name: str, size: int, dropped: dict[str, int]) -> str:
+    """A log's size, and how many records its size bound dropped unread, if any."""
+    lost = f" ({dropped[name]} oldest records dropped by its size bound)" if name in dropped else ""
+    return f"{name} {_size(size)}{lost}"
+
+
 def render_stats(settings: Settings, all_stats: list[TenantStats]) -> str:
     from dreamwell.server.cli.skills import stats_lines as skills_lines
 
@@ -167,7 +175,7 @@ def render_stats(settings: Settings, all_stats: list[TenantStats]) -> str:
             f"  text index: {step}",
             f"  disk used: {_size(s.disk)}",
             f"  last dream: {s.last_dream}",
-            "  logs: " + (", ".join(f"{k} {_size(v)}" for k, v in s.logs.items()) or "none"),
+            "  logs: " + (", ".join(_log(k, v, s.dropped) for k, v in s.logs.items()) or "none"),
             *skills_lines(s.data_dir),
             f"  categories ({len(s.categories)}):",
         ]

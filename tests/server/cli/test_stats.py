@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dreamwell.server.cli.stats import FORMAT_VERSION
-from dreamwell.stores import LongTermStore
+from dreamwell.stores import RECALL, JsonlLog, LongTermStore
 from tests.support.cli import exit_code
 
 
@@ -45,6 +45,21 @@ def test_stats_counts_memories_per_tenant_and_category_and_shows_the_last_dream(
     assert "embedder: none (BM25 only)" in out
     assert "memories: 1 live, 0 archived" in team  # dream --once dreams every tenant too
     assert "last dream: " in team and "last dream: never" not in team
+
+
+def test_stats_counts_the_records_a_log_bound_dropped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    filled(tmp_path)
+    log = JsonlLog(tmp_path, RECALL, max_bytes=2_000)
+    for i in range(40):
+        log.append({"session": "s", "query": f"query number {i}", "ids": []})
+    kept = len(log.read())
+    assert kept < 40
+    assert exit_code("stats", "--data-dir", str(tmp_path), "--embedder", "none") == 0
+    out = capsys.readouterr().out
+    assert "recall.jsonl" in out
+    assert f"({40 - kept} oldest records dropped by its size bound)" in out
 
 
 def test_stats_of_a_missing_directory_is_one_line(
