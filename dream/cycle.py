@@ -27,7 +27,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from dreamwell.dream import feeding, passes
+from dreamwell.dream import budget, feeding, passes
+from dreamwell.dream.budget import Metered
 from dreamwell.dream.llm import LLM, LLMCancelled, LLMError
 from dreamwell.dream.options import DreamBusy, DreamCancelled, DreamOptions, check_cancel
 from dreamwell.dream.report import BUDGET, CHUNK_SKIPPED, NO_LLM, PassResult, Report, save_report
@@ -198,6 +199,7 @@ def _locked_cycle(
     if llm is not None:
         try:
             llm.check()
+            llm = Metered(llm, options.budget_tokens)
         except LLMError as exc:
             llm, no_llm_reason = None, str(exc)
     data = store.data_dir
@@ -207,11 +209,18 @@ def _locked_cycle(
         _PassRun(store, llm, no_llm_reason, inputs, report, options, now).run()
     finally:
         report.finished = utcnow().isoformat()
+        _count_spend(report, llm)
         save_report(data, report)
         if not dry_run:  # when the last cycle ran: the dream that starts by itself asks
             with suppress(OSError):
                 DataDir(data).last_dream.touch()
     return report
+
+
+def _count_spend(report: Report, llm: LLM | None) -> None:
+    if isinstance(llm, Metered):
+        report.llm_calls, report.llm_tokens = llm.calls, llm.tokens
+        report.llm_budget = llm.budget
 
 
 Step = tuple[str, bool, Callable[[], PassResult]]  # (pass, needs an LLM, plan it)
@@ -256,6 +265,7 @@ class _PassRun:
         self.report.passes.append(_maintenance(self.store, self.report.dry_run))
 
     def save_report(self) -> None:
+        _count_spend(self.report, self.llm)
         save_report(self.data, self.report)
 
     def the_llm(self) -> LLM:  # only called for passes that run with an LLM
@@ -347,8 +357,12 @@ class _PassRun:
         if needs_llm and self.llm is None:
             report.passes.append(PassResult(name, "skipped", f"{NO_LLM}: {self.no_llm_reason}"))
             return
+        if needs_llm and budget.spent(self.llm):
+            report.passes.append(PassResult(name, "skipped", budget.spent(self.llm)))
+            return
         result = PassResult(name)
         report.passes.append(result)
+        began = budget.mark(self.llm)
         try:
             planned = step()
             result.notes += planned.notes
@@ -364,6 +378,10 @@ class _PassRun:
             logger.exception("dream pass %s failed", name)
             result.status = "partial" if result.changes else "failed"
             result.reason = f"{type(exc).__name__}: {exc}"
+        if needs_llm:
+            budget.verdict(self.llm, began, result)
+        elif budget.refused_since(self.llm, began):  # the judge, inside scoring
+            result.notes.append(f"the judge was cut short: {budget.spent(self.llm) or 'budget'}")
         _refresh(self.snapshot, self.store, result)
         if name == LAST_READER and not report.dry_run:
             _consume_inputs(self.data, self.inputs, report, self.judged_recalls)

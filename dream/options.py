@@ -28,6 +28,7 @@ class DreamOptions:
     cancel: threading.Event = field(default_factory=threading.Event, compare=False)
     progress: Callable[[str], None] | None = field(default=None, compare=False)  # pass names
     skills_auto_approve: bool = False  # new skills from the dream are active, not candidates
+    budget_tokens: int = 200_000  # the cycle's LLM spend, input + output (dream_budget_tokens)
 
 
 def check_cancel(options: DreamOptions) -> None:

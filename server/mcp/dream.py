@@ -24,6 +24,7 @@ from mcp.types import INVALID_PARAMS
 from pydantic import Field
 
 from dreamwell.server.config import Settings, parse_every
+from dreamwell.server.mcp.sampling import CONFIGURE_LLM
 from dreamwell.server.runtime import CURRENT_REQUEST, Runtime, Tenant
 from dreamwell.stores import (
     DataDir,
@@ -40,13 +41,31 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-NO_LLM = "no LLM configured (set llm_base_url, or ollama_host for Ollama)"
+NO_LLM = f"no LLM configured ({CONFIGURE_LLM})"
 _EROFS = OSError(errno.EROFS, os.strerror(errno.EROFS))
 
 
+def llm_configured(settings: Settings) -> bool:
+    """Whether the settings name an LLM for the dream (checked without importing it)."""
+    return settings.llm_provider == "claude-code" or _llm_endpoint(settings) is not None
+
+
+def dream_options(settings: Settings, **more: Any) -> DreamOptions:
+    """A cycle's options from the settings (the budget, skills' approval) and `more`."""
+    from dreamwell.dream import DreamOptions
+
+    return DreamOptions(
+        skills_auto_approve=settings.skills_auto_approve,
+        budget_tokens=settings.dream_budget_tokens,
+        **more,
+    )
+
+
 def _llm_endpoint(settings: Settings) -> tuple[str, str] | None:
-    """(base URL, model) of the dream's LLM, None when no endpoint is configured; checked
-    without importing the LLM client."""
+    """(base URL, model) of the dream's HTTP LLM, None when no endpoint is configured (or
+    the LLM is Claude Code); checked without importing the LLM client."""
+    if settings.llm_provider == "claude-code":
+        return None
     ollama = settings.llm_provider == "ollama"
     base = settings.llm_base_url or (settings.ollama_host if ollama else None)
     if not base:
@@ -60,6 +79,10 @@ def _llm_endpoint(settings: Settings) -> tuple[str, str] | None:
 def llm_for(settings: Settings) -> LLM | None:
     """The dream's LLM from the llm_* settings; Ollama's old ollama_host/ollama_model still
     work. None when no endpoint is configured."""
+    if settings.llm_provider == "claude-code":
+        from dreamwell.dream import ClaudeCodeLLM
+
+        return ClaudeCodeLLM(settings.claude_path, settings.llm_model, settings.llm_timeout)
     endpoint = _llm_endpoint(settings)
     if endpoint is None:
         return None
@@ -162,7 +185,7 @@ def _register_reports(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
 def _client_model(ctx: Context, settings: Settings) -> tuple[LLM | None, str]:
     """(the invoking client's model when no LLM is configured and the client offers
     sampling, a note for the caller when it does not)."""
-    if _llm_endpoint(settings) is not None:
+    if llm_configured(settings):
         return None, ""
     from dreamwell.server.mcp.sampling import SamplingLLM, offers_sampling, without_sampling_note
 
@@ -190,11 +213,7 @@ async def dream_in_thread(
 ) -> str:
     """One cycle off the event loop. Cancelling this (the server stops) tells the cycle to
     stop between steps and interrupts its LLM call."""
-    from dreamwell.dream import DreamOptions
-
-    options = DreamOptions(
-        quiet_seconds=quiet_seconds, skills_auto_approve=settings.skills_auto_approve
-    )
+    options = dream_options(settings, quiet_seconds=quiet_seconds)
     try:
         return await anyio.to_thread.run_sync(
             dream_once,
@@ -318,7 +337,7 @@ def _say_if_waiting(tenant: Tenant, label: str) -> None:
 def _dream_all(runtime: Runtime, names: list[str], args: argparse.Namespace, out: IO[str]) -> int:
     """--once: one cycle per store; --every: that, every interval, for ever. A store whose
     cycle is busy or fails is reported and the others still dream."""
-    from dreamwell.dream import DreamBusy, DreamOptions
+    from dreamwell.dream import DreamBusy
     from dreamwell.dream.cycle import PASSES
     from dreamwell.server.cli.porting import progress
 
@@ -337,9 +356,7 @@ def _dream_all(runtime: Runtime, names: list[str], args: argparse.Namespace, out
                         bar.set_description(f"dreaming {label}: {pass_name}")
                         bar.update(1)
 
-                    options = DreamOptions(
-                        progress=step, skills_auto_approve=runtime.settings.skills_auto_approve
-                    )
+                    options = dream_options(runtime.settings, progress=step)
                     text = dream_once(tenant, runtime.settings, bool(args.dry_run), options)
                 out.write((f"[{label}] " if len(names) > 1 else "") + text + "\n")
             except (DreamBusy, StoreError, ValueError) as exc:

@@ -97,6 +97,39 @@ def test_a_judge_that_fails_keeps_the_recalls_for_a_later_cycle(tmp_path: Path) 
     assert after[CONVERSATION] == []  # preferences and skill gaps ran
 
 
+def test_a_budget_spent_mid_cycle_skips_the_passes_left_and_keeps_what_they_read(
+    tmp_path: Path,
+) -> None:
+    before = recorded(tmp_path)
+    llm = EmptyAnswers(tokens=50_000)  # the first answer spends the whole budget
+    options = DreamOptions(quiet_seconds=0, budget_tokens=50_000)
+    report = run_cycle(LongTermStore(tmp_path), llm, options=options)
+    assert llm.asked == 1
+    skipped = [p.name for p in report.passes if p.reason.startswith("token budget spent")]
+    assert {"anti-patterns", "preferences"} <= set(skipped)
+    text = render(report)
+    assert "empty-answers, 1 call, 50,000 of 50,000 tokens" in text
+    assert "preferences: skipped (token budget spent: 50,000 of 50,000 tokens)" in text
+    after = logs(tmp_path)
+    assert after[CONVERSATION] == before[CONVERSATION]
+    assert after[RECALL] == before[RECALL]  # the judge was refused
+    assert kinds(after[FEEDBACK]) == {"Correction": 1}
+
+
+def test_a_budget_of_one_token_asks_nothing_and_says_which_passes_it_skipped(
+    tmp_path: Path,
+) -> None:
+    recorded(tmp_path)
+    llm = EmptyAnswers()
+    options = DreamOptions(quiet_seconds=0, budget_tokens=1)
+    report = run_cycle(LongTermStore(tmp_path), llm, options=options)
+    assert llm.asked == 0
+    status = {p.name: (p.status, p.reason) for p in report.passes}
+    for name in ("skill-gap", "anti-patterns", "preferences"):
+        assert status[name][0] == "skipped" and status[name][1].startswith("token budget"), name
+    assert "empty-answers, 0 calls, 0 of 1 tokens" in render(report)
+
+
 def test_what_a_hook_records_while_the_cycle_runs_survives_it(tmp_path: Path) -> None:
     """The real `dreamwell hook user-prompt` appends a turn and a recall while the cycle
     waits for its model; the cycle drops only what it read."""

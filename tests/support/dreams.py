@@ -173,8 +173,15 @@ class EmptyAnswers:
 
     name = "empty-answers"
 
-    def __init__(self, fail: tuple[str, ...] = (), during: Callable[[], None] | None = None):
+    def __init__(
+        self,
+        fail: tuple[str, ...] = (),
+        during: Callable[[], None] | None = None,
+        tokens: int = 0,
+    ):
         self.fail, self.during, self.asked = fail, during, 0
+        self.tokens = tokens  # what each answer says it spent (0: the cycle estimates)
+        self.last_tokens = 0
 
     def check(self) -> None:
         pass
@@ -183,6 +190,7 @@ class EmptyAnswers:
         from dreamwell.dream.llm import LLMUnavailable
 
         self.asked += 1
+        self.last_tokens = self.tokens
         if self.during is not None:
             during, self.during = self.during, None
             during()
