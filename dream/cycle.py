@@ -65,6 +65,10 @@ PASSES = (  # in the order a cycle runs them (DreamOptions.progress reports each
 )
 
 
+# the passes that never run without an LLM (and scoring's judge: recalls judged by it)
+LLM_PASSES = (*skillpasses.SKILL_PASSES, "consolidation", "anti-patterns", "preferences")
+
+
 def wait_for_quiet(store: LongTermStore, options: DreamOptions) -> None:
     """Return once no tool call arrived for `quiet_seconds`; cancellable at any moment."""
     marker = DataDir(store.data_dir).activity

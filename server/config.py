@@ -11,22 +11,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from dreamwell.server.flags import COMMANDS, SETTINGS
+from dreamwell.server.flags import COMMANDS, SETTINGS, parse_every
 
 if TYPE_CHECKING:
     from dreamwell.stores.remote import Remote
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _TENANT = re.compile(r"[A-Za-z0-9_-]{1,64}")
-
-
-def parse_every(text: str) -> float:
-    """'12h', '30m', '1d', '90s' -> seconds (at least one minute)."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd])\s*", text)
-    if not match or float(match.group(1)) * _UNITS[match.group(2)] < 60:
-        raise ValueError(f"'{text}' is not an interval like 30m, 12h or 1d (at least 1m)")
-    return float(match.group(1)) * _UNITS[match.group(2)]
 
 
 def check_tenant(name: str) -> str:

@@ -5,7 +5,20 @@ checks it names exactly the Settings fields."""
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_every(text: str) -> float:
+    """'12h', '30m', '1d', '90s' -> seconds (at least one minute). Plain Python: the hooks
+    read `dream_auto_after` with it, without pydantic."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd])\s*", text)
+    if not match or float(match.group(1)) * _UNITS[match.group(2)] < 60:
+        raise ValueError(f"'{text}' is not an interval like 30m, 12h or 1d (at least 1m)")
+    return float(match.group(1)) * _UNITS[match.group(2)]
+
 
 COMMANDS = (
     "serve",
@@ -151,8 +164,7 @@ SETTINGS: dict[str, Meta] = {
         "detached `dreamwell dream --once` at the lowest CPU priority, when the last cycle is "
         "older than `dream_auto_after` and `dream_auto_sessions` sessions were recorded since; "
         "`false` turns it off",
-        ("serve", "hook"),
-        choices=("true", "false"),
+        switch=True,
     ),
     "dream_auto_after": Meta(
         "the least time between two dreams that start by themselves, e.g. `24h`",

@@ -23,8 +23,9 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 from pydantic import Field
 
-from dreamwell.server.config import Settings, parse_every
-from dreamwell.server.mcp.sampling import CONFIGURE_LLM
+from dreamwell.server.config import Settings
+from dreamwell.server.dream_llm import NO_LLM, dream_options, llm_configured, llm_endpoint, llm_for
+from dreamwell.server.flags import parse_every
 from dreamwell.server.runtime import CURRENT_REQUEST, Runtime, Tenant
 from dreamwell.stores import (
     DataDir,
@@ -41,62 +42,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-NO_LLM = f"no LLM configured ({CONFIGURE_LLM})"
 _EROFS = OSError(errno.EROFS, os.strerror(errno.EROFS))
-
-
-def llm_configured(settings: Settings) -> bool:
-    """Whether the settings name an LLM for the dream (checked without importing it)."""
-    return settings.llm_provider == "claude-code" or _llm_endpoint(settings) is not None
-
-
-def dream_options(settings: Settings, **more: Any) -> DreamOptions:
-    """A cycle's options from the settings (the budget, skills' approval) and `more`."""
-    from dreamwell.dream import DreamOptions
-
-    return DreamOptions(
-        skills_auto_approve=settings.skills_auto_approve,
-        budget_tokens=settings.dream_budget_tokens,
-        **more,
-    )
-
-
-def _llm_endpoint(settings: Settings) -> tuple[str, str] | None:
-    """(base URL, model) of the dream's HTTP LLM, None when no endpoint is configured (or
-    the LLM is Claude Code); checked without importing the LLM client."""
-    if settings.llm_provider == "claude-code":
-        return None
-    ollama = settings.llm_provider == "ollama"
-    base = settings.llm_base_url or (settings.ollama_host if ollama else None)
-    if not base:
-        return None
-    model = settings.llm_model or (settings.ollama_model if ollama else None)
-    if not model:
-        raise ValueError("llm_model is required with llm_provider=openai")
-    return base, model
-
-
-def llm_for(settings: Settings) -> LLM | None:
-    """The dream's LLM from the llm_* settings; Ollama's old ollama_host/ollama_model still
-    work. None when no endpoint is configured."""
-    if settings.llm_provider == "claude-code":
-        from dreamwell.dream import ClaudeCodeLLM
-
-        return ClaudeCodeLLM(settings.claude_path, settings.llm_model, settings.llm_timeout)
-    endpoint = _llm_endpoint(settings)
-    if endpoint is None:
-        return None
-    from dreamwell.dream import make_llm
-
-    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
-    return make_llm(
-        settings.llm_provider,
-        *endpoint,
-        settings.llm_timeout,
-        key,
-        max_tokens=settings.llm_max_tokens,
-        context=settings.llm_context,
-    )
 
 
 def dream_once(
@@ -258,7 +204,7 @@ async def enrich_forever(runtime: Runtime, period: float = 5.0) -> None:
     """With an LLM configured (and `enrich` on), expand queued saved memories in the
     background, a few at a time per store; without an LLM nothing happens. The LLM client
     loads after the first period, off the start-up path (a bad setting still fails at once)."""
-    if not runtime.settings.enrich or _llm_endpoint(runtime.settings) is None:
+    if not runtime.settings.enrich or llm_endpoint(runtime.settings) is None:
         return
     await anyio.sleep(period)
     from dreamwell.dream import render

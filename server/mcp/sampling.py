@@ -25,14 +25,8 @@ from mcp.types import SamplingMessage, TextContent
 from mcp_types.version import is_version_at_least
 
 from dreamwell.dream.llm import BadAnswer, LLMCancelled, LLMUnavailable
+from dreamwell.server.dream_llm import CONFIGURE_LLM
 
-# the whole configuration, for every "no LLM" hint (doctor, the dream's output, its prompt)
-CONFIGURE_LLM = (
-    "with Claude Code: dreamwell install claude-code --dream (or --llm-provider claude-code "
-    "[--llm-model haiku]); an OpenAI-compatible endpoint: llm_provider=openai + llm_model + "
-    "llm_base_url (+ llm_api_key); Ollama: llm_provider=ollama + llm_model + llm_base_url "
-    "(or ollama_host)"
-)
 HOW_TO_CONFIGURE = f"configure one ({CONFIGURE_LLM}), or use a client that offers MCP sampling"
 MODERN = "2026-07-28"  # from this protocol version on, no mid-request server requests
 

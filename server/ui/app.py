@@ -49,7 +49,7 @@ def _asset(name: str) -> str:
 
 
 def dream_now(tenant: Tenant, settings: Settings, dry_run: bool) -> dict[str, Any]:
-    from dreamwell.server.mcp.dream import dream_options, llm_for
+    from dreamwell.server.dream_llm import dream_options, llm_for
 
     # a person asked for it: no waiting for quiet
     options = dream_options(settings, quiet_seconds=0)

@@ -92,6 +92,33 @@ def test_doctor_names_an_unreachable_llm_and_the_command_that_fixes_it(
     assert out.endswith("1 problem(s)\n")
 
 
+def test_doctor_warns_without_an_llm_naming_the_passes_that_never_run_and_the_setup(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    filled(tmp_path)
+    assert exit_code("doctor", "--data-dir", str(tmp_path)) == 0  # a warning, no failure
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if "no LLM configured" in x)
+    assert line.startswith("warn ")
+    for never in ("skill-gap", "consolidation", "anti-patterns", "preferences", "judge"):
+        assert never in line
+    fix = out.split(line, 1)[1].splitlines()[1]
+    assert "--llm-provider claude-code" in fix
+    assert "llm_provider=openai + llm_model + llm_base_url" in fix
+
+
+def test_doctor_checks_the_claude_code_it_would_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    filled(tmp_path)
+    missing = str(tmp_path / "no-claude")
+    args = ["--llm-provider", "claude-code", "--claude-path", missing]
+    assert exit_code("doctor", "--data-dir", str(tmp_path), *args) == 1
+    out = capsys.readouterr().out
+    assert f"FAIL claude-code:haiku: no Claude Code at {missing!r}" in out
+    assert "fix: npm install -g @anthropic-ai/claude-code" in out
+
+
 def test_a_data_directory_from_a_newer_dreamwell_is_refused_with_what_to_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

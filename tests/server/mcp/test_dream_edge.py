@@ -26,7 +26,10 @@ async def test_the_dream_prompt_previews_by_default_and_applies_when_asked(tmp_p
         await c.call_tool("save_memory", {"content": "Prefers metric units", "category": "u"})
         preview = await prompt_text(c)
         assert preview.startswith("Dream plan (dry run: nothing was changed)")
-        assert "consolidation: skipped (no LLM: no LLM configured (set llm_base_url" in preview
+        assert "consolidation: skipped (no LLM: no LLM configured (with Claude Code: " in preview
+        assert (
+            "--llm-provider claude-code" in preview and "llm_provider=openai + llm_model" in preview
+        )
         report = await prompt_text(c, "yes")
         assert report.startswith("Dream report ")
         listing = await c.read_resource("dream://reports")
