@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,6 +136,8 @@ def _spawn(data_dir: Path, tenant: str, given: tuple[str, ...]) -> int:
         env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
         creationflags=flags,
     )
+    # a server reaps it when it ends (a hook exits first: init reaps it then)
+    threading.Thread(target=child.wait, name="auto-dream-reaper", daemon=True).start()
     return child.pid
 
 

@@ -21,7 +21,8 @@ CONFIGURE_LLM = (
     "llm_base_url (+ llm_api_key); Ollama: llm_provider=ollama + llm_model + llm_base_url "
     "(or ollama_host)"
 )
-NO_LLM = f"no LLM configured ({CONFIGURE_LLM})"
+NO_LLM = "no LLM configured"  # each skipped pass's reason; the hint comes once, after it
+NO_LLM_HINT = f"No LLM is configured, so the LLM passes were skipped: {CONFIGURE_LLM}."
 
 
 def llm_configured(settings: Settings) -> bool:

@@ -24,7 +24,14 @@ from mcp.types import INVALID_PARAMS
 from pydantic import Field
 
 from dreamwell.server.config import Settings
-from dreamwell.server.dream_llm import NO_LLM, dream_options, llm_configured, llm_endpoint, llm_for
+from dreamwell.server.dream_llm import (
+    NO_LLM,
+    NO_LLM_HINT,
+    dream_options,
+    llm_configured,
+    llm_endpoint,
+    llm_for,
+)
 from dreamwell.server.flags import parse_every
 from dreamwell.server.runtime import CURRENT_REQUEST, Runtime, Tenant
 from dreamwell.stores import (
@@ -67,7 +74,8 @@ def dream_once(
         raise WriteFailed(
             f"cannot dream in {tenant.data_dir}: {advice(tenant.data_dir, exc)}"
         ) from exc
-    return render(report)
+    hint = report.llm is None and no_llm_reason == NO_LLM  # else the caller says it
+    return render(report) + (f"\n{NO_LLM_HINT}" if hint else "")
 
 
 def refuse_read_only(data_dir: Path) -> None:

@@ -12,8 +12,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
+import pytest
+
 from dreamwell.dream.report import list_reports
+from dreamwell.server import auto_dream
 from dreamwell.server.auto_dream import AutoDream, due, maybe_start
+from dreamwell.server.config import Settings
+from dreamwell.server.runtime import Runtime
 from dreamwell.stores import DataDir, exclusive
 from tests.support.hooks import Transcript, event, hook, log_lines, seeded, wait_for_pid
 
@@ -109,3 +115,25 @@ def test_no_dream_starts_while_a_cycle_runs(tmp_path: Path) -> None:
     with exclusive(data, "dream", dirs.dream_lock, "a dream cycle"):
         assert maybe_start(data, "", AutoDream(sessions=1)) is None
     assert started(data) is None
+
+
+@pytest.mark.anyio
+async def test_a_server_idle_long_enough_starts_a_dream_once_per_pause(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    seeded(data)
+    hook("session-end", session(data, "s1"), data, env={"DREAMWELL_DREAM_AUTO": "false"})
+    monkeypatch.setattr(auto_dream, "IDLE_SECONDS", 0.2)  # ten minutes, shortened
+    settings = Settings(data_dir=data, embedder="none", dream_auto_sessions=1)
+    runtime = Runtime(settings)
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(auto_dream.dream_when_idle, runtime, 0.05)
+            while started(data) is None:
+                await anyio.sleep(0.05)
+            tg.cancel_scope.cancel()
+    pid = started(data)
+    assert pid is not None
+    wait_for_pid(pid)
+    assert len(list_reports(data)) == 1
