@@ -15,16 +15,13 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
-import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dreamwell.stores import DataDir, Held, exclusive, write_atomic
+from dreamwell.stores import DataDir
 
 if TYPE_CHECKING:
     from dreamwell.server.config import Settings
@@ -86,6 +83,8 @@ def due(dirs: DataDir, auto: AutoDream, now: float | None = None) -> bool:
 
 def _dreaming(dirs: DataDir) -> bool:
     """Whether a cycle holds this store's dream lock (or lease) right now."""
+    from dreamwell.stores import Held, exclusive
+
     try:
         with exclusive(dirs.root, "dream", dirs.dream_lock, "a dream cycle"):
             return False
@@ -98,11 +97,13 @@ def maybe_start(data_dir: Path, tenant: str, auto: AutoDream) -> int | None:
     its process id, or None when nothing started."""
     if not auto.on:
         return None
+    dirs = DataDir(data_dir).tenant(tenant)
+    if not due(dirs, auto):  # the common case: a few stat() calls, nothing more imported
+        return None
     from filelock import FileLock, Timeout
 
-    dirs = DataDir(data_dir).tenant(tenant)
-    if not due(dirs, auto):  # the common case: no lock taken at all
-        return None
+    from dreamwell.stores import write_atomic
+
     lock = FileLock(str(dirs.auto_dream_lock), timeout=0)
     try:
         lock.acquire()
@@ -119,6 +120,10 @@ def maybe_start(data_dir: Path, tenant: str, auto: AutoDream) -> int | None:
 
 
 def _spawn(data_dir: Path, tenant: str, given: tuple[str, ...]) -> int:
+    import shutil  # here, not at the top: a hook with no dream due never pays for them
+    import subprocess
+    import threading
+
     command = [sys.executable, "-m", "dreamwell.server", "dream", "--once"]
     command += ["--data-dir", str(data_dir), *(["--tenant", tenant] if tenant else []), *given]
     nice = shutil.which("nice") if os.name == "posix" else None
