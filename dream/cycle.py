@@ -11,9 +11,9 @@ Safety rules (SPEC §5; never lose or resurrect data):
 - The report is saved after every batch that was written, so a cycle that fails or is killed
   half-way can still be undone exactly; undo itself is compare-and-set and skips (and names)
   entries that changed after the cycle.
-- The input logs (feedback, recall, conversation) are taken in two phases: read at the start,
-  and exactly what was read dropped once the last pass reading them has written. A cycle
-  killed before that leaves them as they were.
+- The input logs (feedback, recall, conversation) are taken in two phases (dream/inputs.py):
+  read at the start, and what a pass that ran read dropped once the last pass reading them
+  has written. A cycle killed before that leaves them as they were.
 """
 
 from __future__ import annotations
@@ -22,28 +22,29 @@ import logging
 import time
 from collections.abc import Callable
 from contextlib import suppress
-from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from dreamwell.dream import budget, feeding, passes
 from dreamwell.dream.budget import Metered
+from dreamwell.dream.inputs import (
+    INPUT_LOGS,
+    LAST_READER,
+    Inputs,
+    consume_inputs,
+    is_correction,
+)
 from dreamwell.dream.llm import LLM, LLMCancelled, LLMError
 from dreamwell.dream.options import DreamBusy, DreamCancelled, DreamOptions, check_cancel
-from dreamwell.dream.report import BUDGET, CHUNK_SKIPPED, NO_LLM, PassResult, Report, save_report
+from dreamwell.dream.report import NO_LLM, PassResult, Report, save_report
 from dreamwell.dream.skills import passes as skillpasses
 from dreamwell.dream.writes import commit
 from dreamwell.stores import (
-    CONVERSATION,
-    FEEDBACK,
-    RECALL,
     DataDir,
     Held,
     JsonlLog,
     LongTermStore,
     MemoryEntry,
-    StoreError,
     exclusive,
     new_id,
     utcnow,
@@ -88,83 +89,6 @@ def wait_for_quiet(store: LongTermStore, options: DreamOptions) -> None:
         waited += pause
 
 
-@dataclass
-class Inputs:
-    """What feeds the passes (README "What feeds each pass"): the feedback and recall logs,
-    and the conversation log the `recall` prompt records user turns into."""
-
-    feedback: list[dict[str, Any]]
-    recalls: list[dict[str, Any]]
-    conversation: list[dict[str, Any]]
-
-
-INPUT_LOGS = (FEEDBACK, RECALL, CONVERSATION)
-LAST_READER = "scoring"  # the last pass that reads the input logs
-CONVERSATION_READERS = frozenset({"preferences", "skill-gap"})  # + anti-patterns: corrections
-
-
-def _passes_that_read(report: Report) -> set[str]:
-    """The passes that read all their inputs: they ran whole, or had nothing to do for a
-    reason of the inputs themselves; not one skipped for want of an LLM or of budget, nor one
-    that failed, was cut short or left a chunk unread."""
-    out = set()
-    for p in report.passes:
-        whole = not any(n.startswith(CHUNK_SKIPPED) for n in p.notes)
-        if (p.status == "ran" and whole) or (
-            p.status == "skipped" and not p.reason.startswith((NO_LLM, BUDGET))
-        ):
-            out.add(p.name)
-    return out
-
-
-def _unread(inputs: Inputs, report: Report, judged: set[int]) -> tuple[list[Any], ...]:
-    """(feedback, recalls, conversation) that no pass reading them has read yet (SPEC §5):
-    Corrections wait for anti-patterns, other feedback for scoring, a recall for the judge,
-    a user turn for preferences and skill gaps (and anti-patterns, when it corrects)."""
-    read = _passes_that_read(report)
-    feedback = [
-        f
-        for f in inputs.feedback
-        if ("anti-patterns" if _is_correction(f) else LAST_READER) not in read
-    ]
-    recalls = [r for r in inputs.recalls if id(r) not in judged]
-    conversation = [
-        r
-        for r in inputs.conversation
-        if not read >= CONVERSATION_READERS or (feeding.corrects(r) and "anti-patterns" not in read)
-    ]
-    return feedback, recalls, conversation
-
-
-def _consume_inputs(data: Path, inputs: Inputs, report: Report, judged: set[int]) -> None:
-    """Drop from the input logs exactly the records a pass read, once the last pass that
-    reads them has written: a cycle killed or cancelled before that leaves them as they were,
-    what was appended meanwhile stays for the next cycle, and so does every record whose
-    pass did not run (no LLM, budget spent, failed): the report says how many."""
-    kept = _unread(inputs, report, judged)
-    every = (inputs.feedback, inputs.recalls, inputs.conversation)
-    left = []
-    for name, records, unread in zip(INPUT_LOGS, every, kept, strict=True):
-        stay = {id(r) for r in unread}
-        used = [r for r in records if id(r) not in stay]
-        if unread:
-            left.append(f"{len(unread)} from {name}")
-        try:
-            if used:
-                JsonlLog(data, name).consume(used)
-        except StoreError as exc:  # the passes' writes stand; the report says what is left
-            logger.warning("%s", exc)
-            report.passes[-1].notes.append(f"{name} was not emptied ({exc}); read again next cycle")
-    if left:
-        report.passes[-1].notes.append(
-            f"kept for a later cycle, unread by the passes that did not run: {', '.join(left)}"
-        )
-
-
-def _is_correction(record: dict[str, Any]) -> bool:
-    return str(record.get("kind", "")).lower() == "correction"
-
-
 def run_cycle(
     store: LongTermStore,
     llm: LLM | None,
@@ -207,7 +131,7 @@ def _locked_cycle(
         except LLMError as exc:
             llm, no_llm_reason = None, str(exc)
     data = store.data_dir
-    # read, not emptied: `_consume_inputs` drops what was read once the passes wrote
+    # read, not emptied: `consume_inputs` drops what was read once the passes wrote
     inputs = Inputs(*(JsonlLog(data, name).read() for name in INPUT_LOGS))
     try:
         _PassRun(store, llm, no_llm_reason, inputs, report, options, now).run()
@@ -249,7 +173,7 @@ class _PassRun:
         self.snapshot = {e.id: e for e in store.entries(include_archived=True)}
         self.data = store.data_dir
         said = feeding.mine_corrections(inputs.conversation) if llm is not None else []
-        self.corrections = [f for f in inputs.feedback if _is_correction(f)] + said
+        self.corrections = [f for f in inputs.feedback if is_correction(f)] + said
         embedder = store.embedder
         self.vectors = store.vectors(embedder.name) if embedder is not None else None
         self.cancel = options.cancel
@@ -388,7 +312,7 @@ class _PassRun:
             result.notes.append(f"the judge was cut short: {budget.spent(self.llm) or 'budget'}")
         _refresh(self.snapshot, self.store, result)
         if name == LAST_READER and not report.dry_run:
-            _consume_inputs(self.data, self.inputs, report, self.judged_recalls)
+            consume_inputs(self.data, self.inputs, report, self.judged_recalls)
 
 
 def _refresh(snapshot: dict[str, MemoryEntry], store: LongTermStore, result: PassResult) -> None:
