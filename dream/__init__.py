@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from dreamwell.stores.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
+    from dreamwell.dream.claude_code import ClaudeCodeLLM
     from dreamwell.dream.cycle import run_cycle
     from dreamwell.dream.llm import LLM, LLMError, OllamaLLM, OpenAILLM, make_llm
     from dreamwell.dream.options import DreamBusy, DreamCancelled, DreamOptions
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 _LAZY = {
     **dict.fromkeys(["DreamBusy", "DreamCancelled", "DreamOptions"], "options"),
     "run_cycle": "cycle",
+    "ClaudeCodeLLM": "claude_code",
     "undo": "undo",
     **dict.fromkeys(["LLM", "LLMError", "OllamaLLM", "OpenAILLM", "make_llm"], "llm"),
     **dict.fromkeys(["Report", "render"], "report"),
@@ -33,6 +35,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 __all__ = [
     "LLM",
+    "ClaudeCodeLLM",
     "DecayPolicy",
     "DreamBusy",
     "DreamCancelled",

@@ -11,9 +11,9 @@ Safety rules (SPEC §5; never lose or resurrect data):
 - The report is saved after every batch that was written, so a cycle that fails or is killed
   half-way can still be undone exactly; undo itself is compare-and-set and skips (and names)
   entries that changed after the cycle.
-- The input logs (feedback, recall, conversation) are taken in two phases: read at the start,
-  and exactly what was read dropped once the last pass reading them has written. A cycle
-  killed before that leaves them as they were.
+- The input logs (feedback, recall, conversation) are taken in two phases (dream/inputs.py):
+  read at the start, and what a pass that ran read dropped once the last pass reading them
+  has written. A cycle killed before that leaves them as they were.
 """
 
 from __future__ import annotations
@@ -21,12 +21,20 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from contextlib import suppress
+from dataclasses import replace
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
-from dreamwell.dream import feeding, passes
+from dreamwell.dream import budget, feeding, passes
+from dreamwell.dream.budget import Metered
+from dreamwell.dream.inputs import (
+    INPUT_LOGS,
+    LAST_READER,
+    Inputs,
+    consume_inputs,
+    is_correction,
+)
 from dreamwell.dream.llm import LLM, LLMCancelled, LLMError
 from dreamwell.dream.options import (
     DreamBusy,
@@ -35,19 +43,15 @@ from dreamwell.dream.options import (
     DreamOptions,
     check_cancel,
 )
-from dreamwell.dream.report import PassResult, Report, save_report
+from dreamwell.dream.report import NO_LLM, PassResult, Report, save_report
 from dreamwell.dream.skills import passes as skillpasses
 from dreamwell.dream.writes import commit
 from dreamwell.stores import (
-    CONVERSATION,
-    FEEDBACK,
-    RECALL,
     DataDir,
     Held,
     JsonlLog,
     LongTermStore,
     MemoryEntry,
-    StoreError,
     exclusive,
     new_id,
     utcnow,
@@ -69,6 +73,10 @@ PASSES = (  # in the order a cycle runs them (DreamOptions.progress reports each
 )
 
 
+# the passes that never run without an LLM (and scoring's judge: recalls judged by it)
+LLM_PASSES = (*skillpasses.SKILL_PASSES, "consolidation", "anti-patterns", "preferences")
+
+
 def wait_for_quiet(store: LongTermStore, options: DreamOptions) -> None:
     """Return once no tool call arrived for `quiet_seconds`; cancellable at any moment."""
     marker = DataDir(store.data_dir).activity
@@ -86,41 +94,6 @@ def wait_for_quiet(store: LongTermStore, options: DreamOptions) -> None:
         pause = min(options.quiet_seconds - idle, 5.0)
         options.cancel.wait(pause)
         waited += pause
-
-
-@dataclass
-class Inputs:
-    """What feeds the passes (README "What feeds each pass"): the feedback and recall logs,
-    and the conversation log the `recall` prompt records user turns into."""
-
-    feedback: list[dict[str, Any]]
-    recalls: list[dict[str, Any]]
-    conversation: list[dict[str, Any]]
-
-
-INPUT_LOGS = (FEEDBACK, RECALL, CONVERSATION)
-LAST_READER = "scoring"  # the last pass that reads the input logs
-
-
-def _consume_inputs(data: Path, inputs: Inputs, report: Report) -> None:
-    """Drop from the input logs exactly the records this cycle read, once the last pass that
-    reads them has written: a cycle killed or cancelled before that leaves them as they were,
-    and what was appended meanwhile stays for the next cycle. Logged Corrections stay too
-    when the anti-pattern pass did not run (no LLM): a cycle with an LLM mines them later."""
-    mined = any(p.name == "anti-patterns" and p.status == "ran" for p in report.passes)
-    kept = {id(f) for f in inputs.feedback if not mined and _is_correction(f)}
-    used = [f for f in inputs.feedback if id(f) not in kept]
-    for name, records in zip(INPUT_LOGS, (used, inputs.recalls, inputs.conversation), strict=True):
-        try:
-            if records:
-                JsonlLog(data, name).consume(records)
-        except StoreError as exc:  # the passes' writes stand; the report says what is left
-            logger.warning("%s", exc)
-            report.passes[-1].notes.append(f"{name} was not emptied ({exc}); read again next cycle")
-
-
-def _is_correction(record: dict[str, Any]) -> bool:
-    return str(record.get("kind", "")).lower() == "correction"
 
 
 def run_cycle(
@@ -162,17 +135,28 @@ def _locked_cycle(
     if llm is not None:
         try:
             llm.check()
+            llm = Metered(llm, options.budget_tokens)
         except LLMError as exc:
             llm, no_llm_reason = None, str(exc)
     data = store.data_dir
-    # read, not emptied: `_consume_inputs` drops what was read once the passes wrote
+    # read, not emptied: `consume_inputs` drops what was read once the passes wrote
     inputs = Inputs(*(JsonlLog(data, name).read() for name in INPUT_LOGS))
     try:
         _PassRun(store, llm, no_llm_reason, inputs, report, options, now).run()
     finally:
         report.finished = utcnow().isoformat()
+        _count_spend(report, llm)
         save_report(data, report)
+        if not dry_run:  # when the last cycle ran: the dream that starts by itself asks
+            with suppress(OSError):
+                DataDir(data).last_dream.touch()
     return report
+
+
+def _count_spend(report: Report, llm: LLM | None) -> None:
+    if isinstance(llm, Metered):
+        report.llm_calls, report.llm_tokens = llm.calls, llm.tokens
+        report.llm_budget = llm.budget
 
 
 Step = tuple[str, bool, Callable[[], PassResult]]  # (pass, needs an LLM, plan it)
@@ -197,10 +181,11 @@ class _PassRun:
         self.snapshot = {e.id: e for e in store.entries(include_archived=True)}
         self.data = store.data_dir
         said = feeding.mine_corrections(inputs.conversation) if llm is not None else []
-        self.corrections = [f for f in inputs.feedback if _is_correction(f)] + said
+        self.corrections = [f for f in inputs.feedback if is_correction(f)] + said
         embedder = store.embedder
         self.vectors = store.vectors(embedder.name) if embedder is not None else None
         self.cancel = options.cancel
+        self.judged_recalls: set[int] = set()  # id() of the recalls the judge read
 
     def run(self) -> None:
         """The skill passes, then each memory pass in order (an LLM pass is skipped without an
@@ -218,6 +203,7 @@ class _PassRun:
         self.report.passes.append(_maintenance(self.store, self.report.dry_run))
 
     def save_report(self) -> None:
+        _count_spend(self.report, self.llm)
         save_report(self.data, self.report)
 
     def the_llm(self) -> LLM:  # only called for passes that run with an LLM
@@ -229,6 +215,7 @@ class _PassRun:
         followed (LLM as judge); none without an LLM: scores are left alone."""
         notes: list[str] = []
         inputs = self.inputs
+        read: list[Any] = []
         verdicts = feeding.judge_recalls(
             self.llm,
             self.snapshot,
@@ -236,7 +223,9 @@ class _PassRun:
             inputs.conversation,
             cancel=self.cancel,
             notes=notes,
+            read=read,
         )
+        self.judged_recalls |= {id(r) for r in read}
         for note in notes:
             logger.info("judge: %s", note)
         return verdicts
@@ -304,10 +293,14 @@ class _PassRun:
         if options.progress is not None:
             options.progress(name)
         if needs_llm and self.llm is None:
-            report.passes.append(PassResult(name, "skipped", f"no LLM: {self.no_llm_reason}"))
+            report.passes.append(PassResult(name, "skipped", f"{NO_LLM}: {self.no_llm_reason}"))
+            return
+        if needs_llm and budget.spent(self.llm):
+            report.passes.append(PassResult(name, "skipped", budget.spent(self.llm)))
             return
         result = PassResult(name)
         report.passes.append(result)
+        began = budget.mark(self.llm)
         try:
             planned = step()
             result.notes += planned.notes
@@ -326,10 +319,14 @@ class _PassRun:
             logger.exception("dream pass %s failed", name)
             result.status = "partial" if result.changes else "failed"
             result.reason = f"{type(exc).__name__}: {exc}"
+        if needs_llm:
+            budget.verdict(self.llm, began, result)
+        elif budget.refused_since(self.llm, began):  # the judge, inside scoring
+            result.notes.append(f"the judge was cut short: {budget.spent(self.llm) or 'budget'}")
         _refresh(self.snapshot, self.store, result)
         if name == LAST_READER and not report.dry_run:
             check_cancel(options)
-            _consume_inputs(self.data, self.inputs, report)
+            consume_inputs(self.data, self.inputs, report, self.judged_recalls)
 
 
 def _refresh(snapshot: dict[str, MemoryEntry], store: LongTermStore, result: PassResult) -> None:

@@ -44,13 +44,19 @@ def _when(record: Mapping[str, Any]) -> datetime | None:
         return None
 
 
+def corrects(record: Mapping[str, Any]) -> bool:
+    """A user turn that corrects the agent (the anti-pattern pass reads it)."""
+    text = str(record.get("content", "")).strip()
+    return str(record.get("role", "user")) == "user" and bool(CORRECTION.search(text))
+
+
 def mine_corrections(conversation: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """User turns that correct the agent, shaped like feedback-log corrections:
     {session, kind: "Correction", detail, ts?, source: "conversation"}."""
     out: list[dict[str, Any]] = []
     for record in conversation:
         text = str(record.get("content", "")).strip()
-        if str(record.get("role", "user")) != "user" or not CORRECTION.search(text):
+        if not corrects(record):
             continue
         item = {"session": _who(record), "kind": "Correction", "detail": text[:500]}
         if record.get("ts"):
@@ -92,19 +98,25 @@ def judge_recalls(
     system: str = directives.JUDGE,
     cancel: threading.Event | None = None,
     notes: list[str] | None = None,
+    read: list[Mapping[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """For each recall (ids a caller was shown, ts, caller) followed by that caller's user
     turns, ask the LLM whether each shown memory helped or harmed. Returns feedback records
     {kind: helpful|harmful, memory_id, session, detail, source: "judge"} for scoring_pass;
-    "unclear" gives nothing, and without an LLM there is nothing."""
+    "unclear" gives nothing, and without an LLM there is nothing. `read` gets the recalls
+    it is done with (judged, or with nothing to judge); the others wait for a later cycle."""
     if llm is None:
         return []
     out: list[dict[str, Any]] = []
+    read = read if read is not None else []
     judged = 0
     for recall in recalls:
         shown = [snapshot[str(i)] for i in recall.get("ids") or [] if str(i) in snapshot]
         after = _followups(recall, conversation)
-        if not shown or not after or judged >= JUDGE_RECALLS:
+        if not shown or not after:
+            read.append(recall)
+            continue
+        if judged >= JUDGE_RECALLS:
             continue
         judged += 1
         ids = [e.id for e in shown]
@@ -119,6 +131,7 @@ def judge_recalls(
                 notes.append(f"judge skipped a recall: {exc}")
             continue
         out += _verdicts(answer, ids, recall)
+        read.append(recall)
     return out
 
 

@@ -35,6 +35,7 @@ class DreamOptions:
     skills_auto_approve: bool = False  # new skills from the dream are active, not candidates
     # raises LeaseLost when another replica took the cycle's lease over (set by the cycle)
     confirm: Callable[[], None] | None = field(default=None, compare=False)
+    budget_tokens: int = 200_000  # the cycle's LLM spend, input + output (dream_budget_tokens)
 
 
 def check_cancel(options: DreamOptions) -> None:

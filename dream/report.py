@@ -52,6 +52,11 @@ class Change:
         )
 
 
+NO_LLM = "no LLM"  # how a pass skipped for want of an LLM gives its reason
+BUDGET = "token budget"  # ... and one skipped because the cycle's LLM budget was spent
+CHUNK_SKIPPED = "skipped a chunk"  # a note: part of the pass's input got no answer
+
+
 @dataclass
 class PassResult:
     name: str
@@ -70,6 +75,9 @@ class Report:
     passes: list[PassResult] = field(default_factory=list)
     finished: str = ""
     undone: str = ""
+    llm_calls: int = 0  # questions the LLM was asked in this cycle
+    llm_tokens: int = 0  # what they spent, input + output
+    llm_budget: int | None = None  # the cycle's cap (dream_budget_tokens)
 
     def changes(self) -> list[Change]:
         return [c for p in self.passes for c in p.changes]
@@ -82,6 +90,9 @@ class Report:
             "dry_run": self.dry_run,
             "llm": self.llm,
             "undone": self.undone,
+            "llm_calls": self.llm_calls,
+            "llm_tokens": self.llm_tokens,
+            "llm_budget": self.llm_budget,
             "passes": [
                 {
                     "name": p.name,
@@ -103,6 +114,9 @@ class Report:
             data.get("llm"),
             finished=data.get("finished", ""),
             undone=data.get("undone", ""),
+            llm_calls=int(data.get("llm_calls") or 0),
+            llm_tokens=int(data.get("llm_tokens") or 0),
+            llm_budget=data.get("llm_budget"),
         )
         for p in data.get("passes", []):
             report.passes.append(
@@ -177,9 +191,18 @@ def _describe(change: Change) -> str:
     return change.kind
 
 
+def spend(report: Report) -> str:
+    """Which LLM ran and what it spent: `claude-code:haiku, 3 calls, 4,210 of 200,000 tokens`."""
+    if not report.llm:
+        return "none"
+    of = f" of {report.llm_budget:,}" if report.llm_budget is not None else ""
+    calls = "call" if report.llm_calls == 1 else "calls"
+    return f"{report.llm}, {report.llm_calls} {calls}, {report.llm_tokens:,}{of} tokens"
+
+
 def render(report: Report) -> str:
     mode = "plan (dry run: nothing was changed)" if report.dry_run else "report"
-    lines = [f"Dream {mode} {report.run} — LLM: {report.llm or 'none'}"]
+    lines = [f"Dream {mode} {report.run} — LLM: {spend(report)}"]
     if report.undone:
         lines.append(f"Undone at {report.undone}.")
     for p in report.passes:

@@ -11,22 +11,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from dreamwell.server.flags import COMMANDS, SETTINGS
+from dreamwell.server.flags import COMMANDS, SETTINGS, parse_every
 
 if TYPE_CHECKING:
     from dreamwell.stores.remote import Remote
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _TENANT = re.compile(r"[A-Za-z0-9_-]{1,64}")
-
-
-def parse_every(text: str) -> float:
-    """'12h', '30m', '1d', '90s' -> seconds (at least one minute)."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd])\s*", text)
-    if not match or float(match.group(1)) * _UNITS[match.group(2)] < 60:
-        raise ValueError(f"'{text}' is not an interval like 30m, 12h or 1d (at least 1m)")
-    return float(match.group(1)) * _UNITS[match.group(2)]
 
 
 def check_tenant(name: str) -> str:
@@ -96,21 +87,26 @@ class Settings(BaseSettings):
     ollama_timeout: float = _setting("ollama_timeout", 120.0, gt=0, le=3600)
     # the dream's LLM: ollama (Ollama's API) or openai (any OpenAI-compatible chat endpoint:
     # LM Studio, llama.cpp's server, vLLM, LocalAI, hosted APIs); the key is never shown
-    llm_provider: Literal["ollama", "openai"] = _setting("llm_provider", "ollama")
+    llm_provider: Literal["ollama", "openai", "claude-code"] = _setting("llm_provider", "ollama")
     llm_base_url: str | None = _setting("llm_base_url")
     llm_model: str | None = _setting("llm_model")
     llm_api_key: SecretStr | None = _setting("llm_api_key")
     llm_timeout: float = _setting("llm_timeout", 600.0, gt=0, le=7200)
     llm_context: int = _setting("llm_context", 8192, ge=512, le=1_048_576)
     llm_max_tokens: int = _setting("llm_max_tokens", 2048, ge=16, le=131_072)
+    claude_path: str = _setting("claude_path", "claude")
+    dream_budget_tokens: int = _setting("dream_budget_tokens", 200_000, ge=1, le=100_000_000)
     record_conversation: bool = _setting("record_conversation", True)
     hook_max_chars: int = _setting("hook_max_chars", 6000, ge=200, le=100_000)
     enrich: bool = _setting("enrich", True)
     # dreaming inside `serve` (off unless set), e.g. "12h", "30m"
     dream_every: str | None = _setting("dream_every")
+    dream_auto: bool = _setting("dream_auto", True)
+    dream_auto_after: str = _setting("dream_auto_after", "24h")
+    dream_auto_sessions: int = _setting("dream_auto_sessions", 5, ge=0, le=100_000)
     skills_auto_approve: bool = _setting("skills_auto_approve", False)
 
-    @field_validator("dream_every")
+    @field_validator("dream_every", "dream_auto_after")
     @classmethod
     def _interval(cls, value: str | None) -> str | None:
         if value is not None:

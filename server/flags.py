@@ -5,7 +5,20 @@ checks it names exactly the Settings fields."""
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_every(text: str) -> float:
+    """'12h', '30m', '1d', '90s' -> seconds (at least one minute). Plain Python: the hooks
+    read `dream_auto_after` with it, without pydantic."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd])\s*", text)
+    if not match or float(match.group(1)) * _UNITS[match.group(2)] < 60:
+        raise ValueError(f"'{text}' is not an interval like 30m, 12h or 1d (at least 1m)")
+    return float(match.group(1)) * _UNITS[match.group(2)]
+
 
 COMMANDS = (
     "serve",
@@ -101,18 +114,20 @@ SETTINGS: dict[str, Meta] = {
     "ollama_model": Meta("the dream's model on Ollama when `llm_model` is unset", ("dream", "ui")),
     "ollama_timeout": Meta("seconds per Ollama embedding call"),
     "llm_provider": Meta(
-        "the dream's LLM API: `ollama`, or `openai` for any OpenAI-compatible endpoint "
-        "(LM Studio, llama.cpp, vLLM, LocalAI, hosted)",
-        ("serve", "dream", "doctor", "ui"),
-        choices=("ollama", "openai"),
+        "the dream's LLM API: `ollama`, `openai` for any OpenAI-compatible endpoint "
+        "(LM Studio, llama.cpp, vLLM, LocalAI, hosted), or `claude-code`: each question one "
+        "`claude -p` on the user's own Claude login (no hooks, MCP servers, tools or sessions)",
+        ("serve", "dream", "doctor", "ui", "hook"),
+        choices=("ollama", "openai", "claude-code"),
     ),
     "llm_base_url": Meta(
         "the LLM endpoint, e.g. `http://127.0.0.1:8081/v1` (ollama: falls back to `ollama_host`)",
         ("serve", "dream", "doctor", "ui"),
     ),
     "llm_model": Meta(
-        "the LLM model (required with `openai`; ollama: falls back to `ollama_model`)",
-        ("serve", "dream", "doctor", "ui"),
+        "the LLM model (required with `openai`; ollama: falls back to `ollama_model`; "
+        "claude-code: `haiku` unless set)",
+        ("serve", "dream", "doctor", "ui", "hook"),
     ),
     "llm_api_key": Meta(
         "API key sent as a bearer token; never logged or shown", ("serve", "dream", "doctor", "ui")
@@ -120,6 +135,15 @@ SETTINGS: dict[str, Meta] = {
     "llm_timeout": Meta("seconds per LLM call (CPU-sized)"),
     "llm_context": Meta("context window asked of Ollama (`num_ctx`)"),
     "llm_max_tokens": Meta("output limit per LLM answer (`num_predict` / `max_tokens`)"),
+    "claude_path": Meta(
+        "the `claude` program `llm_provider=claude-code` runs (a name on PATH or a path)",
+        ("serve", "dream", "doctor", "ui", "hook"),
+    ),
+    "dream_budget_tokens": Meta(
+        "a dream cycle's LLM spend, input + output tokens: the LLM passes left when it is "
+        "spent are skipped and named in the report",
+        ("serve", "dream", "ui", "hook"),
+    ),
     "record_conversation": Meta(
         "record the user messages the `recall` prompt receives (per caller, newest ~4 MiB) as "
         "the conversation log the dream reads, and the client hooks' user turns; `false` turns "
@@ -135,6 +159,21 @@ SETTINGS: dict[str, Meta] = {
         switch=True,
     ),
     "dream_every": Meta("dream inside `serve` on a timer, e.g. `12h`", ("serve",)),
+    "dream_auto": Meta(
+        "a session end (the `session-end` hook) or a `serve` idle for 10 minutes starts one "
+        "detached `dreamwell dream --once` at the lowest CPU priority, when the last cycle is "
+        "older than `dream_auto_after` and `dream_auto_sessions` sessions were recorded since; "
+        "`false` turns it off",
+        switch=True,
+    ),
+    "dream_auto_after": Meta(
+        "the least time between two dreams that start by themselves, e.g. `24h`",
+        ("serve", "hook"),
+    ),
+    "dream_auto_sessions": Meta(
+        "client sessions recorded since the last cycle before a dream starts by itself",
+        ("serve", "hook"),
+    ),
     "skills_auto_approve": Meta(
         "skills the dream creates are served at once instead of waiting as candidates for "
         "`dreamwell skills approve`",

@@ -159,8 +159,10 @@ class Runtime:
             self.reranker = CrossEncoderReranker()
         # save_memory queues new memories for enrichment when an LLM is configured
         ollama = settings.llm_provider == "ollama"
-        self.enriching = settings.enrich and bool(
-            settings.llm_base_url or (settings.ollama_host if ollama else None)
+        self.enriching = (
+            settings.enrich
+            and settings.llm_provider != "claude-code"
+            and bool(settings.llm_base_url or (settings.ollama_host if ollama else None))
         )
 
     def _embedder(self) -> Embedder | None:

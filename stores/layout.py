@@ -9,8 +9,11 @@
     write.lock               taken to append to the WAL
     checkpoint.lock          taken to fold the WAL into LanceDB and Tantivy
     working-memory/          one JSON file per top-level segment, and its lock
-    conversation.jsonl …     input logs of the dream worker (and their locks)
-    dreams/<run>.json        dream reports; dream.lock; .activity (tool traffic marker)
+    conversation.jsonl …     input logs of the dream worker (their locks, and .<log>.dropped:
+                             how many records their size bound dropped)
+    dreams/<run>.json        dream reports; dream.lock; .activity (tool traffic marker);
+                             .last-dream (touched when a cycle ends); .auto-dream.lock and
+                             .auto-dream.started (the dream that starts by itself)
     skills/<name>.json       skills (stores/skills/catalog.py); skills/.generation; skills.lock
     skill-usage.jsonl        uses of skills (bounded)
     enrich.lock, backfill.lock  held by the one process doing that background work
@@ -108,6 +111,25 @@ class DataDir:
 
     def log_lock(self, name: str) -> Path:
         return self.root / f".{name}.lock"
+
+    def log_dropped(self, name: str) -> Path:
+        """How many records the log's size bound dropped, all told (`dreamwell stats`)."""
+        return self.root / f".{name}.dropped"
+
+    @property
+    def last_dream(self) -> Path:
+        """Touched when a dream cycle (not a preview) ends: its time is the last cycle's."""
+        return self.root / ".last-dream"
+
+    @property
+    def auto_dream_lock(self) -> Path:
+        """Taken, without waiting, by whoever decides whether to start a dream by itself."""
+        return self.root / ".auto-dream.lock"
+
+    @property
+    def auto_dream_started(self) -> Path:
+        """Written when a dream was started by itself: its pid, its time (the mtime)."""
+        return self.root / ".auto-dream.started"
 
     @property
     def reports(self) -> Path:

@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from dreamwell.dream import budget
 from dreamwell.dream.llm import LLM, LLMCancelled
 from dreamwell.dream.report import PassResult, Report
 from dreamwell.dream.skills.commit import SkillContext
@@ -83,6 +84,10 @@ def run_skill_passes(
             progress(name)
         result = PassResult(name)
         report.passes.append(result)
+        if budget.spent(llm):  # the cycle's token budget is gone: skipped, and named
+            result.status, result.reason = "skipped", budget.spent(llm)
+            continue
+        began = budget.mark(llm)
         try:
             step(result)  # it fills `result` as it writes, so every save holds what it wrote
         except LLMCancelled:
@@ -92,4 +97,5 @@ def run_skill_passes(
             logger.exception("dream pass %s failed", name)
             result.status = "partial" if result.changes else "failed"
             result.reason = f"{type(exc).__name__}: {exc}"
+        budget.verdict(llm, began, result)
         saved()

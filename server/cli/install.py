@@ -76,8 +76,17 @@ class Change:
     edit: Callable[[dict[str, Any]], dict[str, Any]]
 
 
-def server_entry(client: str, command: str, data_dir: Path | None) -> dict[str, Any]:
-    entry: dict[str, Any] = {"command": command, "args": ["serve"]}
+# `--dream`: the dream's LLM is the user's own Claude Code. Carried as flags of the commands
+# install writes (the server's args, the session-end hook), not as `env`: a hook command has
+# no portable way to set a variable (Windows' shell differs), flags show in the config where
+# the user looks, and a later `install claude-code` without --dream writes them away again.
+DREAM_FLAGS = ("--llm-provider", "claude-code")
+
+
+def server_entry(
+    client: str, command: str, data_dir: Path | None, dream: bool = False
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {"command": command, "args": ["serve", *(DREAM_FLAGS if dream else ())]}
     if client in ("claude-code", "vscode"):
         entry = {"type": "stdio", **entry}
     if data_dir is not None:
@@ -93,10 +102,14 @@ def _quoted(text: str, platform: str) -> str:
     return shlex.quote(text)
 
 
-def hook_command(command: str, event: str, data_dir: Path | None, platform: str) -> str:
+def hook_command(
+    command: str, event: str, data_dir: Path | None, platform: str, dream: bool = False
+) -> str:
     parts = [_quoted(command, platform), "hook", event]
     if data_dir is not None:
         parts += ["--data-dir", _quoted(str(data_dir), platform)]
+    if dream and event == "session-end":  # the hook that starts the dream
+        parts += list(DREAM_FLAGS)
     return " ".join(parts)
 
 
@@ -165,9 +178,12 @@ def plan(
     data_dir: Path | None,
     project: Path | None,
     remove: bool,
+    dream: bool = False,
 ) -> list[Change]:
     """The files to change for `client` and how."""
-    entry = server_entry(client, command, data_dir)
+    if dream and client != "claude-code":
+        raise InstallError("--dream runs the dream with Claude Code's login: claude-code only")
+    entry = server_entry(client, command, data_dir, dream)
     if client == "claude-desktop":
         if project is not None:
             raise InstallError("claude-desktop has no per-project config; drop --project")
@@ -183,7 +199,7 @@ def plan(
             else where.app_config("Code", "User", "mcp.json")
         )
         return [Change(path, set_server("servers", entry, remove))]
-    commands = {e: hook_command(command, e, data_dir, where.platform) for e in EVENTS}
+    commands = {e: hook_command(command, e, data_dir, where.platform, dream) for e in EVENTS}
     servers = project / ".mcp.json" if project else where.home / ".claude.json"
     settings = (project or where.home) / ".claude" / "settings.json"
     return [
@@ -258,6 +274,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--project", metavar="DIR", help="the project's config, not the user's")
     parser.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
     parser.add_argument("--uninstall", action="store_true", help="remove what install wrote")
+    parser.add_argument(
+        "--dream",
+        action="store_true",
+        help="claude-code: the dream runs by itself with your Claude Code login "
+        "(llm_provider=claude-code); it spends your Claude usage",
+    )
 
 
 def this_command() -> str:
@@ -271,6 +293,25 @@ def _say(text: str) -> None:
     sys.stdout.write(text)
 
 
+def dream_notice(settings: Settings) -> str:
+    """What `--dream` turns on, said every time: it spends the user's Claude usage."""
+    model = settings.llm_model or "haiku"
+    when = (
+        f"It starts by itself after a session ends, at most once per "
+        f"{settings.dream_auto_after}, once {settings.dream_auto_sessions} sessions were "
+        "recorded (dream_auto_after, dream_auto_sessions)."
+        if settings.dream_auto
+        else "dream_auto is off: it runs when you run `dreamwell dream --once`."
+    )
+    return (
+        f"dream: on, with llm_provider=claude-code (model {model}): a dream cycle asks your "
+        f"Claude Code login, one `claude -p` per question, at most "
+        f"{settings.dream_budget_tokens:,} tokens a cycle (dream_budget_tokens). {when} "
+        "This spends your Claude usage; to turn it off run "
+        "`dreamwell install claude-code` again without --dream.\n"
+    )
+
+
 def install_command(settings: Settings, args: argparse.Namespace) -> int:
     from dreamwell.server.config import client_locations, default_data_dir
 
@@ -282,8 +323,12 @@ def install_command(settings: Settings, args: argparse.Namespace) -> int:
         sys.stderr.write(f"dreamwell: --project {args.project} is not a directory\n")
         return 2
     try:
-        changes = plan(args.client, where, this_command(), data_dir, project, args.uninstall)
-        return apply(changes, args.dry_run, _say)
+        dream = bool(args.dream) and not args.uninstall
+        changes = plan(args.client, where, this_command(), data_dir, project, args.uninstall, dream)
+        code = apply(changes, args.dry_run, _say)
+        if dream:
+            _say(dream_notice(settings))
+        return code
     except InstallError as exc:
         sys.stderr.write(f"dreamwell: {exc}\n")
         return 1

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from dreamwell.server.config import Settings
 from dreamwell.server.hooks.stats import hook_lines
-from dreamwell.stores import FORMAT, DataDir, newer_format
+from dreamwell.stores import FORMAT, DataDir, JsonlLog, newer_format
 
 if TYPE_CHECKING:
     from dreamwell.stores import LongTermStore
@@ -96,6 +96,7 @@ class TenantStats:
     pending: int = 0
     disk: int = 0
     logs: dict[str, int] = field(default_factory=dict)
+    dropped: dict[str, int] = field(default_factory=dict)  # by each log's size bound
     last_dream: str = "never"
 
 
@@ -129,6 +130,7 @@ def collect(settings: Settings, name: str, data_dir: Path) -> TenantStats:
     stats.pending = store.pending()
     stats.disk = disk_used(data_dir)
     stats.logs = {log: (data_dir / log).stat().st_size for log in LOGS if (data_dir / log).exists()}
+    stats.dropped = {log: n for log in LOGS if (n := JsonlLog(data_dir, log).dropped())}
     stats.last_dream = _last_dream(data_dir)
     return stats
 
@@ -151,6 +153,12 @@ def embedder_text(settings: Settings) -> str:
     return "none (BM25 only)"
 
 
+def _log(name: str, size: int, dropped: dict[str, int]) -> str:
+    """A log's size, and how many records its size bound dropped unread, if any."""
+    lost = f" ({dropped[name]} oldest records dropped by its size bound)" if name in dropped else ""
+    return f"{name} {_size(size)}{lost}"
+
+
 def render_stats(settings: Settings, all_stats: list[TenantStats]) -> str:
     from dreamwell.server.cli.skills import stats_lines as skills_lines
 
@@ -167,7 +175,7 @@ def render_stats(settings: Settings, all_stats: list[TenantStats]) -> str:
             f"  text index: {step}",
             f"  disk used: {_size(s.disk)}",
             f"  last dream: {s.last_dream}",
-            "  logs: " + (", ".join(f"{k} {_size(v)}" for k, v in s.logs.items()) or "none"),
+            "  logs: " + (", ".join(_log(k, v, s.dropped) for k, v in s.logs.items()) or "none"),
             *skills_lines(s.data_dir),
             f"  categories ({len(s.categories)}):",
         ]
@@ -197,6 +205,7 @@ class Finding:
     ok: bool
     what: str
     fix: str = ""
+    warn: bool = False  # ok, but something the user would want to know (and its fix)
 
 
 def check_dir(data_dir: Path) -> list[Finding]:
@@ -350,19 +359,31 @@ def check_model(embedder: str) -> Finding:
 
 
 def check_llm(settings: Settings) -> Finding:
-    if not settings.ollama_host:
-        return Finding(True, "no LLM configured (the dream's LLM passes are skipped)")
-    from dreamwell.dream import LLMError, OllamaLLM
+    """The dream's LLM answers; none configured is a warning naming what never runs."""
+    from dreamwell.server.dream_llm import CONFIGURE_LLM, llm_configured, llm_for
 
+    if not llm_configured(settings):
+        from dreamwell.dream.cycle import LLM_PASSES
+
+        never = ", ".join(LLM_PASSES)
+        what = f"no LLM configured: these dream passes never run: {never}, and the judge"
+        return Finding(True, what, f"configure one: {CONFIGURE_LLM}", warn=True)
+    from dreamwell.dream import LLMError
+
+    llm = llm_for(settings)
+    assert llm is not None
     try:
-        OllamaLLM(
-            settings.ollama_host, settings.ollama_model, min(settings.ollama_timeout, 5)
-        ).check()
+        llm.check()
     except LLMError as exc:
-        return Finding(
-            False, str(exc), f"ollama serve  # then: ollama pull {settings.ollama_model}"
-        )
-    return Finding(True, f"LLM {settings.ollama_model} at {settings.ollama_host} answers")
+        if settings.llm_provider == "claude-code":
+            fix = "npm install -g @anthropic-ai/claude-code, or set claude_path to `claude`"
+        elif settings.llm_provider == "ollama":
+            model = settings.llm_model or settings.ollama_model
+            fix = f"ollama serve  # then: ollama pull {model}"
+        else:
+            fix = f"start the LLM server, or check llm_base_url and llm_model ({CONFIGURE_LLM})"
+        return Finding(False, str(exc), fix)
+    return Finding(True, f"LLM {llm.name} answers")
 
 
 def doctor_command(settings: Settings, only: str | None = None) -> int:
@@ -385,8 +406,8 @@ def doctor_command(settings: Settings, only: str | None = None) -> int:
         findings.append(check_model(settings.embedder))
     findings.append(check_llm(settings))
     for f in findings:
-        sys.stdout.write(f"{'ok  ' if f.ok else 'FAIL'} {f.what}\n")
-        if not f.ok:
+        sys.stdout.write(f"{'warn' if f.warn else 'ok  ' if f.ok else 'FAIL'} {f.what}\n")
+        if not f.ok or f.warn:
             sys.stdout.write(f"     fix: {f.fix}\n")
     bad = sum(1 for f in findings if not f.ok)
     sys.stdout.write("all good\n" if not bad else f"{bad} problem(s)\n")

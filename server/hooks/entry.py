@@ -26,13 +26,15 @@ def hook_main(argv: list[str]) -> int:
             where = DataDir(hook_settings.data_dir(_data_dir_in(argv[1:])))
             fail_log(where, f"hook {argv[1:]!r}: bad arguments")
         return 0
+    given = {k: v for k, v in vars(args).items() if k not in ("event", "tenant", "data_dir")}
     try:
-        settings = hook_settings.read(args.data_dir)
+        settings = hook_settings.read(args.data_dir, given)
     except hook_settings.NotPlain:  # let Settings judge it, as for every other command
         from dreamwell.server.flags import settings_of
 
         try:
-            settings = hook_settings.from_settings(cli.settings_from(args, settings_of("hook")))
+            full = cli.settings_from(args, settings_of("hook"))
+            settings = hook_settings.from_settings(full, given)
         except SystemExit:
             where = DataDir(hook_settings.data_dir(args.data_dir))
             fail_log(where, f"hook {args.event} failed: bad settings (said on stderr)")

@@ -223,6 +223,19 @@ def transcript_event(call: Call, state: HookSession) -> str:
     return ""
 
 
+def start_dream_if_due(call: Call) -> None:
+    """`dream_auto`: a detached `dreamwell dream --once` when one is due (server/auto_dream.py;
+    a few stat() calls when it is not)."""
+    from dreamwell.server.auto_dream import AutoDream, maybe_start
+
+    s = call.settings
+    auto = AutoDream(s.dream_auto, s.dream_auto_after, s.dream_auto_sessions, s.dream_flags)
+    tenant = "" if call.dirs.root == DataDir(s.data_dir).root else call.dirs.root.name
+    pid = maybe_start(s.data_dir, tenant, auto)
+    if pid is not None:
+        hooks_log(call.dirs, f"session-end started a dream (pid {pid})")
+
+
 HANDLERS: dict[str, Callable[[Call, HookSession], str]] = {
     "session-start": session_start,
     "user-prompt": user_prompt,
@@ -257,6 +270,8 @@ def run_hook(event: str, dirs: DataDir, settings: HookSettings, raw: bytes) -> s
     call = Call(event, dirs, payload, session, settings)
     out = HANDLERS[event](call, state)
     sessions.save(state)
+    if event == "session-end":  # this session counts among those recorded
+        start_dream_if_due(call)
     return out
 
 

@@ -8,6 +8,7 @@ both readers agree."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,12 +21,21 @@ _FALSE = ("0", "false", "no", "off", "n", "f")
 MAX_CHARS_RANGE = (200, 100_000)  # Settings.hook_max_chars' bounds
 
 
+SESSIONS_RANGE = (0, 100_000)  # Settings.dream_auto_sessions' bounds
+# settings the session-end hook hands on, as flags, to the dream it starts
+DREAM_FLAGS = ("llm_provider", "llm_model", "claude_path", "dream_budget_tokens")
+
+
 @dataclass(frozen=True)
 class HookSettings:
     data_dir: Path
     record_conversation: bool = True
     hook_max_chars: int = 6000
     namespace: str | None = None
+    dream_auto: bool = True
+    dream_auto_after: float = 86400.0  # seconds
+    dream_auto_sessions: int = 5
+    dream_flags: tuple[str, ...] = ()  # given on the hook's command line, for its dream
 
 
 class NotPlain(ValueError):
@@ -48,6 +58,32 @@ def _chars(text: str) -> int:
     return value
 
 
+def _sessions(text: str) -> int:
+    if not text.strip().isdigit() or not SESSIONS_RANGE[0] <= int(text) <= SESSIONS_RANGE[1]:
+        raise NotPlain(text)
+    return int(text)
+
+
+def _after(text: str) -> float:
+    from dreamwell.server.flags import parse_every
+
+    try:
+        return parse_every(text)
+    except ValueError as exc:
+        raise NotPlain(text) from exc
+
+
+def dream_flags(given: Mapping[str, str | None]) -> tuple[str, ...]:
+    """The DREAM_FLAGS given on the command line, as flags again (the environment, the
+    dream inherits as it is)."""
+    out: list[str] = []
+    for name in DREAM_FLAGS:
+        value = given.get(name)
+        if value is not None:
+            out += ["--" + name.replace("_", "-"), str(value)]
+    return tuple(out)
+
+
 def data_dir(flag: str | None) -> Path:
     """The data directory alone (where even a hook with bad settings logs that)."""
     given = flag or os.environ.get("DREAMWELL_DATA_DIR")
@@ -57,9 +93,11 @@ def data_dir(flag: str | None) -> Path:
     return Path(given).expanduser().resolve()
 
 
-def read(data_dir_flag: str | None) -> HookSettings:
-    """The hook's settings from the --data-dir flag and the environment; raises NotPlain."""
+def read(data_dir_flag: str | None, given: Mapping[str, str | None] | None = None) -> HookSettings:
+    """The hook's settings from its flags (`given`: setting -> value; --data-dir apart) and
+    the environment; raises NotPlain."""
     env = {k[10:].lower(): v for k, v in os.environ.items() if k.startswith("DREAMWELL_")}
+    env |= {k: v for k, v in (given or {}).items() if v is not None}
     namespace = env.get("namespace") or None
     if namespace is not None:
         from dreamwell.stores import StoreError
@@ -74,14 +112,26 @@ def read(data_dir_flag: str | None) -> HookSettings:
         _bool(env["record_conversation"]) if "record_conversation" in env else True,
         _chars(env["hook_max_chars"]) if "hook_max_chars" in env else 6000,
         namespace,
+        _bool(env["dream_auto"]) if "dream_auto" in env else True,
+        _after(env["dream_auto_after"]) if "dream_auto_after" in env else 86400.0,
+        _sessions(env["dream_auto_sessions"]) if "dream_auto_sessions" in env else 5,
+        dream_flags(given or {}),
     )
 
 
-def from_settings(settings: Settings) -> HookSettings:
-    """The same four values from a full `Settings`."""
+def from_settings(
+    settings: Settings, given: Mapping[str, str | None] | None = None
+) -> HookSettings:
+    """The same values from a full `Settings` (`given`: the flags, for the dream's)."""
+    from dreamwell.server.flags import parse_every
+
     return HookSettings(
         settings.data_dir,
         settings.record_conversation,
         settings.hook_max_chars,
         settings.namespace,
+        settings.dream_auto,
+        parse_every(settings.dream_auto_after),
+        settings.dream_auto_sessions,
+        dream_flags(given or {}),
     )

@@ -23,7 +23,16 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 from pydantic import Field
 
-from dreamwell.server.config import Settings, parse_every
+from dreamwell.server.config import Settings
+from dreamwell.server.dream_llm import (
+    NO_LLM,
+    NO_LLM_HINT,
+    dream_options,
+    llm_configured,
+    llm_endpoint,
+    llm_for,
+)
+from dreamwell.server.flags import parse_every
 from dreamwell.server.runtime import CURRENT_REQUEST, Runtime, Tenant
 from dreamwell.stores import (
     DataDir,
@@ -40,40 +49,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-NO_LLM = "no LLM configured (set llm_base_url, or ollama_host for Ollama)"
 _EROFS = OSError(errno.EROFS, os.strerror(errno.EROFS))
-
-
-def _llm_endpoint(settings: Settings) -> tuple[str, str] | None:
-    """(base URL, model) of the dream's LLM, None when no endpoint is configured; checked
-    without importing the LLM client."""
-    ollama = settings.llm_provider == "ollama"
-    base = settings.llm_base_url or (settings.ollama_host if ollama else None)
-    if not base:
-        return None
-    model = settings.llm_model or (settings.ollama_model if ollama else None)
-    if not model:
-        raise ValueError("llm_model is required with llm_provider=openai")
-    return base, model
-
-
-def llm_for(settings: Settings) -> LLM | None:
-    """The dream's LLM from the llm_* settings; Ollama's old ollama_host/ollama_model still
-    work. None when no endpoint is configured."""
-    endpoint = _llm_endpoint(settings)
-    if endpoint is None:
-        return None
-    from dreamwell.dream import make_llm
-
-    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
-    return make_llm(
-        settings.llm_provider,
-        *endpoint,
-        settings.llm_timeout,
-        key,
-        max_tokens=settings.llm_max_tokens,
-        context=settings.llm_context,
-    )
 
 
 def dream_once(
@@ -98,7 +74,8 @@ def dream_once(
         raise WriteFailed(
             f"cannot dream in {tenant.data_dir}: {advice(tenant.data_dir, exc)}"
         ) from exc
-    return render(report)
+    hint = report.llm is None and no_llm_reason == NO_LLM  # else the caller says it
+    return render(report) + (f"\n{NO_LLM_HINT}" if hint else "")
 
 
 def refuse_read_only(data_dir: Path) -> None:
@@ -162,7 +139,7 @@ def _register_reports(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
 def _client_model(ctx: Context, settings: Settings) -> tuple[LLM | None, str]:
     """(the invoking client's model when no LLM is configured and the client offers
     sampling, a note for the caller when it does not)."""
-    if _llm_endpoint(settings) is not None:
+    if llm_configured(settings):
         return None, ""
     from dreamwell.server.mcp.sampling import SamplingLLM, offers_sampling, without_sampling_note
 
@@ -190,11 +167,7 @@ async def dream_in_thread(
 ) -> str:
     """One cycle off the event loop. Cancelling this (the server stops) tells the cycle to
     stop between steps and interrupts its LLM call."""
-    from dreamwell.dream import DreamOptions
-
-    options = DreamOptions(
-        quiet_seconds=quiet_seconds, skills_auto_approve=settings.skills_auto_approve
-    )
+    options = dream_options(settings, quiet_seconds=quiet_seconds)
     try:
         return await anyio.to_thread.run_sync(
             dream_once,
@@ -239,7 +212,7 @@ async def enrich_forever(runtime: Runtime, period: float = 5.0) -> None:
     """With an LLM configured (and `enrich` on), expand queued saved memories in the
     background, a few at a time per store; without an LLM nothing happens. The LLM client
     loads after the first period, off the start-up path (a bad setting still fails at once)."""
-    if not runtime.settings.enrich or _llm_endpoint(runtime.settings) is None:
+    if not runtime.settings.enrich or llm_endpoint(runtime.settings) is None:
         return
     await anyio.sleep(period)
     from dreamwell.dream import render
@@ -318,7 +291,7 @@ def _say_if_waiting(tenant: Tenant, label: str) -> None:
 def _dream_all(runtime: Runtime, names: list[str], args: argparse.Namespace, out: IO[str]) -> int:
     """--once: one cycle per store; --every: that, every interval, for ever. A store whose
     cycle is busy or fails is reported and the others still dream."""
-    from dreamwell.dream import DreamBusy, DreamOptions
+    from dreamwell.dream import DreamBusy
     from dreamwell.dream.cycle import PASSES
     from dreamwell.server.cli.porting import progress
 
@@ -337,9 +310,7 @@ def _dream_all(runtime: Runtime, names: list[str], args: argparse.Namespace, out
                         bar.set_description(f"dreaming {label}: {pass_name}")
                         bar.update(1)
 
-                    options = DreamOptions(
-                        progress=step, skills_auto_approve=runtime.settings.skills_auto_approve
-                    )
+                    options = dream_options(runtime.settings, progress=step)
                     text = dream_once(tenant, runtime.settings, bool(args.dry_run), options)
                 out.write((f"[{label}] " if len(names) > 1 else "") + text + "\n")
             except (DreamBusy, StoreError, ValueError) as exc:

@@ -25,11 +25,9 @@ from mcp.types import SamplingMessage, TextContent
 from mcp_types.version import is_version_at_least
 
 from dreamwell.dream.llm import BadAnswer, LLMCancelled, LLMUnavailable
+from dreamwell.server.dream_llm import CONFIGURE_LLM
 
-HOW_TO_CONFIGURE = (
-    "set llm_base_url (any OpenAI-compatible endpoint) or ollama_host, or use a client that "
-    "offers MCP sampling"
-)
+HOW_TO_CONFIGURE = f"configure one ({CONFIGURE_LLM}), or use a client that offers MCP sampling"
 MODERN = "2026-07-28"  # from this protocol version on, no mid-request server requests
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 from mcp.server.mcpserver import MCPServer
 
+from dreamwell.server.auto_dream import dream_when_idle
 from dreamwell.server.config import Settings
 from dreamwell.server.mcp.app import (
     backfill_forever,
@@ -74,6 +75,8 @@ async def serve(settings: Settings) -> None:
         if settings.dream_every:
             tg.start_soon(dream_forever, runtime)
         tg.start_soon(enrich_forever, runtime)
+        if settings.dream_auto:
+            tg.start_soon(dream_when_idle, runtime)
         if server is None:
             await run_stdio(mcp, on_eof=_exit_soon)
         else:

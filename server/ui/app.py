@@ -23,7 +23,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from dreamwell.dream import DreamBusy, DreamOptions, run_cycle, undo
+from dreamwell.dream import DreamBusy, run_cycle, undo
 from dreamwell.dream.report import load_report
 from dreamwell.server.config import LOOPBACK, Settings
 from dreamwell.server.hooks.stats import hooks_mark
@@ -53,10 +53,10 @@ def _asset(name: str) -> str:
 
 
 def dream_now(tenant: Tenant, settings: Settings, dry_run: bool) -> dict[str, Any]:
-    from dreamwell.server.mcp.dream import llm_for
+    from dreamwell.server.dream_llm import dream_options, llm_for
 
     # a person asked for it: no waiting for quiet
-    options = DreamOptions(quiet_seconds=0, skills_auto_approve=settings.skills_auto_approve)
+    options = dream_options(settings, quiet_seconds=0)
     report = run_cycle(tenant.longterm, llm_for(settings), dry_run=dry_run, options=options)
     return ui_data.report_view(report, tenant.longterm)
 

@@ -14,7 +14,7 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-from dreamwell.dream.report import Report, list_reports, load_report
+from dreamwell.dream.report import Report, list_reports, load_report, spend
 from dreamwell.server.hooks.stats import hook_activity
 from dreamwell.stores import (
     ANY,
@@ -244,7 +244,8 @@ def report_view(report: Report, store: LongTermStore) -> dict[str, Any]:
             if found is not None:
                 texts[i] = found.content
     summary = dream_summary(Counter(c.kind for c in report.changes()))
-    return report.to_json() | {"summary": summary, "texts": texts}
+    # which LLM ran and what it spent, worded as `dreamwell dream` words it
+    return report.to_json() | {"summary": summary, "texts": texts, "spend": spend(report)}
 
 
 def dreams(data_dir: Any, limit: int = 50) -> list[dict[str, Any]]:

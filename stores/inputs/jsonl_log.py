@@ -45,10 +45,21 @@ MAX_LINE = 64 * 1024
 
 
 CONVERSATION_MAX_BYTES = 4 * 1024 * 1024  # the recorded conversation keeps its newest ~4 MiB
+RECALL_MAX_BYTES = 4 * 1024 * 1024  # what callers were shown, kept until the judge read it
+FEEDBACK_MAX_BYTES = 1024 * 1024  # Corrections wait for the anti-pattern pass
 SKILL_USAGE = "skill-usage.jsonl"  # {"ts", "session", "skill" | "tool", "via"}
 SKILL_USAGE_MAX_BYTES = 1024 * 1024
 ENRICH_QUEUE = "enrich-queue.jsonl"  # saved memories waiting to be enriched by the LLM
 ENRICH_QUEUE_MAX_BYTES = 256 * 1024  # ~4,000 waiting ids; past it the oldest half is dropped
+# Every input log is bounded, whoever appends to it: a record stays until a pass that reads
+# it ran (SPEC §5, §10), so without an LLM only the bound keeps a log from growing for ever.
+BOUNDS = {
+    CONVERSATION: CONVERSATION_MAX_BYTES,
+    RECALL: RECALL_MAX_BYTES,
+    FEEDBACK: FEEDBACK_MAX_BYTES,
+    SKILL_USAGE: SKILL_USAGE_MAX_BYTES,
+    ENRICH_QUEUE: ENRICH_QUEUE_MAX_BYTES,
+}
 
 
 def _key(record: Mapping[str, Any]) -> str:
@@ -64,9 +75,11 @@ class JsonlLog:
         lock_timeout: float = 15.0,
         max_bytes: int | None = None,
     ) -> None:
-        """`max_bytes` bounds the log: past it, the oldest half of the lines is dropped."""
+        """`max_bytes` bounds the log (by default the log's own bound, `BOUNDS`): past it,
+        the oldest half of the lines is dropped, and counted (`dropped`)."""
         self.path = data_dir / name
-        self.max_bytes = max_bytes
+        self.max_bytes = max_bytes if max_bytes is not None else BOUNDS.get(name)
+        self._dropped = DataDir(data_dir).log_dropped(name)
         self._lock = FileLock(str(data_dir / f".{name}.lock"), timeout=lock_timeout)
         self._remote: BlobLog | None = None
         remote = DataDir(data_dir).remote
@@ -74,7 +87,7 @@ class JsonlLog:
             from dreamwell.stores.inputs.object_log import BlobLog
             from dreamwell.stores.remote.blobs import Blobs
 
-            self._remote = BlobLog(Blobs(remote, f"logs/{name}"), max_bytes)
+            self._remote = BlobLog(Blobs(remote, f"logs/{name}"), self.max_bytes)
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -184,10 +197,20 @@ class JsonlLog:
                 ) from exc
 
     def _trim(self) -> None:
-        """Keep the newest half of the lines (caller holds the lock)."""
+        """Keep the newest half of the lines and count the others (caller holds the lock)."""
         lines = self.path.read_bytes().splitlines(keepends=True)
         kept = lines[len(lines) // 2 :]
         write_atomic(self.path, b"".join(kept).decode("utf-8", "replace"))
+        write_atomic(self._dropped, str(self.dropped() + len(lines) - len(kept)))
+
+    def dropped(self) -> int:
+        """How many records the size bound dropped from this log, all told."""
+        if self._remote is not None:
+            return self._remote.dropped()
+        try:
+            return int(self._dropped.read_text(encoding="utf-8").strip() or 0)
+        except (OSError, ValueError):
+            return 0
 
     def _scan(self) -> tuple[list[dict[str, Any]], int]:
         """(well-formed records, number of lines that are not)."""

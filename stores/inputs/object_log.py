@@ -64,6 +64,23 @@ class BlobLog:
         if sum(sizes.values()) > max_bytes:
             names = sorted(sizes)
             self._delete(names[: len(names) // 2])
+            counted = f"{time.time_ns():019d}-{secrets.token_hex(4)}.json"
+            self._counts().write(counted, json.dumps(len(names) // 2).encode(), CREATE)
+
+    def _counts(self) -> Blobs:
+        """One object per trim, holding how many records it dropped (`dropped` sums them)."""
+        return Blobs(self.blobs.remote, self.blobs.folder + ".dropped")
+
+    def dropped(self) -> int:
+        counts = self._counts()
+        total = 0
+        for name in counts.names():
+            found = counts.read(name)
+            try:
+                total += int(json.loads(found[0])) if found is not None else 0
+            except (ValueError, TypeError):
+                continue
+        return total
 
     def _records(self) -> list[tuple[str, dict[str, Any] | None]]:
         """(object name, record or None when damaged), oldest first."""

@@ -97,7 +97,8 @@ def test_feedback_moves_scores_recall_sets_last_used_and_pruning_archives(tmp_pa
     assert tea is not None and tea.score == pytest.approx(0.6) and tea.last_used_at is not None
     tabs = store.get("f" * 12)
     assert tabs is not None and not tabs.live  # −2.3 → −2.51: pruned
-    assert JsonlLog(tmp_path, RECALL).read() == []
+    assert JsonlLog(tmp_path, FEEDBACK).read() == []  # scoring read it
+    assert len(JsonlLog(tmp_path, RECALL).read()) == 1  # kept for the judge (no LLM here)
 
 
 def test_corrections_wait_for_a_cycle_with_an_llm(tmp_path: Path) -> None:

@@ -231,15 +231,16 @@ def test_preferences_follow_the_thresholds_and_flag_sensitive_ones(tmp_path: Pat
     assert (
         saved["Wants card payments confirmed first"].metadata["requires_user_permission"] == "true"
     )
-    assert log.read() == []
+    # the anti-pattern and skill-gap passes failed on this answer: what they read stays
+    assert len(log.read()) == 3
 
 
-def test_the_conversation_log_is_cleared_even_when_the_llm_fails(tmp_path: Path) -> None:
+def test_the_conversation_log_is_kept_when_the_llm_fails(tmp_path: Path) -> None:
     store = LongTermStore(tmp_path)
     JsonlLog(tmp_path, CONVERSATION).append({"session": "s", "role": "user", "content": "hi"})
     with fake_ollama(500) as (host, _):
         assert dream(store, host)["preferences"].startswith("failed")
-    assert JsonlLog(tmp_path, CONVERSATION).read() == []
+    assert [r["content"] for r in JsonlLog(tmp_path, CONVERSATION).read()] == ["hi"]
 
 
 def test_directive_files_replace_the_built_in_prompts(tmp_path: Path) -> None:

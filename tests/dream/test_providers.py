@@ -18,7 +18,7 @@ from dreamwell.dream.answers import ask_for, parse_answer, schema_for
 from dreamwell.dream.llm import BadAnswer, LLMCancelled, LLMUnavailable, OllamaLLM, OpenAILLM
 from dreamwell.dream.passes import ConsolidationPlan, Preferences, consolidation_pass
 from dreamwell.server.config import Settings
-from dreamwell.server.mcp.dream import llm_for
+from dreamwell.server.dream_llm import llm_for
 from dreamwell.stores import MemoryEntry, utcnow
 from tests.support.fake_ollama import fake_ollama, unreachable_host
 from tests.support.fake_openai import Drip, Slow, Status, fake_openai

@@ -98,6 +98,24 @@ def tool_names(request: dict[str, Any]) -> list[str]:
     return [str(t.get("name")) for t in request.get("tools") or []]
 
 
+STRUCTURED = "StructuredOutput"  # the tool `claude -p --json-schema` offers the schema as
+
+
+def structured_schema(request: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON schema of a `--json-schema` run's request (its StructuredOutput tool's
+    `input_schema`), or None when the request offers no such tool."""
+    for tool in request.get("tools") or []:
+        if tool.get("name") == STRUCTURED:
+            schema = tool.get("input_schema")
+            return schema if isinstance(schema, dict) else {}
+    return None
+
+
+def structured(answer: dict[str, Any]) -> Turn:
+    """The model's answer to a `--json-schema` run: a call of its StructuredOutput tool."""
+    return Turn(tools=[(STRUCTURED, answer)])
+
+
 def _blocks(turn: Turn) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     if turn.text:

@@ -107,11 +107,14 @@ class ClaudeHome:
             env["ANTHROPIC_BASE_URL"] = api.url
         return env
 
-    def dreamwell(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        """The installed `dreamwell` command, as this user (their HOME, their data dir)."""
+    def dreamwell(
+        self, *args: str, check: bool = True, api: AnthropicAPI | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """The installed `dreamwell` command, as this user (their HOME, their data dir);
+        with `api`, a `claude` it runs (the dream's `llm_provider=claude-code`) talks to it."""
         done = subprocess.run(
             [str(DREAMWELL), *args],
-            env=self.env(),
+            env=self.env(api),
             cwd=self.project,
             capture_output=True,
             text=True,

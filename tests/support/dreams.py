@@ -163,3 +163,38 @@ def seed(store: LongTermStore) -> dict[str, MemoryEntry]:
     ]
     store.apply(entries)
     return {x.id: x for x in entries}
+
+
+class EmptyAnswers:
+    """An LLM double (the dream's `LLM` protocol, in this process) that answers every pass
+    with an empty plan: each list its schema asks for, empty. `fail` names the answer keys
+    (`preferences`, `judgements`, …) whose pass it fails with an LLM error; `during` runs
+    once, inside the first question (the minutes a real model thinks)."""
+
+    name = "empty-answers"
+
+    def __init__(
+        self,
+        fail: tuple[str, ...] = (),
+        during: Callable[[], None] | None = None,
+        tokens: int = 0,
+    ):
+        self.fail, self.during, self.asked = fail, during, 0
+        self.tokens = tokens  # what each answer says it spent (0: the cycle estimates)
+        self.last_tokens = 0
+
+    def check(self) -> None:
+        pass
+
+    def ask(self, system: str, prompt: str, schema: dict[str, Any], *_: Any, **__: Any) -> str:
+        from dreamwell.dream.llm import LLMUnavailable
+
+        self.asked += 1
+        self.last_tokens = self.tokens
+        if self.during is not None:
+            during, self.during = self.during, None
+            during()
+        keys = list(schema.get("properties", {}))
+        if set(keys) & set(self.fail):
+            raise LLMUnavailable(f"scripted failure for {keys}")
+        return json.dumps({k: [] for k in keys})

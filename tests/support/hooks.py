@@ -127,6 +127,14 @@ def wait_for_refresher(data: Path, timeout: float = 60.0) -> None:
             time.sleep(0.02)
 
 
+def wait_for_pid(pid: int, timeout: float = 120.0) -> None:
+    """Until process `pid` (started by a hook, detached: not our child) has exited."""
+    deadline = time.monotonic() + timeout
+    while _running(pid):
+        assert time.monotonic() < deadline, f"process {pid} still running"
+        time.sleep(0.05)
+
+
 def _running(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]

@@ -179,6 +179,7 @@ function report(r) {
   const state = `${r.dry_run ? " (preview, nothing changed)" : ""}${r.undone ? " — undone" : ""}`;
   const items = [el("h2", `${when(r.started)}${state}`)];
   if (r.summary) items.push(el("p", r.dry_run ? `Would change: ${r.summary}` : r.summary, "summary"));
+  if (r.spend) items.push(el("p", `LLM: ${r.spend}`, "spend"));
   if (!r.dry_run && !r.undone) {
     const undo = el("button", "Undo this cycle"); undo.type = "button"; undo.id = "undo";
     undo.onclick = async () => {

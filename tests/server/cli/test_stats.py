@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dreamwell.server.cli.stats import FORMAT_VERSION
-from dreamwell.stores import LongTermStore
+from dreamwell.stores import RECALL, JsonlLog, LongTermStore
 from tests.support.cli import exit_code
 
 
@@ -47,6 +47,21 @@ def test_stats_counts_memories_per_tenant_and_category_and_shows_the_last_dream(
     assert "last dream: " in team and "last dream: never" not in team
 
 
+def test_stats_counts_the_records_a_log_bound_dropped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    filled(tmp_path)
+    log = JsonlLog(tmp_path, RECALL, max_bytes=2_000)
+    for i in range(40):
+        log.append({"session": "s", "query": f"query number {i}", "ids": []})
+    kept = len(log.read())
+    assert kept < 40
+    assert exit_code("stats", "--data-dir", str(tmp_path), "--embedder", "none") == 0
+    out = capsys.readouterr().out
+    assert "recall.jsonl" in out
+    assert f"({40 - kept} oldest records dropped by its size bound)" in out
+
+
 def test_stats_of_a_missing_directory_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -75,6 +90,33 @@ def test_doctor_names_an_unreachable_llm_and_the_command_that_fixes_it(
     assert "FAIL ollama:llama3.2@http://127.0.0.1:9 is unreachable" in out
     assert "fix: ollama serve  # then: ollama pull llama3.2" in out
     assert out.endswith("1 problem(s)\n")
+
+
+def test_doctor_warns_without_an_llm_naming_the_passes_that_never_run_and_the_setup(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    filled(tmp_path)
+    assert exit_code("doctor", "--data-dir", str(tmp_path)) == 0  # a warning, no failure
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if "no LLM configured" in x)
+    assert line.startswith("warn ")
+    for never in ("skill-gap", "consolidation", "anti-patterns", "preferences", "judge"):
+        assert never in line
+    fix = out.split(line, 1)[1].splitlines()[1]
+    assert "--llm-provider claude-code" in fix
+    assert "llm_provider=openai + llm_model + llm_base_url" in fix
+
+
+def test_doctor_checks_the_claude_code_it_would_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    filled(tmp_path)
+    missing = str(tmp_path / "no-claude")
+    args = ["--llm-provider", "claude-code", "--claude-path", missing]
+    assert exit_code("doctor", "--data-dir", str(tmp_path), *args) == 1
+    out = capsys.readouterr().out
+    assert f"FAIL claude-code:haiku: no Claude Code at {missing!r}" in out
+    assert "fix: npm install -g @anthropic-ai/claude-code" in out
 
 
 def test_a_data_directory_from_a_newer_dreamwell_is_refused_with_what_to_run(

@@ -212,6 +212,7 @@ def test_session_files_older_than_a_week_are_pruned(tmp_path: Path) -> None:
         {},
         {"RECORD_CONVERSATION": "False", "HOOK_MAX_CHARS": "900", "NAMESPACE": "patrol/x"},
         {"RECORD_CONVERSATION": "off", "HOOK_MAX_CHARS": "200"},
+        {"DREAM_AUTO": "false", "DREAM_AUTO_AFTER": "12h", "DREAM_AUTO_SESSIONS": "2"},
     ],
 )
 def test_the_hooks_fast_settings_agree_with_settings(
@@ -224,7 +225,13 @@ def test_the_hooks_fast_settings_agree_with_settings(
 
 @pytest.mark.parametrize(
     ("key", "value"),
-    [("HOOK_MAX_CHARS", "lots"), ("HOOK_MAX_CHARS", "50"), ("RECORD_CONVERSATION", "maybe")],
+    [
+        ("HOOK_MAX_CHARS", "lots"),
+        ("HOOK_MAX_CHARS", "50"),
+        ("RECORD_CONVERSATION", "maybe"),
+        ("DREAM_AUTO_AFTER", "soon"),
+        ("DREAM_AUTO_SESSIONS", "many"),
+    ],
 )
 def test_what_the_fast_settings_cannot_judge_goes_to_settings(
     key: str, value: str, monkeypatch: pytest.MonkeyPatch

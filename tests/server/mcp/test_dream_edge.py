@@ -11,7 +11,7 @@ from mcp.shared.exceptions import MCPError
 from dreamwell.server.config import Settings
 from dreamwell.server.mcp.app import build_server
 from dreamwell.stores import LongTermStore
-from tests.support.cli import NO_EMBEDDER, dreamwell
+from tests.support.cli import NO_EMBEDDER, dreamwell, exit_code
 
 pytestmark = pytest.mark.anyio
 
@@ -26,7 +26,10 @@ async def test_the_dream_prompt_previews_by_default_and_applies_when_asked(tmp_p
         await c.call_tool("save_memory", {"content": "Prefers metric units", "category": "u"})
         preview = await prompt_text(c)
         assert preview.startswith("Dream plan (dry run: nothing was changed)")
-        assert "consolidation: skipped (no LLM: no LLM configured (set llm_base_url" in preview
+        assert "consolidation: skipped (no LLM: no LLM configured" in preview
+        assert (
+            "--llm-provider claude-code" in preview and "llm_provider=openai + llm_model" in preview
+        )
         report = await prompt_text(c, "yes")
         assert report.startswith("Dream report ")
         listing = await c.read_resource("dream://reports")
@@ -75,3 +78,15 @@ def test_the_cli_dreams_reports_undoes_and_logs(tmp_path: Path) -> None:
     assert again.returncode == 1 and "already undone" in again.stderr
     bad = dreamwell("dream", "--report", "../../etc/passwd", "--data-dir", data, env=NO_EMBEDDER)
     assert bad.returncode == 1 and "no dream report" in bad.stderr
+
+
+def test_dream_once_without_an_llm_says_once_how_to_configure_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert exit_code("dream", "--once", "--data-dir", str(tmp_path), "--ollama-host", "") == 0
+    out = capsys.readouterr().out
+    assert "LLM: none" in out and "preferences: skipped (no LLM: no LLM configured)" in out
+    hint = out.strip().splitlines()[-1]
+    assert hint.startswith("No LLM is configured, so the LLM passes were skipped: ")
+    assert "--llm-provider claude-code" in hint and "llm_provider=openai + llm_model" in hint
+    assert out.count("--llm-provider claude-code") == 1

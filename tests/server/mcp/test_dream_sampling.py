@@ -112,7 +112,9 @@ async def test_a_client_without_sampling_gets_the_no_llm_passes_and_a_note(tmp_p
     assert "anti-patterns: skipped (no LLM: no LLM configured" in text
     last = text.splitlines()[-1]
     assert last.startswith("No LLM is configured and this client does not offer sampling")
-    assert "llm_base_url" in last and "ollama_host" in last
+    # the whole configuration: provider, model and endpoint, or Claude Code's own
+    assert "llm_provider=openai + llm_model + llm_base_url" in last and "ollama_host" in last
+    assert "--llm-provider claude-code" in last
     assert LongTermStore(tmp_path).entries() == []
     assert [r["detail"] for r in JsonlLog(tmp_path, FEEDBACK).read()] == [CORRECTION]  # kept
 

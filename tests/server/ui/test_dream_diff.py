@@ -69,6 +69,10 @@ def test_a_real_dreams_creations_read_as_new_values_and_its_changes_old_to_new(
         ):
             assert re.search(rf"(^|, ){part}(,|$)", label), (part, label)
         assert page.locator("#report .summary").inner_text() == label
+        spend = page.locator("#report .spend").inner_text()  # which LLM ran, what it spent
+        assert re.fullmatch(
+            r"LLM: openai:fake-model@\S+, \d+ calls, [\d,]+ of 200,000 tokens", spend
+        )
         box = page.locator("#report .change[data-kind='preference']")
         assert box.locator(".text").inner_text() == PREFERENCE
         assert cells(box, "category") == "— → user-preferences/inferred"
@@ -156,6 +160,18 @@ def skill_changes(data: Path) -> list[Change]:
         Change("skill-update", None, None, ("deploy-web",), "", web, updated),
         Change("skill-see-also", None, None, ("tidy-inbox",), "", tidy, linked),
     ]
+
+
+def test_the_page_is_told_which_llm_ran_and_what_it_spent(tmp_path: Path) -> None:
+    from dreamwell.server.ui.memories import report_view
+
+    report = Report("r1", utcnow().isoformat(), False, "claude-code:haiku", llm_calls=3)
+    report.llm_tokens, report.llm_budget = 4_210, 200_000
+    view = report_view(report, LongTermStore(tmp_path, embedder=None))
+    assert view["spend"] == "claude-code:haiku, 3 calls, 4,210 of 200,000 tokens"
+    assert (view["llm_calls"], view["llm_tokens"], view["llm_budget"]) == (3, 4_210, 200_000)
+    none = Report("r2", utcnow().isoformat(), False, None)
+    assert report_view(none, LongTermStore(tmp_path, embedder=None))["spend"] == "none"
 
 
 def test_every_other_kind_of_change_is_drawn_old_to_new(tmp_path: Path) -> None:

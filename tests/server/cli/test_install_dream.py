@@ -1,0 +1,50 @@
+"""`dreamwell install claude-code --dream`: the dream's LLM becomes the user's own Claude Code
+(`llm_provider=claude-code`), carried as flags of the server and of the session-end hook, and
+said out loud, since it spends the user's Claude usage; installing again without --dream
+takes it back."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from tests.support.cli import dreamwell
+
+
+def install(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    env = {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
+    env["XDG_DATA_HOME"] = str(home / ".local" / "share")
+    return dreamwell("install", *args, env=env, unset=["DREAMWELL_DATA_DIR"], timeout=60)
+
+
+def read(path: Path) -> dict[str, Any]:
+    return dict(json.loads(path.read_text()))
+
+
+def session_end(home: Path) -> str:
+    hooks = read(home / ".claude" / "settings.json")["hooks"]
+    return str(hooks["SessionEnd"][0]["hooks"][0]["command"])
+
+
+def test_install_dream_turns_on_claude_code_as_the_llm_and_says_so(tmp_path: Path) -> None:
+    done = install("claude-code", "--dream", home=tmp_path)
+    assert done.returncode == 0, done.stderr
+    said = done.stdout
+    assert "llm_provider=claude-code" in said and "spends your Claude usage" in said
+    assert "200,000 tokens a cycle" in said and "without --dream" in said
+    server = read(tmp_path / ".claude.json")["mcpServers"]["dreamwell"]
+    assert server["args"] == ["serve", "--llm-provider", "claude-code"]
+    assert session_end(tmp_path).endswith(" hook session-end --llm-provider claude-code")
+    again = install("claude-code", home=tmp_path)
+    assert "llm_provider" not in again.stdout
+    assert read(tmp_path / ".claude.json")["mcpServers"]["dreamwell"]["args"] == ["serve"]
+    assert session_end(tmp_path).endswith(" hook session-end")
+
+
+def test_dream_is_for_claude_code_only(tmp_path: Path) -> None:
+    done = install("cursor", "--dream", home=tmp_path)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1
+    assert "claude-code only" in done.stderr
+    assert not (tmp_path / ".cursor").exists()
