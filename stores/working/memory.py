@@ -173,24 +173,24 @@ class WorkingMemory:
             )
             self._damaged[top] = stamp
 
-    def _refresh(self, now: datetime) -> dict[str, StoreError]:
+    def _refresh(self, now: datetime, tops: Iterable[str] = TOP_SEGMENTS) -> dict[str, StoreError]:
         """Load what changed; a segment the store cannot give now is served as held (its
         error returned, for a read of that segment holding nothing)."""
         failed: dict[str, StoreError] = {}
-        for top in TOP_SEGMENTS:
+        for top in tops:
             try:
                 self._load(top, now)
             except StoreError as exc:
                 failed[top] = exc
         return failed
 
-    def _refreshed(self, now: datetime) -> dict[str, StoreError]:
+    def _refreshed(self, now: datetime, top: str = "") -> dict[str, StoreError]:
         """Bring the view up to date for a read, unless a write holds it (a write waiting
         on a slow store): then the read serves the view as it is, without queueing."""
         if not self._mutex.acquire(timeout=READ_WAIT):
             return {}
         try:
-            return self._refresh(now)
+            return self._refresh(now, (top,) if top in TOP_SEGMENTS else TOP_SEGMENTS)
         finally:
             self._mutex.release()
 
@@ -312,9 +312,9 @@ class WorkingMemory:
     def get(self, key: str, namespace: str, now: datetime | None = None) -> WorkingEntry:
         now = now or utcnow()
         full = self.resolve(key, namespace)
-        failed = self._refreshed(now)
-        entry = self._entries.get(full)
         top = full.split("/", 1)[0]
+        failed = self._refreshed(now, top)  # only the key's segment
+        entry = self._entries.get(full)
         if entry is None and top in failed and top not in self._files:
             raise failed[top]
         if entry is None or entry.expires_at <= now:
@@ -324,9 +324,9 @@ class WorkingMemory:
     def listing(self, prefix: str, now: datetime | None = None) -> list[WorkingEntry]:
         now = now or utcnow()
         prefix = check_prefix(prefix)
-        failed = self._refreshed(now)
-        held = list(self._entries.values())  # one step under the GIL: a consistent copy
         wanted = prefix.split("/", 1)[0]
+        failed = self._refreshed(now, wanted)
+        held = list(self._entries.values())  # one step under the GIL: a consistent copy
         if wanted in failed and wanted not in self._files:
             raise failed[wanted]
         found = [e for e in held if under(e.key, prefix) and e.expires_at > now]
