@@ -1,0 +1,55 @@
+"""`dreamwell install claude-code` with the real Claude Code binary (tests/support/claude_code.py)
+against a scripted Anthropic Messages API on 127.0.0.1: what install writes is what makes the
+loop work — a memory saved in one session reaches the next session's first model request, and
+Claude Code lets the model call dreamwell's tools without asking."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.support.anthropic_api import (
+    AnthropicAPI,
+    Turn,
+    all_tool_results,
+    is_main,
+    messages_text,
+    tool_names,
+    tool_uses,
+)
+from tests.support.claude_code import ClaudeHome
+
+SAVE = "mcp__dreamwell__save_memory"
+FACT = "We deploy the billing service with make ship-billing, never by hand."
+
+
+def saving_brain(request: dict[str, Any]) -> Turn:
+    """Load the save tool through ToolSearch, save the fact as a preference, then say what
+    the save answered."""
+    if not is_main(request):
+        return Turn(text="A title")
+    called = [name for name, _ in tool_uses(request)]
+    if "ToolSearch" not in called:
+        return Turn(tools=[("ToolSearch", {"query": f"select:{SAVE}"})])
+    if SAVE not in called:
+        if SAVE not in tool_names(request):
+            return Turn(text="The save tool never arrived.")
+        return Turn(tools=[(SAVE, {"content": FACT, "category": "user-preferences/deploy"})])
+    return Turn(text=all_tool_results(request)[-1])
+
+
+def test_a_memory_saved_in_one_session_reaches_the_next_sessions_first_request(
+    tmp_path: Path,
+) -> None:
+    home = ClaudeHome(tmp_path)
+    home.dreamwell("install", "claude-code")
+    with AnthropicAPI(saving_brain) as api:
+        first = home.claude(api, "Remember how we deploy billing.")
+    assert first.returncode == 0, first.stderr
+    assert first.json.get("permission_denials") == [], first.json
+    assert str(first.json.get("result")).startswith("Saved memory ["), first.json
+    with AnthropicAPI(lambda r: Turn(text="OK" if is_main(r) else "A title")) as api:
+        second = home.claude(api, "What do we do next?")
+        opening = api.main_requests()[0]
+    assert second.returncode == 0, second.stderr
+    assert FACT in messages_text(opening)
