@@ -3,7 +3,8 @@ Code, its hooks), for the platform's documented locations.
 
 claude-code     ~/.claude.json `mcpServers`; in ~/.claude/settings.json the `hooks` and the
                 permission rule `mcp__dreamwell` in `permissions.allow` (--no-allow: no rule)
-                (--project DIR: DIR/.mcp.json and DIR/.claude/settings.json)
+                (--project DIR: DIR/.mcp.json and DIR/.claude/settings.json); and the
+                active skills kept as folders in ~/.claude/skills/ (stores/skills/sync.py)
 claude-desktop  claude_desktop_config.json `mcpServers` in ~/Library/Application Support/Claude
                 (macOS), %APPDATA%\\Claude (Windows), ~/.config/Claude (Linux); no --project
 cursor          ~/.cursor/mcp.json `mcpServers` (--project DIR: DIR/.cursor/mcp.json)
@@ -335,7 +336,35 @@ def install_command(settings: Settings, args: argparse.Namespace) -> int:
         changes = plan(
             args.client, where, this_command(), data_dir, project, args.uninstall, args.allow
         )
-        return apply(changes, args.dry_run, _say)
+        apply(changes, args.dry_run, _say)
     except InstallError as exc:
         sys.stderr.write(f"dreamwell: {exc}\n")
         return 1
+    if args.client != "claude-code" or args.dry_run:
+        return 0
+    return skill_folders(settings.data_dir, where.home / ".claude" / "skills", args.uninstall)
+
+
+def skill_folders(data_dir: Path, target: Path, remove: bool) -> int:
+    """Claude Code's `Skill` tool loads only skill folders: keep the active skills there
+    (stores/skills/sync.py; the servers and hooks keep them in step from now on), or, on
+    uninstall, stop and remove the folders dreamwell wrote that nobody edited."""
+    from dreamwell.stores import DataDir, SkillCatalog, StoreError
+    from dreamwell.stores.skills import disable_sync, enable_sync, sync_skills
+
+    dirs = DataDir(data_dir)
+    try:
+        if remove:
+            gone = disable_sync(dirs)
+            _say(f"removed {len(gone)} skill folders dreamwell wrote in {target}\n" if gone else "")
+            return 0
+        enable_sync(dirs, target)
+        [report] = sync_skills(SkillCatalog(dirs))
+    except (StoreError, OSError) as exc:
+        sys.stderr.write(f"dreamwell: the skills were not kept as folders in {target}: {exc}\n")
+        return 1
+    kept = len(report.written) + len(report.revised)
+    _say(f"kept the active skills as folders in {target} ({kept} written)\n")
+    for name, why in sorted(report.clashes.items()):
+        _say(f"not written: {target / name}: {why}\n")
+    return 0

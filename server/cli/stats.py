@@ -365,6 +365,12 @@ def check_llm(settings: Settings) -> Finding:
     return Finding(True, f"LLM {settings.ollama_model} at {settings.ollama_host} answers")
 
 
+def check_skill_folders(data_dir: Path) -> list[Finding]:
+    from dreamwell.server.cli.skills import folder_problems
+
+    return [Finding(False, what, fix) for what, fix in folder_problems(data_dir)]
+
+
 def doctor_command(settings: Settings, only: str | None = None) -> int:
     findings = check_dir(settings.data_dir)
     if findings[0].ok:
@@ -379,6 +385,7 @@ def doctor_command(settings: Settings, only: str | None = None) -> int:
                 for f in check_location(settings, data_dir) or [
                     check_lock(data_dir),
                     *check_store(settings, name, data_dir),
+                    *check_skill_folders(data_dir),
                 ]:
                     findings.append(Finding(f.ok, label + f.what, f.fix))
     if settings.embedder in ("e5", "minilm"):

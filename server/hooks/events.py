@@ -40,7 +40,7 @@ MAX_TURN_CHARS = 16_000  # of one recorded turn (a log line holds 64 KiB; the dr
 LOG_WAIT = 2.0  # seconds a hook waits for a log's lock before giving up (and logging that)
 PREFERENCES = ("user-preferences", "preferences", "anti-patterns")
 PREFERENCES_HEADER = "The user's preferences and anti-patterns (from long-term memory):"
-SKILLS_HEADER = "Skills available (ask for one by name):"
+SKILLS_HEADER = "Skills available (load one with the Skill tool):"
 WORKING_HEADER = "Working memory (use get_from_working_memory with the full key to read):"
 
 
@@ -59,16 +59,17 @@ class Call:
 
 # ---- skills: from the skill catalog (server/hooks/skills.py) --------------------------------
 def skills_for_session_start(dirs: DataDir, state: HookSession) -> list[tuple[str, str]]:
-    """(name, description) of the active skills to list at session start (those already
-    shown in this session's context left out); the caller fits them to hook_max_chars."""
-    from dreamwell.server.hooks.skills import active
+    """(name, description) of the active skills to list at session start: those the client
+    can load, after bringing its skill folders in step (those already shown in this session's
+    context left out); the caller fits them to hook_max_chars."""
+    from dreamwell.server.hooks.skills import active, synced
 
-    return active(dirs, state.skills)
+    return active(dirs, state.skills, synced(dirs))
 
 
 def skills_for_prompt(dirs: DataDir, state: HookSession, prompt: str) -> list[tuple[str, str]]:
-    """(name, description) of up to 3 active skills relevant to `prompt` not yet shown in
-    this session."""
+    """(name, description) of up to 3 active skills the client can load relevant to `prompt`
+    not yet shown in this session."""
     from dreamwell.server.hooks.skills import relevant
 
     return relevant(dirs, prompt, state.skills)

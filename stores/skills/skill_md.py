@@ -36,7 +36,9 @@ MAX_SKILL_BYTES = 16 * 1024 * 1024  # SEP-2640: servers SHOULD stay at or under 
 MAX_FILES = 512  # … and 512 files per skill
 _SAFE_PART = re.compile(r"[^\x00-\x1f/\\]+")
 _META_LINE = re.compile(r"""^metadata:[ \t]*(#.*)?$""")
-_OWN_KEY = re.compile(r"""^[ \t]+["']?dreamwell-[A-Za-z0-9_-]*["']?[ \t]*:""")
+# dreamwell's bookkeeping keys; `dreamwell-project` (the project a skill belongs to, SPEC §11)
+# is the skill's own: kept in its SKILL.md like any key the user wrote
+_OWN_KEY = re.compile(r"""^[ \t]+["']?dreamwell-(?!project["' \t:])[A-Za-z0-9_-]*["']?[ \t]*:""")
 
 
 class InvalidSkill(InvalidInput):
@@ -197,7 +199,11 @@ def strip_bookkeeping(text: str) -> tuple[str, dict[str, str]]:
     kept = [lines[j] for j in range(start + 1, end) if j not in own]
     head = [] if not any(line.strip() for line in kept) else [lines[start]]
     new = lines[:start] + head + kept + lines[end:]
-    values = {str(k): str(v) for k, v in found.items() if str(k).startswith(META_PREFIX)}
+    values = {
+        str(k): str(v)
+        for k, v in found.items()
+        if str(k).startswith(META_PREFIX) and str(k) != "dreamwell-project"
+    }
     return opening + "".join(new) + closing + body, values
 
 

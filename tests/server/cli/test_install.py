@@ -248,3 +248,22 @@ def test_a_permissions_allow_that_is_not_a_list_is_left_untouched(tmp_path: Path
     with pytest.raises(InstallError, match=r"'permissions\.allow' is not a JSON array"):
         run("claude-code", tmp_path)
     assert settings.read_text() == '{"permissions": {"allow": "mcp__x"}}'
+
+
+def test_claude_code_keeps_the_skills_as_folders_until_uninstalled(tmp_path: Path) -> None:
+    data = tmp_path / ".local" / "share" / "dreamwell"
+    source = tmp_path / "src" / "go-release"
+    source.mkdir(parents=True)
+    text = "---\nname: go-release\ndescription: Cut a Go release\n---\n\nRun make release.\n"
+    (source / "SKILL.md").write_text(text)
+    assert dreamwell("skills", "import", str(source), "--data-dir", str(data)).returncode == 0
+    done = install("claude-code", home=tmp_path)
+    assert done.returncode == 0, done.stderr
+    folder = tmp_path / ".claude" / "skills" / "go-release"
+    assert "Run make release." in (folder / "SKILL.md").read_text()
+    assert f"kept the active skills as folders in {folder.parent} (1 written)" in done.stdout
+    again = install("claude-code", home=tmp_path)
+    assert "(0 written)" in again.stdout and "nothing to change" in again.stdout
+    gone = install("claude-code", "--uninstall", home=tmp_path)
+    assert gone.returncode == 0 and not folder.exists()
+    assert f"removed 1 skill folders dreamwell wrote in {folder.parent}" in gone.stdout

@@ -53,3 +53,40 @@ def test_a_memory_saved_in_one_session_reaches_the_next_sessions_first_request(
         opening = api.main_requests()[0]
     assert second.returncode == 0, second.stderr
     assert FACT in messages_text(opening)
+
+
+RELEASE = (
+    "---\nname: go-release\ndescription: Cut a release of the Go service and tag it\n---\n\n"
+    "1. Run `make release VERSION=x` on a clean main.\n2. Push the tag.\n"
+)
+
+
+def skill_brain(request: dict[str, Any]) -> Turn:
+    """Load go-release through the Skill tool, then try two names that are not skills."""
+    if not is_main(request):
+        return Turn(text="A title")
+    tries = ["go-release", "dreamwell:go-release", "no-such-skill"]
+    done = [u.get("skill") for name, u in tool_uses(request) if name == "Skill"]
+    if len(done) < len(tries):
+        return Turn(tools=[("Skill", {"skill": tries[len(done)]})])
+    return Turn(text=" | ".join(all_tool_results(request)))
+
+
+def test_an_imported_skill_loads_through_claude_codes_skill_tool(tmp_path: Path) -> None:
+    home = ClaudeHome(tmp_path)
+    source = tmp_path / "src" / "go-release"
+    source.mkdir(parents=True)
+    (source / "SKILL.md").write_text(RELEASE)
+    home.dreamwell("skills", "import", str(source.parent))
+    installed = home.dreamwell("install", "claude-code")
+    assert f"kept the active skills as folders in {home.home}/.claude/skills" in installed.stdout
+    with AnthropicAPI(skill_brain) as api:
+        run = home.claude(api, "Ship the Go service.")
+        opening = messages_text(api.main_requests()[0])
+    assert run.returncode == 0, run.stderr
+    loaded, *failed = str(run.json.get("result")).split(" | ")
+    assert "go-release" in opening  # listed by the session-start hook, and loadable
+    assert "Launching skill: go-release" in loaded, run.json
+    assert all("Unknown skill" in f for f in failed), failed
+    bodies = messages_text(api.requests[-1])
+    assert "make release VERSION=x" in bodies
