@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from dreamwell.stores import SkillUsage
 from tests.support.anthropic_api import (
     AnthropicAPI,
     Turn,
@@ -90,3 +91,5 @@ def test_an_imported_skill_loads_through_claude_codes_skill_tool(tmp_path: Path)
     assert all("Unknown skill" in f for f in failed), failed
     bodies = messages_text(api.requests[-1])
     assert "make release VERSION=x" in bodies
+    usage = SkillUsage(home.data_dir).stats()  # the session-end hook read the transcript
+    assert usage.uses_30d == {"go-release": 1}  # the failed calls and the alias count nothing

@@ -116,3 +116,23 @@ def test_only_skills_the_client_can_load_are_offered(tmp_path: Path) -> None:
     assert "- brew-tea:" in on.stdout and "cut-release" not in on.stdout
     assert (tmp_path / "claude-skills" / "brew-tea" / "SKILL.md").exists()
     assert "Mine." in (clash / "SKILL.md").read_text()
+
+
+def test_a_skill_use_counts_once_on_success_under_its_own_name(tmp_path: Path) -> None:
+    from dreamwell.stores import SkillUsage
+    from tests.support.hooks import Transcript
+
+    data = tmp_path / "data"
+    imported(data, tmp_path)
+    t = Transcript(tmp_path / "session.jsonl", "s1")
+    t.tool("Skill", {"skill": "cut-release"}, "Launching skill: cut-release")
+    unknown = "<tool_use_error>Unknown skill: dreamwell:cut-release</tool_use_error>"
+    t.tool("Skill", {"skill": "dreamwell:cut-release"}, unknown, error=True)
+    t.tool("Skill", {"skill": "no-such-skill"}, "<tool_use_error>Unknown skill: no-such-skill")
+    t.user("<command-message>brew-tea</command-message>\n<command-name>/brew-tea</command-name>")
+    t.user("<command-name>/mcp__dreamwell__cut-release</command-name>")
+    t.user("/nope-skill")  # a slash command Claude Code did not know stays plain text
+    assert hook("stop", event("s1", "Stop", t.path), data).returncode == 0
+    usage = SkillUsage(data).stats()
+    assert usage.uses_30d == {"cut-release": 2, "brew-tea": 1}
+    assert usage.co_used == [("brew-tea", "cut-release", 1)]
