@@ -174,7 +174,7 @@ def render_stats(settings: Settings, all_stats: list[TenantStats]) -> str:
         lines += [f"    {c}: {n}" for c, n in s.categories[:20]]
         if len(s.categories) > 20:
             lines.append(f"    … {len(s.categories) - 20} more")
-        lines += hook_lines(DataDir(s.data_dir))
+        lines += hook_lines(DataDir(s.data_dir), stored=s.live)
     return "\n".join(lines) + "\n"
 
 

@@ -126,7 +126,7 @@ def record_recall(
 ) -> None:
     """What a hook injected, so the dream's judge sees what the agent was shown (and, for
     `dreamwell stats`, that it ran, even when it had nothing to show)."""
-    state.note("recall", len(ids))
+    state.note("start" if call.event == "session-start" else "recall", len(ids))
     if not ids and not skills:
         return
     record = {"session": call.session, "query": query[:2000], "ids": ids, "skills": skills}
@@ -212,6 +212,8 @@ def transcript_event(call: Call, state: HookSession) -> str:
     path = call.payload.get("transcript_path")
     if not isinstance(path, str) or not path:
         raise HookInputError("the hook input has no 'transcript_path'")
+    if not Path(path).expanduser().exists():  # a session that wrote none (`claude mcp list`)
+        return ""
     news = read_new(Path(path).expanduser(), state.offset)
     for ts, text in news.user_turns:
         record_turn(call, state, text, ts)

@@ -93,3 +93,14 @@ def test_an_imported_skill_loads_through_claude_codes_skill_tool(tmp_path: Path)
     assert "make release VERSION=x" in bodies
     usage = SkillUsage(home.data_dir).stats()  # the session-end hook read the transcript
     assert usage.uses_30d == {"go-release": 1}  # the failed calls and the alias count nothing
+
+
+def test_claude_mcp_list_is_no_hook_failure(tmp_path: Path) -> None:
+    home = ClaudeHome(tmp_path)
+    home.dreamwell("install", "claude-code")
+    listed = home.run("mcp", "list")
+    assert listed.returncode == 0 and "dreamwell" in listed.stdout, listed.stderr
+    log = (home.data_dir / "hooks.log").read_text()
+    assert "session-end ok" in log and "failed" not in log  # it ran, with no transcript
+    stats = home.dreamwell("stats").stdout
+    assert "failures" not in stats or ", 0 failures" in stats
