@@ -172,11 +172,14 @@ def sync_skills(catalog: SkillCatalog, project: Project | None = None) -> list[S
     """Bring the user's target folder (and `project`'s) in step with the active skills; no-op
     when the sync is off."""
     dirs = catalog.layout
+    if sync_target(dirs) is None:  # off: no lock taken, nothing written
+        return []
     with _run(_locked(dirs)):
         state = _load(dirs)
         home = state.get("home")
         if not isinstance(home, str) or not home:
             return []
+        before = json.dumps(state, sort_keys=True)
         state["generation"] = catalog.generation()
         active = catalog.list("active")
         wanted = {Path(home): [s for s in active if project_of(s) is None]}
@@ -186,7 +189,8 @@ def sync_skills(catalog: SkillCatalog, project: Project | None = None) -> list[S
         reports = [
             _sync_target(catalog, state, target, skills) for target, skills in wanted.items()
         ]
-        _save(dirs, state)
+        if json.dumps(state, sort_keys=True) != before:  # nothing to do: nothing written
+            _save(dirs, state)
     return reports
 
 

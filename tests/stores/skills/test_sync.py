@@ -55,7 +55,9 @@ def test_active_skills_become_folders_and_leave_on_archive(tmp_path: Path) -> No
     assert folder.name == "go-release" and folder.body == catalog.get("go-release").body
     assert "dreamwell-id:" in (target / "go-release" / "SKILL.md").read_text()
     assert loadable(catalog.layout) == {"go-release"}
-    assert sync_skills(catalog)[0].written == []  # in step: nothing to do
+    record = catalog.layout.skills_sync.stat().st_mtime_ns
+    assert sync_skills(catalog)[0].written == []  # in step: nothing to do, nothing written
+    assert catalog.layout.skills_sync.stat().st_mtime_ns == record
     catalog.archive("go-release")
     assert sync_skills(catalog)[0].removed == ["go-release"]
     assert not (target / "go-release").exists() and loadable(catalog.layout) == set()
