@@ -63,8 +63,10 @@ def skills_for_session_start(dirs: DataDir, state: HookSession) -> list[tuple[st
     can load, after bringing its skill folders in step (those already shown in this session's
     context left out); the caller fits them to hook_max_chars."""
     from dreamwell.server.hooks.skills import active, synced
+    from dreamwell.stores.skills import SkillCatalog
 
-    return active(dirs, state.skills, synced(dirs))
+    catalog = SkillCatalog(dirs)
+    return active(catalog, state.skills, synced(catalog))
 
 
 def skills_for_prompt(dirs: DataDir, state: HookSession, prompt: str) -> list[tuple[str, str]]:

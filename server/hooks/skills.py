@@ -26,12 +26,12 @@ def _about(skill: Skill) -> str:
     return text if len(text) <= MAX_DESCRIPTION else text[: MAX_DESCRIPTION - 1] + "…"
 
 
-def synced(dirs: DataDir, project: Project | None = None, always: bool = True) -> set[str]:
+def synced(catalog: SkillCatalog, project: Project | None = None, always: bool = True) -> set[str]:
     """Bring the client's skill folders in step with the catalog (unless `always` is off and
     the catalog has not changed since the last sync; a failure is one line in hooks.log, never
     raised) and return the names of the skills the client can load."""
+    dirs = catalog.layout
     try:
-        catalog = SkillCatalog(dirs)
         if always or not in_step(catalog):
             sync_skills(catalog, project)
     except (StoreError, OSError) as exc:
@@ -40,13 +40,11 @@ def synced(dirs: DataDir, project: Project | None = None, always: bool = True) -
 
 
 def active(
-    dirs: DataDir, shown: Collection[str] = (), can_load: Collection[str] = ()
+    catalog: SkillCatalog, shown: Collection[str] = (), can_load: Collection[str] = ()
 ) -> list[tuple[str, str]]:
     """(name, description) of every active skill in `can_load` not in `shown`, pinned ones
     first."""
-    skills = [
-        s for s in SkillCatalog(dirs).list("active") if s.name not in shown and s.name in can_load
-    ]
+    skills = [s for s in catalog.list("active") if s.name not in shown and s.name in can_load]
     skills.sort(key=lambda s: (not s.pinned, s.name))
     return [(s.name, _about(s)) for s in skills]
 
@@ -61,11 +59,10 @@ def relevant(
     """(name, description) of up to `limit` active skills the client can load matching
     `prompt`, best first, leaving out those in `shown` (the folders brought in step first
     when the catalog changed since the last sync)."""
-    can_load = synced(dirs, project, always=False)
+    catalog = SkillCatalog(dirs)
+    can_load = synced(catalog, project, always=False)
     skills = {
-        s.name: s
-        for s in SkillCatalog(dirs).list("active")
-        if s.name not in shown and s.name in can_load
+        s.name: s for s in catalog.list("active") if s.name not in shown and s.name in can_load
     }
     if not skills or not prompt.strip():
         return []

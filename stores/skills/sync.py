@@ -231,7 +231,10 @@ def _sync_one(
     mine = _digest(skill.files)
     if not folder.exists():
         return _write(folder, skill, report)
-    found = _folder_digest(folder)
+    if record is not None and _raw_digest(folder) == record.get("raw"):
+        found: dict[str, str] | None = record.get("files")  # untouched: no parse needed
+    else:
+        found = _folder_digest(folder)
     if record is None:
         if found == mine:  # the same files (an earlier export): adopted
             return {"revision": skill.revision, "files": mine}
@@ -279,7 +282,20 @@ def _write(
     write_folder(folder.parent, skill.name, files)
     if say:
         report.written.append(skill.name)
-    return {"revision": skill.revision, "files": _digest(skill.files)}
+    return {"revision": skill.revision, "files": _digest(skill.files), "raw": _digest(files)}
+
+
+def _raw_digest(folder: Path) -> dict[str, str] | None:
+    """The SHA-256 of each file under `folder` as it is on disk (None: unreadable): the cheap
+    check that a folder is as dreamwell wrote it, before any parse."""
+    found: dict[str, bytes] = {}
+    try:
+        for path in folder.rglob("*"):
+            if path.is_file() and not path.is_symlink():
+                found[path.relative_to(folder).as_posix()] = path.read_bytes()
+    except OSError:
+        return None
+    return _digest(found)
 
 
 def _folder_digest(folder: Path) -> dict[str, str] | None:
@@ -294,8 +310,9 @@ def _untouched(folder: Path, record: Any) -> bool:
     """Whether `folder` is there as dreamwell wrote it."""
     if not folder.exists():
         return False
-    files = record.get("files") if isinstance(record, dict) else None
-    return _folder_digest(folder) == files
+    if not isinstance(record, dict):
+        return False
+    return _raw_digest(folder) == record.get("raw") or _folder_digest(folder) == record.get("files")
 
 
 def _remove(folder: Path) -> None:
