@@ -104,3 +104,20 @@ def test_claude_mcp_list_is_no_hook_failure(tmp_path: Path) -> None:
     assert "session-end ok" in log and "failed" not in log  # it ran, with no transcript
     stats = home.dreamwell("stats").stdout
     assert "failures" not in stats or ", 0 failures" in stats
+
+
+def test_an_edit_in_the_skill_folder_comes_back_as_a_new_revision(tmp_path: Path) -> None:
+    home = ClaudeHome(tmp_path)
+    source = tmp_path / "src" / "go-release"
+    source.mkdir(parents=True)
+    (source / "SKILL.md").write_text(RELEASE)
+    home.dreamwell("skills", "import", str(source.parent))
+    home.dreamwell("install", "claude-code")
+    skill_md = home.home / ".claude" / "skills" / "go-release" / "SKILL.md"
+    skill_md.write_text(skill_md.read_text().replace("Push the tag.", "Push the tag; tell #ops."))
+    with AnthropicAPI(lambda r: Turn(text="OK" if is_main(r) else "A title")) as api:
+        run = home.claude(api, "Hello")  # its session-start hook syncs the folders
+    assert run.returncode == 0, run.stderr
+    shown = home.dreamwell("skills", "show", "go-release").stdout
+    assert "revision 2" in shown and "Push the tag; tell #ops." in shown
+    assert "dreamwell-id:" in skill_md.read_text()  # written again, as dreamwell's own
