@@ -69,7 +69,7 @@ if TYPE_CHECKING:
         SaveResult,
         Write,
     )
-    from dreamwell.stores.redact import redact
+    from dreamwell.stores.redact import redact, redact_counted
     from dreamwell.stores.skills.catalog import (
         ANY_REVISION,
         NEW,
@@ -134,6 +134,7 @@ _LAZY = {
     "Held": "lease",
     "LeaseLost": "lease",
     "redact": "redact",
+    "redact_counted": "redact",
     "exclusive": "lease",
     "InvalidSkill": "skills.skill_md",
     "SkillFolder": "skills.skill_md",
@@ -263,6 +264,7 @@ __all__ = [
     "read_only_mount",
     "read_skills",
     "redact",
+    "redact_counted",
     "skill_from_json",
     "skill_md_parts",
     "skill_to_json",

@@ -16,6 +16,8 @@
                              .auto-dream.started (the dream that starts by itself)
     skills/<name>.json       skills (stores/skills/catalog.py); skills/.generation; skills.lock
     skill-usage.jsonl        uses of skills (bounded)
+    skills-sync.json         the skills kept as folders a client loads (~/.claude/skills/),
+                             what dreamwell wrote there and the clashes; .skills-sync.lock
     enrich.lock, backfill.lock  held by the one process doing that background work
     hooks/<session>.json     client hooks' state per client session; hooks.log their log
     hooks/entries.sqlite     the memories' text for hooks, which never open LanceDB
@@ -171,6 +173,15 @@ class DataDir:
     def skills_generation(self) -> Path:
         """An integer bumped by every skills write; servers watch it."""
         return self.skills / ".generation"
+
+    @property
+    def skills_sync(self) -> Path:
+        """Where the skills are kept as client folders, and what was written there."""
+        return self.root / "skills-sync.json"
+
+    @property
+    def skills_sync_lock(self) -> Path:
+        return self.root / ".skills-sync.lock"
 
     @property
     def skill_usage(self) -> str:

@@ -95,3 +95,15 @@ def redact(text: str) -> str:
     text = _BEARER.sub(lambda m: m.group(1) + m.group(2) + MARK, text)
     text = _URL_PASSWORD.sub(lambda m: m.group(1) + MARK + m.group(2), text)
     return _ASSIGNMENT.sub(_assignment, text)
+
+
+_PRIVATE_OPENING = re.compile(r"<private\b", re.I)
+
+
+def redact_counted(text: str) -> tuple[str, int]:
+    """`redact(text)` and how many spans it took out: `<private>` spans dropped plus secrets
+    replaced (a secret inside a private span goes with the span, counted once)."""
+    out = redact(text)
+    private = len(_PRIVATE_OPENING.findall(text)) - len(_PRIVATE_OPENING.findall(out))
+    secrets = out.count(MARK) - text.count(MARK)
+    return out, max(0, private) + max(0, secrets)

@@ -1,8 +1,10 @@
 """`dreamwell install CLIENT`: write dreamwell into a client's own MCP config (and, for Claude
 Code, its hooks), for the platform's documented locations.
 
-claude-code     ~/.claude.json `mcpServers`, hooks in ~/.claude/settings.json `hooks`
-                (--project DIR: DIR/.mcp.json and DIR/.claude/settings.json)
+claude-code     ~/.claude.json `mcpServers`; in ~/.claude/settings.json the `hooks` and the
+                permission rule `mcp__dreamwell` in `permissions.allow` (--no-allow: no rule)
+                (--project DIR: DIR/.mcp.json and DIR/.claude/settings.json); and the
+                active skills kept as folders in ~/.claude/skills/ (stores/skills/sync.py)
 claude-desktop  claude_desktop_config.json `mcpServers` in ~/Library/Application Support/Claude
                 (macOS), %APPDATA%\\Claude (Windows), ~/.config/Claude (Linux); no --project
 cursor          ~/.cursor/mcp.json `mcpServers` (--project DIR: DIR/.cursor/mcp.json)
@@ -12,7 +14,8 @@ vscode          the user profile's mcp.json `servers`: ~/Library/Application Sup
 
 Files are merged, never replaced: every other key stays as it was, an existing `dreamwell`
 entry keeps the keys the user added. The file as it was is kept as `<file>.dreamwell.bak`,
-a second run changes nothing, a file that is not a JSON object is left untouched with a
+a second run changes nothing, `--uninstall` removes exactly what install added (and a key
+it left empty), a file that is not a JSON object is left untouched with a
 one-line error (and then no file is written), and `--dry-run` prints the diff instead."""
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ CLIENTS = ("claude-code", "claude-desktop", "cursor", "vscode")
 PLATFORMS = ("linux", "darwin", "win32")
 NAME = "dreamwell"
 HOOK_TIMEOUT = 10  # seconds Claude Code gives a hook before it goes on without it
+# Claude Code's permission rule for every tool of the `dreamwell` server (`mcp__<server>`)
+ALLOW_RULE = f"mcp__{NAME}"
 # Claude Code's event name for each `dreamwell hook EVENT`
 HOOK_EVENTS = {
     "session-start": "SessionStart",
@@ -123,29 +128,39 @@ def set_server(
     key: str, entry: dict[str, Any], remove: bool
 ) -> Callable[[dict[str, Any]], dict[str, Any]]:
     def edit(config: dict[str, Any]) -> dict[str, Any]:
-        servers = config.get(key)
-        if servers is not None and not isinstance(servers, dict):
-            raise InstallError(f"its '{key}' is not a JSON object")
-        servers = dict(servers or {})
+        servers = _object(config, key)
         if remove:
             servers.pop(NAME, None)
         else:
             old = servers.get(NAME)
             servers[NAME] = {**old, **entry} if isinstance(old, dict) else entry
-        out = dict(config)
-        if servers or key in config:
-            out[key] = servers
-        return out
+        return _put(config, key, servers)
 
     return edit
 
 
+def _object(config: dict[str, Any], key: str) -> dict[str, Any]:
+    """A copy of `config[key]`, which must be a JSON object when present."""
+    found = config.get(key)
+    if found is not None and not isinstance(found, dict):
+        raise InstallError(f"its '{key}' is not a JSON object")
+    return dict(found or {})
+
+
+def _put(config: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    """`config` with `key` set to `value`; an empty value is left out unless it was there
+    empty already (what our removal emptied goes: uninstall leaves no empty key)."""
+    out = dict(config)
+    if value or (key in config and not config[key]):
+        out[key] = value
+    else:
+        out.pop(key, None)
+    return out
+
+
 def set_hooks(commands: dict[str, str], remove: bool) -> Callable[[dict[str, Any]], dict[str, Any]]:
     def edit(config: dict[str, Any]) -> dict[str, Any]:
-        hooks = config.get("hooks")
-        if hooks is not None and not isinstance(hooks, dict):
-            raise InstallError("its 'hooks' is not a JSON object")
-        hooks = dict(hooks or {})
+        hooks = _object(config, "hooks")
         for event, name in HOOK_EVENTS.items():
             groups = [_without_ours(g) for g in hooks.get(name) or []]
             groups = [g for g in groups if not isinstance(g, dict) or g.get("hooks")]
@@ -156,10 +171,37 @@ def set_hooks(commands: dict[str, str], remove: bool) -> Callable[[dict[str, Any
                 hooks[name] = groups
             else:
                 hooks.pop(name, None)
-        out = dict(config)
-        if hooks or "hooks" in config:
-            out["hooks"] = hooks
-        return out
+        return _put(config, "hooks", hooks)
+
+    return edit
+
+
+def set_allow(remove: bool) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """Claude Code's permission rule for dreamwell's tools in `permissions.allow`, so neither
+    `-p` runs (which deny a tool no rule allows) nor interactive users are asked per tool."""
+
+    def edit(config: dict[str, Any]) -> dict[str, Any]:
+        permissions = _object(config, "permissions")
+        allow = permissions.get("allow")
+        if allow is not None and not isinstance(allow, list):
+            raise InstallError("its 'permissions.allow' is not a JSON array")
+        rules = [r for r in allow or [] if r != ALLOW_RULE]
+        if not remove:
+            rules = list(allow or []) if ALLOW_RULE in (allow or []) else [*rules, ALLOW_RULE]
+        return _put(config, "permissions", _put(permissions, "allow", rules))
+
+    return edit
+
+
+def chain(
+    edits: list[Callable[[dict[str, Any]], dict[str, Any]]],
+) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """Several edits of one file, one after the other."""
+
+    def edit(config: dict[str, Any]) -> dict[str, Any]:
+        for one in edits:
+            config = one(config)
+        return config
 
     return edit
 
@@ -179,8 +221,10 @@ def plan(
     project: Path | None,
     remove: bool,
     dream: bool = False,
+    allow: bool = True,
 ) -> list[Change]:
-    """The files to change for `client` and how."""
+    """The files to change for `client` and how (`allow`: Claude Code's permission rule
+    too; an uninstall removes it whatever `allow` says)."""
     if dream and client != "claude-code":
         raise InstallError("--dream runs the dream with Claude Code's login: claude-code only")
     entry = server_entry(client, command, data_dir, dream)
@@ -202,9 +246,10 @@ def plan(
     commands = {e: hook_command(command, e, data_dir, where.platform, dream) for e in EVENTS}
     servers = project / ".mcp.json" if project else where.home / ".claude.json"
     settings = (project or where.home) / ".claude" / "settings.json"
+    edits = [set_hooks(commands, remove)] + ([set_allow(remove)] if allow or remove else [])
     return [
         Change(servers, set_server("mcpServers", entry, remove)),
-        Change(settings, set_hooks(commands, remove)),
+        Change(settings, chain(edits)),
     ]
 
 
@@ -280,6 +325,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="claude-code: the dream runs by itself with your Claude Code login "
         "(llm_provider=claude-code); it spends your Claude usage",
     )
+    parser.add_argument(
+        "--no-allow",
+        dest="allow",
+        action="store_false",
+        help="claude-code: add no permission rule for dreamwell's tools (each use is asked)",
+    )
 
 
 def this_command() -> str:
@@ -324,11 +375,42 @@ def install_command(settings: Settings, args: argparse.Namespace) -> int:
         return 2
     try:
         dream = bool(args.dream) and not args.uninstall
-        changes = plan(args.client, where, this_command(), data_dir, project, args.uninstall, dream)
+        changes = plan(
+            args.client, where, this_command(), data_dir, project, args.uninstall, dream, args.allow
+        )
         code = apply(changes, args.dry_run, _say)
         if dream:
             _say(dream_notice(settings))
-        return code
+        if code:
+            return code
     except InstallError as exc:
         sys.stderr.write(f"dreamwell: {exc}\n")
         return 1
+    if args.client != "claude-code" or args.dry_run:
+        return 0
+    return skill_folders(settings.data_dir, where.home / ".claude" / "skills", args.uninstall)
+
+
+def skill_folders(data_dir: Path, target: Path, remove: bool) -> int:
+    """Claude Code's `Skill` tool loads only skill folders: keep the active skills there
+    (stores/skills/sync.py; the servers and hooks keep them in step from now on), or, on
+    uninstall, stop and remove the folders dreamwell wrote that nobody edited."""
+    from dreamwell.stores import DataDir, SkillCatalog, StoreError
+    from dreamwell.stores.skills import disable_sync, enable_sync, sync_skills
+
+    dirs = DataDir(data_dir)
+    try:
+        if remove:
+            gone = disable_sync(dirs)
+            _say(f"removed {len(gone)} skill folders dreamwell wrote in {target}\n" if gone else "")
+            return 0
+        enable_sync(dirs, target)
+        [report] = sync_skills(SkillCatalog(dirs))
+    except (StoreError, OSError) as exc:
+        sys.stderr.write(f"dreamwell: the skills were not kept as folders in {target}: {exc}\n")
+        return 1
+    kept = len(report.written) + len(report.revised)
+    _say(f"kept the active skills as folders in {target} ({kept} written)\n")
+    for name, why in sorted(report.clashes.items()):
+        _say(f"not written: {target / name}: {why}\n")
+    return 0

@@ -156,10 +156,22 @@ RUN = {
 }
 
 
+WRITES = ("import", "archive", "restore", "approve")  # actions that change what is active
+
+
 def skills_command(settings: Settings, args: argparse.Namespace) -> int:
-    """Runs one action; store errors reach `main`, which prints them as one line."""
+    """Runs one action; store errors reach `main`, which prints them as one line. An action
+    that changed the active skills brings Claude Code's skill folders in step at once (when
+    they are kept: stores/skills/sync.py), so the next session loads them as they are now."""
     catalog, root = _catalog(settings, args.tenant)
-    return RUN[args.action](catalog, root, args)
+    code = RUN[args.action](catalog, root, args)
+    if args.action in WRITES:
+        from dreamwell.stores.skills import sync_skills
+
+        for report in sync_skills(catalog):
+            for name, why in sorted(report.clashes.items()):
+                sys.stdout.write(f"not written: {report.target / name}: {why}\n")
+    return code
 
 
 def stats_lines(data_dir: Path) -> list[str]:
@@ -174,9 +186,40 @@ def stats_lines(data_dir: Path) -> list[str]:
         s: sum(1 for k in skills if k.status == s) for s in ("active", "candidate", "archived")
     }
     lines = ["  skills: " + ", ".join(f"{n} {s}" for s, n in counts.items())]
+    lines += folder_lines(data_dir)
     used = sorted(usage.uses_30d.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
     for name, n in used:
         lines.append(f"    {name}: {n} uses in 30 days, last {usage.last_used[name][:16]}")
     for a, b, n in usage.co_used[:5]:
         lines.append(f"    used together: {a} + {b} ({n} sessions)")
     return lines
+
+
+def folder_lines(data_dir: Path) -> list[str]:
+    """Where the skills are kept as Claude Code's skill folders, and what could not be."""
+    from dreamwell.stores import DataDir
+    from dreamwell.stores.skills import loadable, sync_clashes, sync_target
+
+    dirs = DataDir(data_dir)
+    target = sync_target(dirs)
+    if target is None:
+        return []
+    lines = [f"    kept as Claude Code skill folders in {target}: {len(loadable(dirs))}"]
+    for folder, found in sorted(sync_clashes(dirs).items()):
+        lines += [f"    not written: {Path(folder) / n}: {why}" for n, why in sorted(found.items())]
+    return lines
+
+
+def folder_problems(data_dir: Path) -> list[tuple[str, str]]:
+    """For `dreamwell doctor`: (what, fix) of each skill Claude Code cannot load because its
+    folder could not be written."""
+    from dreamwell.stores import DataDir
+    from dreamwell.stores.skills import sync_clashes
+
+    out = []
+    for folder, found in sorted(sync_clashes(DataDir(data_dir)).items()):
+        for name, why in sorted(found.items()):
+            what = f"skill {name} is not a Claude Code skill folder: {Path(folder) / name}: {why}"
+            fix = f"move {Path(folder) / name} away (or rename one of the two skills)"
+            out.append((what, fix))
+    return out

@@ -182,7 +182,7 @@ def render_stats(settings: Settings, all_stats: list[TenantStats]) -> str:
         lines += [f"    {c}: {n}" for c, n in s.categories[:20]]
         if len(s.categories) > 20:
             lines.append(f"    … {len(s.categories) - 20} more")
-        lines += hook_lines(DataDir(s.data_dir))
+        lines += hook_lines(DataDir(s.data_dir), stored=s.live)
     return "\n".join(lines) + "\n"
 
 
@@ -386,6 +386,12 @@ def check_llm(settings: Settings) -> Finding:
     return Finding(True, f"LLM {llm.name} answers")
 
 
+def check_skill_folders(data_dir: Path) -> list[Finding]:
+    from dreamwell.server.cli.skills import folder_problems
+
+    return [Finding(False, what, fix) for what, fix in folder_problems(data_dir)]
+
+
 def doctor_command(settings: Settings, only: str | None = None) -> int:
     findings = check_dir(settings.data_dir)
     if findings[0].ok:
@@ -400,6 +406,7 @@ def doctor_command(settings: Settings, only: str | None = None) -> int:
                 for f in check_location(settings, data_dir) or [
                     check_lock(data_dir),
                     *check_store(settings, name, data_dir),
+                    *check_skill_folders(data_dir),
                 ]:
                     findings.append(Finding(f.ok, label + f.what, f.fix))
     if settings.embedder in ("e5", "minilm"):

@@ -40,7 +40,7 @@ MAX_TURN_CHARS = 16_000  # of one recorded turn (a log line holds 64 KiB; the dr
 LOG_WAIT = 2.0  # seconds a hook waits for a log's lock before giving up (and logging that)
 PREFERENCES = ("user-preferences", "preferences", "anti-patterns")
 PREFERENCES_HEADER = "The user's preferences and anti-patterns (from long-term memory):"
-SKILLS_HEADER = "Skills available (ask for one by name):"
+SKILLS_HEADER = "Skills available (load one with the Skill tool):"
 WORKING_HEADER = "Working memory (use get_from_working_memory with the full key to read):"
 
 
@@ -59,16 +59,19 @@ class Call:
 
 # ---- skills: from the skill catalog (server/hooks/skills.py) --------------------------------
 def skills_for_session_start(dirs: DataDir, state: HookSession) -> list[tuple[str, str]]:
-    """(name, description) of the active skills to list at session start (those already
-    shown in this session's context left out); the caller fits them to hook_max_chars."""
-    from dreamwell.server.hooks.skills import active
+    """(name, description) of the active skills to list at session start: those the client
+    can load, after bringing its skill folders in step (those already shown in this session's
+    context left out); the caller fits them to hook_max_chars."""
+    from dreamwell.server.hooks.skills import active, synced
+    from dreamwell.stores.skills import SkillCatalog
 
-    return active(dirs, state.skills)
+    catalog = SkillCatalog(dirs)
+    return active(catalog, state.skills, synced(catalog))
 
 
 def skills_for_prompt(dirs: DataDir, state: HookSession, prompt: str) -> list[tuple[str, str]]:
-    """(name, description) of up to 3 active skills relevant to `prompt` not yet shown in
-    this session."""
+    """(name, description) of up to 3 active skills the client can load relevant to `prompt`
+    not yet shown in this session."""
     from dreamwell.server.hooks.skills import relevant
 
     return relevant(dirs, prompt, state.skills)
@@ -125,7 +128,7 @@ def record_recall(
 ) -> None:
     """What a hook injected, so the dream's judge sees what the agent was shown (and, for
     `dreamwell stats`, that it ran, even when it had nothing to show)."""
-    state.note("recall", len(ids))
+    state.note("start" if call.event == "session-start" else "recall", len(ids))
     if not ids and not skills:
         return
     record = {"session": call.session, "query": query[:2000], "ids": ids, "skills": skills}
@@ -211,6 +214,8 @@ def transcript_event(call: Call, state: HookSession) -> str:
     path = call.payload.get("transcript_path")
     if not isinstance(path, str) or not path:
         raise HookInputError("the hook input has no 'transcript_path'")
+    if not Path(path).expanduser().exists():  # a session that wrote none (`claude mcp list`)
+        return ""
     news = read_new(Path(path).expanduser(), state.offset)
     if news.skipped:
         hooks_log(call.dirs, f"{call.event}: skipped {news.skipped} transcript line(s) over 8 MiB")

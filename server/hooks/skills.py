@@ -1,16 +1,21 @@
-"""The skills a client hook shows (SPEC §8): the active skills' names and descriptions at
-session start, and at each prompt up to MAX_PROMPT_SKILLS relevant ones not yet shown in the
-session. Read straight from the skill records (stores/skills/catalog.py: JSON files, no lock) and
-ranked by BM25 over name + description + body with the memories' own analyser, in a Tantivy
-index held in RAM (stores/index/text_index.py): no numpy, no model, nothing that would slow a hook
-down."""
+"""The skills a client hook shows (SPEC §8): the active skills' names and descriptions at session
+start, and at each prompt up to MAX_PROMPT_SKILLS relevant ones not yet shown in the session —
+only those the client can load, i.e. kept as its skill folders (stores/skills/sync.py), which
+the session start brings in step first (`synced`). Read straight from the skill records
+(stores/skills/catalog.py: JSON files, no lock) and ranked by BM25 over name + description +
+body with the memories' own analyser, in a Tantivy index held in RAM
+(stores/index/text_index.py): no numpy, no model, nothing that would slow a hook down."""
 
 from __future__ import annotations
 
 from collections.abc import Collection
+from pathlib import Path
 
-from dreamwell.stores import DataDir
-from dreamwell.stores.skills import Skill, SkillCatalog
+from dreamwell.stores import DataDir, StoreError
+from dreamwell.stores.hooks import hooks_log
+from dreamwell.stores.skills import Skill, SkillCatalog, in_step, loadable, sync_skills
+
+Project = tuple[str, Path]  # (a project's key, its root folder)
 
 MAX_PROMPT_SKILLS = 3
 MAX_DESCRIPTION = 200  # characters of a description in one hook line
@@ -21,19 +26,44 @@ def _about(skill: Skill) -> str:
     return text if len(text) <= MAX_DESCRIPTION else text[: MAX_DESCRIPTION - 1] + "…"
 
 
-def active(dirs: DataDir, shown: Collection[str] = ()) -> list[tuple[str, str]]:
-    """(name, description) of every active skill not in `shown`, pinned ones first."""
-    skills = [s for s in SkillCatalog(dirs).list("active") if s.name not in shown]
+def synced(catalog: SkillCatalog, project: Project | None = None, always: bool = True) -> set[str]:
+    """Bring the client's skill folders in step with the catalog (unless `always` is off and
+    the catalog has not changed since the last sync; a failure is one line in hooks.log, never
+    raised) and return the names of the skills the client can load."""
+    dirs = catalog.layout
+    try:
+        if always or not in_step(catalog):
+            sync_skills(catalog, project)
+    except (StoreError, OSError) as exc:
+        hooks_log(dirs, f"skills sync failed: {type(exc).__name__}: {exc}")
+    return loadable(dirs, project)
+
+
+def active(
+    catalog: SkillCatalog, shown: Collection[str] = (), can_load: Collection[str] = ()
+) -> list[tuple[str, str]]:
+    """(name, description) of every active skill in `can_load` not in `shown`, pinned ones
+    first."""
+    skills = [s for s in catalog.list("active") if s.name not in shown and s.name in can_load]
     skills.sort(key=lambda s: (not s.pinned, s.name))
     return [(s.name, _about(s)) for s in skills]
 
 
 def relevant(
-    dirs: DataDir, prompt: str, shown: Collection[str] = (), limit: int = MAX_PROMPT_SKILLS
+    dirs: DataDir,
+    prompt: str,
+    shown: Collection[str] = (),
+    limit: int = MAX_PROMPT_SKILLS,
+    project: Project | None = None,
 ) -> list[tuple[str, str]]:
-    """(name, description) of up to `limit` active skills matching `prompt`, best first,
-    leaving out those in `shown`."""
-    skills = {s.name: s for s in SkillCatalog(dirs).list("active") if s.name not in shown}
+    """(name, description) of up to `limit` active skills the client can load matching
+    `prompt`, best first, leaving out those in `shown` (the folders brought in step first
+    when the catalog changed since the last sync)."""
+    catalog = SkillCatalog(dirs)
+    can_load = synced(catalog, project, always=False)
+    skills = {
+        s.name: s for s in catalog.list("active") if s.name not in shown and s.name in can_load
+    }
     if not skills or not prompt.strip():
         return []
     from dreamwell.stores.index import IndexDoc, TextIndex

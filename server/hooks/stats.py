@@ -16,8 +16,8 @@ from dreamwell.stores.hooks import DAY, HookSessions
 
 MAX_SESSIONS_SHOWN = 10
 NO_MEMORY = (
-    "NO MEMORY INJECTED: the hooks run but found nothing to show; is the store "
-    "empty (dreamwell stats above) or on another data directory?"
+    "no memory was injected in the last 24 hours although {stored} stored: do the hooks "
+    "read another data directory (--data-dir in their command)?"
 )
 NO_TURN = "NO TURN RECORDED: is record_conversation false?"
 
@@ -46,12 +46,17 @@ class HookActivity:
         s = self.sessions
         return sum(r.turns for r in s), sum(r.recalls for r in s), sum(r.memories for r in s)
 
-    def warnings(self) -> list[str]:
+    def warnings(self, stored: int | None = None) -> list[str]:
+        """What looks wrong. Injecting nothing is normal while the store is empty (a user's
+        first session): it is said only when `stored` memories were there to inject and the
+        hooks of two sessions or more injected none."""
         turns, _, memories = self.totals()
-        out = [NO_MEMORY] if self.sessions and not memories else []
+        quiet = len(self.sessions) >= 2 and not memories and bool(stored)
+        held = f"{stored} memories are" if stored != 1 else "1 memory is"
+        out = [NO_MEMORY.format(stored=held)] if quiet else []
         return out + ([NO_TURN] if self.sessions and not turns else [])
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, stored: int | None = None) -> dict[str, Any]:
         turns, recalls, memories = self.totals()
         return {
             "sessions": len(self.sessions),
@@ -61,7 +66,7 @@ class HookActivity:
             "failures": len(self.failures),
             "last_failures": self.failures[-3:],
             "last_run": self.last_run,
-            "warnings": self.warnings(),
+            "warnings": self.warnings(stored),
             "recent": [
                 {**vars(r), "last": datetime.fromtimestamp(r.last, UTC).isoformat()}
                 for r in self.sessions[:MAX_SESSIONS_SHOWN]
@@ -111,7 +116,7 @@ def hook_activity(dirs: DataDir, now: float | None = None) -> HookActivity:
     rows = []
     for state in HookSessions(dirs).all():
         turns, recalls, memories = state.last_day(now)
-        if turns or recalls:
+        if state.active_since(now - DAY):
             last = max(e[0] for e in state.events)
             rows.append(
                 SessionActivity(
@@ -125,8 +130,9 @@ def hook_activity(dirs: DataDir, now: float | None = None) -> HookActivity:
     return HookActivity(rows, recent_failures(dirs, now, lines), last_run)
 
 
-def hook_lines(dirs: DataDir, now: float | None = None) -> list[str]:
-    """The stats section for one tenant's directory (empty when no hook ran in a day)."""
+def hook_lines(dirs: DataDir, now: float | None = None, stored: int | None = None) -> list[str]:
+    """The stats section for one tenant's directory (empty when no hook ran in a day);
+    `stored`: the live memories, which the hooks could have injected."""
     found = hook_activity(dirs, now)
     rows, failures = found.sessions, found.failures
     if not rows and not failures:
@@ -137,7 +143,7 @@ def hook_lines(dirs: DataDir, now: float | None = None) -> list[str]:
         f"{recalls} prompts recalled for, {memories} memories injected, "
         f"{len(failures)} failures"
     ]
-    lines += [f"    {w}" for w in found.warnings()]
+    lines += [f"    {w}" for w in found.warnings(stored)]
     for r in rows[:MAX_SESSIONS_SHOWN]:
         lines.append(
             f"    {r.client} {r.session[:36]}: {r.turns} turns, {r.recalls} recalls, "

@@ -1,6 +1,8 @@
 """What is new in a Claude Code transcript (`transcript_path`, one JSON object a line) since
 the byte offset a hook read up to: the user's own turns, the tools the agent called and the
-skills it used (the `Skill` tool, or a `/name` command that is not one of Claude Code's own).
+skills it used — a `Skill` call whose result is not an error, or a `/name` command Claude Code
+expanded (`<command-name>`; one it did not know stays plain text), not one of its own. A skill
+counts under its own name: `x`, `/x`, `dreamwell:x` and `mcp__dreamwell__x` are one skill.
 
 Lines are `{"type": "user" | "assistant" | ..., "timestamp", "message": {"role", "content"}}`,
 `content` a string or a list of blocks (`text`, `tool_use` {name, input}, `tool_result`).
@@ -24,7 +26,6 @@ MAX_READ = 8 * 1024 * 1024  # bytes read per call; the rest waits for the next e
 MAX_SKIP = 64 * 1024 * 1024  # bytes of an over-long line passed over per call
 _CHUNK = 1024 * 1024
 _COMMAND = re.compile(r"<command-name>/?([A-Za-z0-9_.:-]+)</command-name>")
-_SLASH = re.compile(r"^/([A-Za-z0-9_.:-]+)(?:\s|$)")
 # Claude Code's own slash commands: not skills
 _BUILTIN_NAMES = (
     "add-dir agents bug clear compact config context cost doctor exit export help hooks ide "
@@ -39,6 +40,7 @@ _NOT_TURNS = ("<command-", "<local-command-", "Caveat: ", "[Request interrupted"
 @dataclass
 class TranscriptNews:
     offset: int
+    skill_calls: dict[str, str] = field(default_factory=dict)  # Skill tool_use id -> skill
     user_turns: list[tuple[str, str]] = field(default_factory=list)  # (timestamp, text)
     tools: Counter[str] = field(default_factory=Counter)
     skills: list[str] = field(default_factory=list)
@@ -119,8 +121,19 @@ def _take(record: dict[str, Any], news: TranscriptNews) -> None:
             continue
         if kind == "assistant" and block.get("type") == "tool_use":
             _tool_use(block, news)
+        elif kind == "user" and block.get("type") == "tool_result":
+            _tool_result(block, news)
         elif kind == "user" and block.get("type") == "text":
             _user_text(str(block.get("text") or ""), str(record.get("timestamp") or ""), news)
+
+
+def skill_name(given: str) -> str:
+    """A skill's own name from the ways Claude Code names it (`/x`, `dreamwell:x`,
+    `mcp__dreamwell__x`)."""
+    name = given.strip().lstrip("/")
+    for prefix in ("mcp__dreamwell__", "dreamwell:"):
+        name = name.removeprefix(prefix)
+    return name
 
 
 def _tool_use(block: dict[str, Any], news: TranscriptNews) -> None:
@@ -131,13 +144,22 @@ def _tool_use(block: dict[str, Any], news: TranscriptNews) -> None:
     given = block.get("input")
     if name == "Skill" and isinstance(given, dict):
         skill = given.get("skill") or given.get("command") or given.get("name")
-        if isinstance(skill, str) and skill.strip():
-            news.skills.append(skill.strip().lstrip("/"))
+        if isinstance(skill, str) and skill_name(skill):
+            news.skill_calls[str(block.get("id") or "")] = skill_name(skill)
+
+
+def _tool_result(block: dict[str, Any], news: TranscriptNews) -> None:
+    """A Skill call counts once its result says it loaded (`Unknown skill` is an error)."""
+    skill = news.skill_calls.pop(str(block.get("tool_use_id") or ""), None)
+    content = block.get("content")
+    text = content if isinstance(content, str) else json.dumps(content)
+    if skill and not block.get("is_error") and "<tool_use_error>" not in text:
+        news.skills.append(skill)
 
 
 def _user_text(text: str, ts: str, news: TranscriptNews) -> None:
-    command = _COMMAND.search(text) or _SLASH.match(text.strip())
+    command = _COMMAND.search(text)
     if command and command.group(1) not in BUILTIN:
-        news.skills.append(command.group(1))
+        news.skills.append(skill_name(command.group(1)))
     if text.strip() and not text.lstrip().startswith(_NOT_TURNS):
         news.user_turns.append((ts, text))

@@ -35,6 +35,13 @@ def saved(result: SaveResult) -> str:
     return f"Saved memory [{e.id}] ({e.category or 'uncategorized'})."
 
 
+def redacted(spans: int) -> str:
+    """What save_memory adds to its reply when it redacted the content ('' when nothing)."""
+    if not spans:
+        return ""
+    return f" Redacted {spans} secret{'s' if spans > 1 else ''}."
+
+
 def age(entry: MemoryEntry, now: datetime) -> str:
     if entry.reinforcement_count <= 1:
         days = (now.date() - entry.created_at.date()).days

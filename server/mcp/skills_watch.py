@@ -10,6 +10,8 @@ when the generation moved it sends `notifications/prompts/list_changed` and
   remembered (weakly) from the requests it made;
 - 2026-07-28 clients: through the SDK's subscription bus, to every `subscriptions/listen`
   stream (the bus has no notion of tenant: a listener of another tenant refetches for nothing).
+When the skills are kept as folders a client loads (`install claude-code`, stores/skills/sync.py),
+the same change also brings those folders in step, before the clients are told.
 One loop runs per server however many lifespans are entered (SSE enters one per connection),
 and the generation each tenant was announced at is shared, so each change is announced once.
 """
@@ -151,12 +153,23 @@ class SkillsWatch:
                 remote = any(self.catalog(t).blocking for t in list(self._tenants))
                 found = await anyio.to_thread.run_sync(self.changed) if remote else self.changed()
                 for tenant in found:
+                    await self.keep_folders(tenant)
                     await self.announce(tenant)
         finally:
             self._running = False
             if self._handover is not None:
                 self._handover.set()
                 self._handover = None
+
+    async def keep_folders(self, tenant: str) -> None:
+        """Claude Code's `Skill` tool loads only skill folders: bring the ones kept for it in
+        step with the changed catalog (nothing when that sync is off)."""
+        from dreamwell.stores.skills import sync_skills
+
+        try:
+            await anyio.to_thread.run_sync(sync_skills, self.catalog(tenant))
+        except (StoreError, OSError) as exc:
+            logger.warning("cannot keep the skills' folders of %r: %s", tenant or "root", exc)
 
     async def announce(self, tenant: str) -> None:
         logger.info("skills of %s changed; notifying clients", tenant or "the root store")

@@ -20,6 +20,7 @@ from dreamwell.stores import (
     InvalidInput,
     StoreError,
     redact,
+    redact_counted,
     utcnow,
 )
 
@@ -52,6 +53,19 @@ def visible(text: str, what: str) -> str:
             "pass the fact to remember as text."
         )
     return text
+
+
+def private_content(text: str) -> tuple[str, int]:
+    """The content to save with the hooks' redaction applied (`<private>` spans dropped,
+    secrets replaced), and how many spans that took out; refuses content that was nothing
+    but them."""
+    kept, redacted = redact_counted(text)
+    if redacted and not kept.strip():
+        raise InvalidInput(
+            "content is empty once its <private> spans and secrets are taken out; "
+            "nothing was saved."
+        )
+    return kept, redacted
 
 
 def valid_unicode(text: str) -> str:
@@ -129,12 +143,13 @@ def _save_memory(mcp: MCPServer, runtime: Runtime, call: Call) -> None:
         tags: TagsArg = None,
     ) -> CallToolResult:
         def work(t: Tenant, ns: str) -> str:
-            saved = t.longterm.save(visible(content, "content"), category, tags, caller=ns)
+            kept, redacted = private_content(visible(content, "content"))
+            saved = t.longterm.save(kept, category, tags, caller=ns)
             if runtime.enriching and not saved.reinforced:
                 from dreamwell.dream.enrichment import enqueue
 
                 enqueue(t.longterm, saved.entry)  # the LLM expands it later; never waits
-            return render.saved(saved)
+            return render.saved(saved) + render.redacted(redacted)
 
         return await call(ctx, work)
 

@@ -289,5 +289,5 @@ def overview(store: LongTermStore, data_dir: Any) -> dict[str, Any]:
         "added": [{"day": d, "count": added.get(d, 0)} for d in days],
         "vectors_pending": store.missing_vectors(),
         "last_dream": real[0] if real else None,
-        "hooks": hook_activity(DataDir(data_dir)).to_json(),
+        "hooks": hook_activity(DataDir(data_dir)).to_json(stored=len(live)),
     }

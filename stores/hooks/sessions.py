@@ -44,22 +44,28 @@ class HookSession:
     turns: int = 0
     recalls: int = 0
     # the last day's activity, for `dreamwell stats`: [unix time, 0 = a turn recorded |
-    # 1 = a recall hook ran, memories it injected]
+    # 1 = a prompt's recall hook ran | 2 = a session-start hook ran, memories it injected]
     events: list[list[float]] = field(default_factory=list)
 
     def note(self, kind: str, memories: int = 0, now: float | None = None) -> None:
+        """`kind`: "turn", "recall" (a prompt's) or "start" (a session start's injection)."""
         now = time.time() if now is None else now
-        code = 0.0 if kind == "turn" else 1.0
+        code = {"turn": 0.0, "recall": 1.0}.get(kind, 2.0)
         self.events = [e for e in self.events if e[0] > now - DAY][-_KEEP_EVENTS:]
         self.events.append([now, code, float(memories)])
 
     def last_day(self, now: float | None = None) -> tuple[int, int, int]:
-        """(turns recorded, recall hooks run, memories they injected) in the last 24 hours."""
+        """(turns recorded, prompts recalled for, memories injected by prompts and session
+        starts) in the last 24 hours."""
         now = time.time() if now is None else now
         recent = [e for e in self.events if e[0] > now - DAY]
         turns = sum(1 for e in recent if e[1] == 0.0)
-        recalls = [e for e in recent if e[1] == 1.0]
-        return turns, len(recalls), int(sum(e[2] for e in recalls))
+        prompts = sum(1 for e in recent if e[1] == 1.0)
+        return turns, prompts, int(sum(e[2] for e in recent if e[1] != 0.0))
+
+    def active_since(self, since: float) -> bool:
+        """Whether any hook of this session ran after `since` (unix time)."""
+        return any(e[0] > since for e in self.events)
 
     def mark_recorded(self, text: str) -> bool:
         """Note a user turn; False when it was recorded already."""

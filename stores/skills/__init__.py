@@ -3,8 +3,8 @@
 Owns SKILL.md and its folder (skill_md.py: parse, validate, serialise; folders.py: read and
 write folders, trees and .zip files), a skill's record (record.py), the catalog with its
 compare-and-set writes (catalog.py) over a local or object-store storage (storage.py,
-object_storage.py), search over skills (search.py), their uses (usage.py) and import and
-export (porting.py).
+object_storage.py), search over skills (search.py), their uses (usage.py), import and
+export (porting.py), and the skills kept as folders a client loads (sync.py).
 
 May import: the stores root, stores.index (text index, embedders, ranking), stores.remote,
 stores.inputs (the usage log).
@@ -32,6 +32,16 @@ if TYPE_CHECKING:
     from dreamwell.stores.skills.porting import export_skills, exported_files, import_skills
     from dreamwell.stores.skills.record import skill_from_json, skill_to_json
     from dreamwell.stores.skills.skill_md import SKILL_MD, InvalidSkill, SkillFolder, skill_md_parts
+    from dreamwell.stores.skills.sync import (
+        SyncReport,
+        disable_sync,
+        enable_sync,
+        in_step,
+        loadable,
+        sync_clashes,
+        sync_skills,
+        sync_target,
+    )
     from dreamwell.stores.skills.usage import SkillUsage, UsageStats
 
 _LAZY = {
@@ -86,6 +96,19 @@ _LAZY = {
         ],
         "usage",
     ),
+    **dict.fromkeys(
+        [
+            "SyncReport",
+            "disable_sync",
+            "enable_sync",
+            "in_step",
+            "loadable",
+            "sync_clashes",
+            "sync_skills",
+            "sync_target",
+        ],
+        "sync",
+    ),
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)
@@ -103,13 +126,21 @@ __all__ = [
     "SkillConflict",
     "SkillFolder",
     "SkillUsage",
+    "SyncReport",
     "UsageStats",
+    "disable_sync",
+    "enable_sync",
     "export_skills",
     "exported_files",
     "import_skills",
+    "in_step",
+    "loadable",
     "make_folder",
     "read_skills",
     "skill_from_json",
     "skill_md_parts",
     "skill_to_json",
+    "sync_clashes",
+    "sync_skills",
+    "sync_target",
 ]

@@ -39,7 +39,9 @@ MAX_YAML_DEPTH = 32  # nested sequences and mappings
 MAX_YAML_NODES = 10_000  # scalars, sequences and mappings in all
 _SAFE_PART = re.compile(r"[^\x00-\x1f/\\]+")
 _META_LINE = re.compile(r"""^metadata:[ \t]*(#.*)?$""")
-_OWN_KEY = re.compile(r"""^[ \t]+["']?dreamwell-[A-Za-z0-9_-]*["']?[ \t]*:""")
+# dreamwell's bookkeeping keys; `dreamwell-project` (the project a skill belongs to, SPEC §11)
+# is the skill's own: kept in its SKILL.md like any key the user wrote
+_OWN_KEY = re.compile(r"""^[ \t]+["']?dreamwell-(?!project["' \t:])[A-Za-z0-9_-]*["']?[ \t]*:""")
 
 
 class InvalidSkill(InvalidInput):
@@ -236,7 +238,11 @@ def strip_bookkeeping(text: str) -> tuple[str, dict[str, str]]:
     kept = [lines[j] for j in range(start + 1, end) if j not in own]
     head = [] if not any(line.strip() for line in kept) else [lines[start]]
     new = lines[:start] + head + kept + lines[end:]
-    values = {str(k): str(v) for k, v in found.items() if str(k).startswith(META_PREFIX)}
+    values = {
+        str(k): str(v)
+        for k, v in found.items()
+        if str(k).startswith(META_PREFIX) and str(k) != "dreamwell-project"
+    }
     return opening + "".join(new) + closing + body, values
 
 

@@ -66,31 +66,63 @@ def messages_text(request: dict[str, Any]) -> str:
             if block.get("type") == "text":
                 parts.append(str(block.get("text", "")))
             elif block.get("type") == "tool_result":
-                inner = block.get("content")
-                if isinstance(inner, str):
-                    parts.append(inner)
-                else:
-                    parts.extend(str(b.get("text", "")) for b in inner or [] if isinstance(b, dict))
+                parts.append(_result_text(block))
     return "\n".join(parts)
 
 
+def _block_text(block: dict[str, Any]) -> str:
+    if block.get("type") == "tool_reference":  # what ToolSearch answers: a loaded tool
+        return f"tool_reference:{block.get('tool_name')}"
+    return str(block.get("text", ""))
+
+
+def _result_text(block: dict[str, Any]) -> str:
+    inner = block.get("content")
+    if isinstance(inner, str):
+        return inner
+    return "".join(_block_text(b) for b in inner or [] if isinstance(b, dict))
+
+
 def tool_results(request: dict[str, Any]) -> list[str]:
-    """The texts of the tool results in the request's last user message."""
-    messages = request.get("messages") or []
-    if not messages or messages[-1].get("role") != "user":
+    """The texts of the tool results in the request's last user message (Claude Code may put
+    `system`-role messages after it). A ToolSearch result reads `tool_reference:NAME`."""
+    users = [m for m in request.get("messages") or [] if m.get("role") == "user"]
+    if not users or not _answers_last_turn(request, users[-1]):
         return []
-    content = messages[-1].get("content")
-    found: list[str] = []
-    for block in content if isinstance(content, list) else []:
-        if block.get("type") != "tool_result":
+    content = users[-1].get("content")
+    blocks = content if isinstance(content, list) else []
+    return [_result_text(b) for b in blocks if b.get("type") == "tool_result"]
+
+
+def _answers_last_turn(request: dict[str, Any], user: dict[str, Any]) -> bool:
+    """No assistant message after that user message."""
+    messages = request.get("messages") or []
+    after = messages[[id(m) for m in messages].index(id(user)) + 1 :]
+    return all(m.get("role") != "assistant" for m in after)
+
+
+def tool_uses(request: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Every tool call the model made so far in this conversation, `(name, input)` in order."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    for message in request.get("messages") or []:
+        content = message.get("content")
+        if message.get("role") != "assistant" or not isinstance(content, list):
             continue
-        inner = block.get("content")
-        if isinstance(inner, str):
-            found.append(inner)
-        else:
-            found.append(
-                "".join(str(b.get("text", "")) for b in inner or [] if isinstance(b, dict))
-            )
+        found += [
+            (str(b.get("name")), b.get("input") or {})
+            for b in content
+            if b.get("type") == "tool_use"
+        ]
+    return found
+
+
+def all_tool_results(request: dict[str, Any]) -> list[str]:
+    """The texts of every tool result in this conversation, in order."""
+    found: list[str] = []
+    for message in request.get("messages") or []:
+        content = message.get("content")
+        if message.get("role") == "user" and isinstance(content, list):
+            found += [_result_text(b) for b in content if b.get("type") == "tool_result"]
     return found
 
 

@@ -163,6 +163,18 @@ class ClaudeHome:
         timeline = debug.read_text(errors="replace").splitlines() if debug.exists() else []
         return Run(done.returncode, result, done.stderr, timeline, seconds)
 
+    def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """Another `claude` command (`mcp list`, …) as this user, in the project folder."""
+        return subprocess.run(
+            [str(self.binary), *args],
+            env=self.env(),
+            cwd=self.project,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+
     def claude_json(self) -> dict[str, Any]:
         path = self.home / ".claude.json"
         return json.loads(path.read_text()) if path.exists() else {}

@@ -92,11 +92,16 @@ class Transcript:
     def user(self, text: str, **more: Any) -> None:
         self._line("user", text, **more)
 
-    def tool(self, name: str, given: dict[str, Any]) -> None:
+    def tool(
+        self, name: str, given: dict[str, Any], result: str = "ok", error: bool = False
+    ) -> None:
+        """A tool call and its result (`error`: as Claude Code writes a failed call, e.g.
+        `<tool_use_error>Unknown skill: x</tool_use_error>`)."""
         self._line(
             "assistant", [{"type": "tool_use", "id": f"t{self.n}", "name": name, "input": given}]
         )
-        self._line("user", [{"type": "tool_result", "tool_use_id": f"t{self.n}", "content": "ok"}])
+        answer = {"type": "tool_result", "tool_use_id": f"t{self.n - 1}", "content": result}
+        self._line("user", [answer | ({"is_error": True} if error else {})])
 
     def assistant(self, text: str) -> None:
         self._line("assistant", [{"type": "text", "text": text}])

@@ -210,3 +210,60 @@ def test_the_command_writes_says_and_fails_in_one_line(tmp_path: Path) -> None:
     assert bad.returncode == 1 and bad.stderr.count("\n") == 1 and "not valid JSON" in bad.stderr
     nowhere = install("vscode", "--project", str(tmp_path / "missing"), home=tmp_path)
     assert nowhere.returncode == 2 and "is not a directory" in nowhere.stderr
+
+
+def test_claude_code_gets_the_permission_rule_for_dreamwells_tools_once(tmp_path: Path) -> None:
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"permissions": {"allow": ["Bash(make:*)"], "deny": ["X"]}}))
+    run("claude-code", tmp_path)
+    assert read(settings)["permissions"] == {
+        "allow": ["Bash(make:*)", "mcp__dreamwell"],
+        "deny": ["X"],
+    }
+    assert run("claude-code", tmp_path) == "already as asked; nothing to change\n"
+    run("claude-code", tmp_path, remove=True)
+    assert read(settings) == {"permissions": {"allow": ["Bash(make:*)"], "deny": ["X"]}}
+
+
+def test_no_allow_installs_without_the_permission_rule(tmp_path: Path) -> None:
+    changes = plan("claude-code", where("linux", tmp_path), CMD, None, None, False, allow=False)
+    apply(changes, False, lambda _: None)
+    settings = read(tmp_path / ".claude" / "settings.json")
+    assert "permissions" not in settings and "SessionStart" in settings["hooks"]
+
+
+def test_uninstall_leaves_no_empty_key_it_emptied(tmp_path: Path) -> None:
+    (tmp_path / ".claude.json").write_text(json.dumps({"numStartups": 3}))
+    run("claude-code", tmp_path)
+    run("claude-code", tmp_path, remove=True)
+    assert read(tmp_path / ".claude.json") == {"numStartups": 3}
+    assert read(tmp_path / ".claude" / "settings.json") == {}
+
+
+def test_a_permissions_allow_that_is_not_a_list_is_left_untouched(tmp_path: Path) -> None:
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{"permissions": {"allow": "mcp__x"}}')
+    with pytest.raises(InstallError, match=r"'permissions\.allow' is not a JSON array"):
+        run("claude-code", tmp_path)
+    assert settings.read_text() == '{"permissions": {"allow": "mcp__x"}}'
+
+
+def test_claude_code_keeps_the_skills_as_folders_until_uninstalled(tmp_path: Path) -> None:
+    data = tmp_path / ".local" / "share" / "dreamwell"
+    source = tmp_path / "src" / "go-release"
+    source.mkdir(parents=True)
+    text = "---\nname: go-release\ndescription: Cut a Go release\n---\n\nRun make release.\n"
+    (source / "SKILL.md").write_text(text)
+    assert dreamwell("skills", "import", str(source), "--data-dir", str(data)).returncode == 0
+    done = install("claude-code", home=tmp_path)
+    assert done.returncode == 0, done.stderr
+    folder = tmp_path / ".claude" / "skills" / "go-release"
+    assert "Run make release." in (folder / "SKILL.md").read_text()
+    assert f"kept the active skills as folders in {folder.parent} (1 written)" in done.stdout
+    again = install("claude-code", home=tmp_path)
+    assert "(0 written)" in again.stdout and "nothing to change" in again.stdout
+    gone = install("claude-code", "--uninstall", home=tmp_path)
+    assert gone.returncode == 0 and not folder.exists()
+    assert f"removed 1 skill folders dreamwell wrote in {folder.parent}" in gone.stdout

@@ -91,6 +91,32 @@ def test_stats_shows_uses_last_use_and_co_used_pairs(tmp_path: Path) -> None:
     assert "    used together: alpha + beta (2 sessions)" in out
 
 
+def test_skill_folders_follow_the_cli_and_stats_and_doctor_name_a_clash(tmp_path: Path) -> None:
+    from dreamwell.stores import DataDir
+    from dreamwell.stores.skills import enable_sync
+
+    data, folders = tmp_path / "d", tmp_path / "claude-skills"
+    write_skill(folders, "beta", simple_md("beta", "the user's own beta"))
+    enable_sync(DataDir(data), folders)
+    for name in ("alpha", "beta"):
+        folder = write_skill(tmp_path / "src", name, simple_md(name, name))
+        done = dreamwell("skills", "import", str(folder), "--data-dir", str(data))
+        assert done.returncode == 0, done.stderr
+    assert (folders / "alpha" / "SKILL.md").exists()  # at once, no server running
+    assert f"not written: {folders}/beta: a folder dreamwell did not write" in done.stdout
+    assert "the user's own beta" in (folders / "beta" / "SKILL.md").read_text()
+    out = dreamwell("stats", "--data-dir", str(data), "--embedder", "none").stdout
+    assert f"    kept as Claude Code skill folders in {folders}: 1\n" in out
+    assert f"    not written: {folders}/beta: a folder dreamwell did not write" in out
+    doctor = dreamwell("doctor", "--data-dir", str(data), "--embedder", "none")
+    assert doctor.returncode == 1
+    assert f"FAIL [default] skill beta is not a Claude Code skill folder: {folders}/beta" in (
+        doctor.stdout
+    )
+    dreamwell("skills", "archive", "alpha", "--data-dir", str(data))
+    assert not (folders / "alpha").exists()
+
+
 @pytest.mark.anyio
 async def test_a_cli_import_reaches_a_running_stdio_servers_client(tmp_path: Path) -> None:
     recorder = Recorder()

@@ -21,6 +21,7 @@ from dreamwell.stores.layout import DataDir
 from dreamwell.stores.longterm import snapshot
 from dreamwell.stores.skills.catalog import SkillCatalog
 from dreamwell.stores.skills.folders import make_folder
+from dreamwell.stores.skills.sync import enable_sync
 from tests.support.hooks import (
     ANTI,
     DEPLOY,
@@ -251,7 +252,8 @@ def test_a_hook_imports_no_heavy_library(name: str, tmp_path: Path) -> None:
     seeded(tmp_path)
     skill = b"---\nname: deploy-api\ndescription: Deploy the api\n---\n\nRun make deploy.\n"
     folder = make_folder("deploy-api", {"SKILL.md": skill}, "deploy-api")
-    SkillCatalog(tmp_path).put(folder)  # the skills' read path runs too
+    SkillCatalog(tmp_path).put(folder)  # the skills' read path runs too,
+    enable_sync(DataDir(tmp_path), tmp_path / "claude-skills")  # and their folders' sync
     (tmp_path / "t.jsonl").write_text("")
     given = json.dumps(prompt("s1", "deploy the api", transcript_path=str(tmp_path / "t.jsonl")))
     probe = (

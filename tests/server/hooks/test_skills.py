@@ -1,6 +1,7 @@
 """Skills through the Claude Code hooks: a skill imported with `dreamwell skills import`
 is listed at session start and offered for a relevant prompt, each once per session, within
-hook_max_chars, and recorded in the recall log; candidates and archived skills never are."""
+hook_max_chars, and recorded in the recall log; candidates and archived skills never are, nor
+skills the client cannot load (not kept as its skill folders: the sync off, or a clash)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 from dreamwell.stores import SkillCatalog
 from dreamwell.stores.hooks.sessions import HookSessions
 from dreamwell.stores.layout import DataDir
+from dreamwell.stores.skills import enable_sync
 from tests.support.cli import dreamwell
 from tests.support.hooks import event, hook, prompt, recalls
 
@@ -31,8 +33,11 @@ def write_skill(root: Path, name: str, text: str) -> Path:
     return folder
 
 
-def imported(data: Path, tmp_path: Path) -> None:
-    """Two skills through the real CLI, as a user would add them."""
+def imported(data: Path, tmp_path: Path, sync: bool = True) -> None:
+    """Two skills through the real CLI, as a user would add them (kept as the client's
+    skill folders in tmp_path/claude-skills unless not `sync`)."""
+    if sync:
+        enable_sync(DataDir(data), tmp_path / "claude-skills")
     source = tmp_path / "src"
     write_skill(source, "cut-release", RELEASE)
     write_skill(source, "brew-tea", TEA)
@@ -95,3 +100,39 @@ def test_candidates_and_archived_skills_are_never_offered(tmp_path: Path) -> Non
     for done in (start, asked):
         assert done.returncode == 0
         assert "cut-release" not in done.stdout and "brew-tea" not in done.stdout
+
+
+def test_only_skills_the_client_can_load_are_offered(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    imported(data, tmp_path, sync=False)
+    start = event("s1", "SessionStart", tmp_path / "t.jsonl", source="startup")
+    off = hook("session-start", start, data)
+    asked = hook("user-prompt", prompt("s1", "how do I cut a release for billing?"), data)
+    assert "cut-release" not in off.stdout + asked.stdout  # no folder: Skill() cannot load it
+    clash = tmp_path / "claude-skills" / "cut-release"
+    write_skill(clash.parent, "cut-release", RELEASE.replace("Push the tag.", "Mine."))
+    enable_sync(DataDir(data), clash.parent)
+    on = hook("session-start", start | {"session_id": "s2"}, data)
+    assert "- brew-tea:" in on.stdout and "cut-release" not in on.stdout
+    assert (tmp_path / "claude-skills" / "brew-tea" / "SKILL.md").exists()
+    assert "Mine." in (clash / "SKILL.md").read_text()
+
+
+def test_a_skill_use_counts_once_on_success_under_its_own_name(tmp_path: Path) -> None:
+    from dreamwell.stores import SkillUsage
+    from tests.support.hooks import Transcript
+
+    data = tmp_path / "data"
+    imported(data, tmp_path)
+    t = Transcript(tmp_path / "session.jsonl", "s1")
+    t.tool("Skill", {"skill": "cut-release"}, "Launching skill: cut-release")
+    unknown = "<tool_use_error>Unknown skill: dreamwell:cut-release</tool_use_error>"
+    t.tool("Skill", {"skill": "dreamwell:cut-release"}, unknown, error=True)
+    t.tool("Skill", {"skill": "no-such-skill"}, "<tool_use_error>Unknown skill: no-such-skill")
+    t.user("<command-message>brew-tea</command-message>\n<command-name>/brew-tea</command-name>")
+    t.user("<command-name>/mcp__dreamwell__cut-release</command-name>")
+    t.user("/nope-skill")  # a slash command Claude Code did not know stays plain text
+    assert hook("stop", event("s1", "Stop", t.path), data).returncode == 0
+    usage = SkillUsage(data).stats()
+    assert usage.uses_30d == {"cut-release": 2, "brew-tea": 1}
+    assert usage.co_used == [("brew-tea", "cut-release", 1)]

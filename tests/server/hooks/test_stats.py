@@ -10,7 +10,7 @@ from dreamwell.server.hooks.stats import hook_lines
 from dreamwell.stores.hooks.sessions import HookSessions
 from dreamwell.stores.layout import DataDir
 from tests.support.cli import dreamwell
-from tests.support.hooks import DEPLOY, hook, prompt, seeded
+from tests.support.hooks import DEPLOY, event, hook, prompt, seeded
 
 
 def stats(data: Path) -> str:
@@ -35,12 +35,38 @@ def test_stats_counts_turns_and_injected_memories_per_session(tmp_path: Path) ->
     assert "NO MEMORY INJECTED" not in out
 
 
-def test_hooks_that_inject_nothing_are_flagged(tmp_path: Path) -> None:
-    for i in range(3):
-        hook("user-prompt", prompt(f"s{i}", "what do you remember?"), tmp_path)
+def test_a_first_session_on_an_empty_store_is_no_alarm(tmp_path: Path) -> None:
+    start = event("s1", "SessionStart", tmp_path / "t.jsonl", source="startup")
+    hook("session-start", start, tmp_path)
+    hook("user-prompt", prompt("s1", "what do you remember?"), tmp_path)
     out = stats(tmp_path)
-    assert "3 sessions, 3 turns recorded, 3 prompts recalled for, 0 memories injected" in out
-    assert "NO MEMORY INJECTED" in out
+    assert "1 sessions, 1 turns recorded, 1 prompts recalled for, 0 memories injected" in out
+    assert "no memory was injected" not in out and "NO MEMORY" not in out
+
+
+def test_sessions_that_inject_nothing_from_a_full_store_are_named(tmp_path: Path) -> None:
+    seeded(tmp_path)
+    sessions = HookSessions(DataDir(tmp_path))
+    for name in ("s1", "s2"):  # as hooks reading another data directory leave it
+        state = sessions.load(name)
+        state.note("turn")
+        state.note("recall", 0)
+        sessions.save(state)
+    out = stats(tmp_path)
+    assert "2 sessions, 2 turns recorded, 2 prompts recalled for, 0 memories injected" in out
+    assert (
+        "    no memory was injected in the last 24 hours although 4 memories are stored: do " in out
+    )
+
+
+def test_session_starts_are_not_counted_as_prompts(tmp_path: Path) -> None:
+    seeded(tmp_path)
+    start = event("s1", "SessionStart", tmp_path / "t.jsonl", source="startup")
+    hook("session-start", start, tmp_path)
+    hook("session-start", start | {"source": "clear"}, tmp_path)
+    hook("user-prompt", prompt("s1", "deploy the api"), tmp_path)
+    line = hook_lines(DataDir(tmp_path))[0]
+    assert "1 sessions, 1 turns recorded, 1 prompts recalled for" in line
 
 
 def test_only_the_last_day_counts(tmp_path: Path) -> None:

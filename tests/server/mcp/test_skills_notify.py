@@ -161,3 +161,24 @@ async def test_the_watch_outlives_the_first_sse_connection(tmp_path: Path) -> No
             with anyio.fail_after(30):
                 await closed.wait()
             await legacy_sees_change(c, recorder, tmp_path)
+
+
+async def test_a_skill_written_elsewhere_reaches_the_clients_skill_folders(
+    tmp_path: Path,
+) -> None:
+    from dreamwell.stores.layout import DataDir
+    from dreamwell.stores.skills import enable_sync
+
+    folders = tmp_path / "claude-skills"
+    enable_sync(DataDir(tmp_path / "data"), folders)
+    settings = Settings(data_dir=tmp_path / "data", embedder="none")
+    async with Client(build_server(settings), mode="legacy") as client:
+        await client.list_prompts()  # the server now watches this store
+        await anyio.to_thread.run_sync(write_elsewhere, tmp_path / "data", "tea")
+        with anyio.fail_after(BOUND + SLACK):
+            while not (folders / "tea" / "SKILL.md").exists():
+                await anyio.sleep(0.05)
+        await anyio.to_thread.run_sync(lambda: SkillCatalog(tmp_path / "data").archive("tea"))
+        with anyio.fail_after(BOUND + SLACK):
+            while (folders / "tea").exists():
+                await anyio.sleep(0.05)

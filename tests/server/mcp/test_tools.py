@@ -7,6 +7,7 @@ import re
 import pytest
 from mcp import Client
 
+from dreamwell.server.config import Settings
 from tests.support.calls import call, fails, ok
 
 pytestmark = pytest.mark.anyio
@@ -205,3 +206,24 @@ async def test_delete_memory_rejects_an_empty_id(client: Client) -> None:
 async def test_a_tool_that_does_not_exist_is_an_error(client: Client) -> None:
     error, _ = await call(client, "forget_everything")
     assert error
+
+
+async def test_save_memory_redacts_before_writing_and_says_how_many_spans(
+    client: Client, settings: Settings
+) -> None:
+    token = "ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+    content = f"Deploy with token {token} <private>my salary is 90k</private> via make ship"
+    text = await ok(client, "save_memory", content=content, category="ops")
+    memory_id = SAVED.match(text.split(" Redacted")[0]).group(1)  # type: ignore[union-attr]
+    assert text == f"Saved memory [{memory_id}] (ops). Redacted 2 secrets."
+    found = await ok(client, "search_memory", query="deploy make ship")
+    assert f"[{memory_id}]" in found and token not in found and "salary" not in found
+    assert "Deploy with token [REDACTED]  via make ship" in found
+    on_disk = b"".join(p.read_bytes() for p in settings.data_dir.rglob("*") if p.is_file())
+    assert token.encode() not in on_disk and b"salary is 90k" not in on_disk
+    clean = await ok(client, "save_memory", content="We deploy on Tuesdays", category="ops")
+    assert SAVED.match(clean), clean  # nothing redacted: the text SPEC §3 pins
+    one = await ok(client, "save_memory", content=f"api_key={token[:20]}xyz12", category="ops")
+    assert one.endswith(" Redacted 1 secret.")
+    nothing = await fails(client, "save_memory", content="<private>only this</private>")
+    assert nothing.startswith("content is empty once its <private> spans and secrets are taken")
