@@ -18,8 +18,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from dreamwell.stores.errors import InvalidInput
 
 SKILL_MD = "SKILL.md"
@@ -77,6 +75,8 @@ def skill_md_parts(text: str, where: str) -> tuple[str, list[str], str, str]:
 
 
 def _load_yaml(text: str, where: str) -> dict[str, Any]:
+    import yaml  # only where a SKILL.md is parsed: a hook listing skills never loads it
+
     try:
         data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
