@@ -208,18 +208,19 @@ class EarlyStdio:
             return Handover(b"".join(kept) + self._tail, answered, self._loaded_then)
 
     def _superseded(self, line: bytes) -> bool:
-        """A discover answered here, when an `initialize` was answered here after it: the
-        client chose the 2025 handshake, and the SDK would refuse that `initialize` on a
-        connection opened in the 2026 era."""
+        """A discover (or listen) answered here, when an `initialize` was answered here after
+        it: the client chose the 2025 handshake, and the SDK would refuse that `initialize` on
+        a connection opened in the 2026 era."""
         if not self._legacy:
             return False
         try:
             frame = json.loads(line)
         except ValueError:
             return False
-        if handshake.method(frame) != "server/discover" or not self._sent.get(frame["id"]):
+        key, _ = early_reply(frame)
+        if handshake.method(frame) == "initialize" or not self._sent.get(key):
             return False
-        self._sent[frame["id"]].pop(0)
+        self._sent[key].pop(0)
         return True
 
     def refuse(self, cause: str, wait: float = REFUSING_FOR) -> None:
