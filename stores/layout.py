@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -240,6 +241,9 @@ class DataDir:
     def ensure(self) -> None:
         """Create the directory and record the layout version when it is new; refuse a
         directory written by a newer dreamwell."""
+        problem = self.unusable()
+        if problem is not None:
+            raise StoreError(problem)
         found = self.format()
         if found is not None and found > FORMAT:
             raise StoreError(newer_format(self.root, found))
@@ -254,6 +258,28 @@ class DataDir:
                     "Choose another with --data-dir."
                 ) from exc
             # a read-only directory still serves reads
+
+    def unusable(self) -> str | None:
+        """Why this directory cannot hold a store, in a sentence that says what to do; None
+        when it can (or does not exist yet: it is created)."""
+        try:
+            with os.scandir(self.root) as entries:
+                next(entries, None)
+        except FileNotFoundError:
+            return None
+        except NotADirectoryError:
+            return (
+                f"the data directory {self.root} is a file, not a directory; choose a directory "
+                "with --data-dir (or DREAMWELL_DATA_DIR)"
+            )
+        except PermissionError as exc:
+            return (
+                f"the data directory {self.root} cannot be read by this user ({exc.strerror}); "
+                f"give it back (chown -R $USER {self.root}) or choose another with --data-dir"
+            )
+        except OSError as exc:
+            return f"the data directory {self.root} cannot be read ({exc.strerror}); check the disk"
+        return None
 
     def format(self) -> int | None:
         """The recorded layout version (None: not recorded, e.g. made by v0.1)."""

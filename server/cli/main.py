@@ -15,12 +15,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from dreamwell.server.cli.parsing import parser, settings_from
+from dreamwell.server.cli.parsing import BadSetting, parser, read_settings
 from dreamwell.server.flags import settings_of
 from dreamwell.server.heap import steady_malloc
 
 if TYPE_CHECKING:
     from dreamwell.server.config import Settings
+    from dreamwell.server.transports.early import EarlyStdio
 
 logger = logging.getLogger("dreamwell")
 
@@ -53,11 +54,8 @@ def tenant_dir(settings: Settings, tenant: str | None) -> Path:
 
 # ---- commands ------------------------------------------------------------------------------
 def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
-    import anyio
-
     from dreamwell.server.cli.stats import ensure_format
     from dreamwell.server.config import LOOPBACK
-    from dreamwell.server.transports.serve import serve
 
     if (
         settings.transport != "stdio"
@@ -70,12 +68,27 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
             2,
         )
     ensure_format(settings.data_dir)
+    early: EarlyStdio | None = args.early
+    if early is not None:
+        early.ready()  # the settings and the data directory are fine: answer the handshake
+    import anyio
+
+    from dreamwell.server.transports.early import HEAVY
+    from dreamwell.server.transports.serve import serve
+
     if settings.transport == "stdio" and sys.stdin.isatty():
         sys.stderr.write(
             "dreamwell: serving MCP on stdin/stdout and waiting for an MCP client; an agent "
             "starts this itself (see 'Connect a client' in README.md). Ctrl-D or Ctrl-C stops.\n"
         )
-    anyio.run(serve, settings)
+    handover = early.hand_over() if early is not None else None
+    if handover is not None and handover.loaded_then is not None:
+        logger.info(
+            "answered the handshake before loading the server; of %s, loaded then: %s",
+            ", ".join(HEAVY),
+            ", ".join(handover.loaded_then) or "none",
+        )
+    anyio.run(serve, settings, handover if settings.transport == "stdio" else None)
     return 0
 
 
@@ -201,9 +214,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         from dreamwell.server.hooks.entry import hook_main
 
         raise SystemExit(hook_main(given))
+    early = _early_stdio(given)
     args = parser().parse_args(given)
+    args.early = early
     command: str = args.command
-    settings = settings_from(args, settings_of(command))
+    try:
+        settings = read_settings(args, settings_of(command))
+    except BadSetting as exc:
+        raise SystemExit(refuse(early, str(exc), 2)) from None
     logging.basicConfig(
         stream=sys.stderr,
         level=settings.log_level,
@@ -216,14 +234,77 @@ def main(argv: Sequence[str] | None = None) -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 0
     except ValueError as exc:  # bad tenant names and the like, already worded for people
-        code = fail(str(exc), 2)
+        code = refuse(early, str(exc), 2)
+    except PermissionError as exc:  # e.g. a data directory another user owns
+        code = refuse(early, unreadable(exc, settings.data_dir))
     except Exception as exc:
         from dreamwell.stores import StoreError  # loaded already if a store was opened
 
         if not isinstance(exc, StoreError):
             raise
-        code = fail(str(exc))  # e.g. the write lock held too long: it says to try again
+        code = refuse(early, str(exc))  # e.g. the write lock held too long: try again
     raise SystemExit(code)
+
+
+def _early_stdio(given: list[str]) -> EarlyStdio | None:
+    """For `serve` on stdio: the handshake answered while the server loads (see
+    server/transports/early.py); started before anything else is imported or parsed."""
+    if given[:1] != ["serve"]:
+        return None
+    import signal
+
+    # Claude Code stops a server with SIGINT: while loading, leave without a traceback on
+    # stderr, which it logs as an error (nothing is written before serving starts)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    from dreamwell.server.transports import early
+
+    if not early.wanted(_flag(given, "--transport")):
+        return None
+    problem = _data_dir_problem(_flag(given, "--data-dir"))
+    started = early.EarlyStdio().start()
+    if problem is not None:  # before the settings: the client hears this, whatever else
+        raise SystemExit(refuse(started, problem))
+    return started
+
+
+def _flag(given: list[str], name: str) -> str | None:
+    """The value of a flag, read before the command line is parsed (the last one wins)."""
+    found = None
+    for at, word in enumerate(given):
+        if word == name and at + 1 < len(given):
+            found = given[at + 1]
+        elif word.startswith(f"{name}="):
+            found = word.partition("=")[2]
+    return found
+
+
+def _data_dir_problem(flag: str | None) -> str | None:
+    """Why the local data directory cannot be used (read the way a hook reads it)."""
+    from dreamwell.server.hooks.settings import data_dir
+    from dreamwell.stores import DataDir
+
+    given = flag or os.environ.get("DREAMWELL_DATA_DIR") or ""
+    if "://" in given:  # an object store: reached once the settings are read
+        return None
+    return DataDir(data_dir(flag)).unusable()
+
+
+def refuse(early: EarlyStdio | None, message: str, code: int = 1) -> int:
+    """`fail`, and a server that cannot start tells its client why (instead of leaving it
+    with a closed connection)."""
+    fail(message, code)
+    if early is not None:
+        early.refuse(message)
+    return code
+
+
+def unreadable(exc: PermissionError, data_dir: Path) -> str:
+    """One line for a file this user may not read or write, naming it and the way out."""
+    where = exc.filename or data_dir
+    return (
+        f"cannot read or write {where} ({exc.strerror}); give this user access to the data "
+        f"directory (chown -R $USER {data_dir}) or choose another with --data-dir"
+    )
 
 
 # Servers leave as Python leaves: their worker threads (anyio's, not daemons) may still be

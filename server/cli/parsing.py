@@ -167,8 +167,12 @@ def add_arguments(name: str, command: argparse.ArgumentParser) -> None:
     add_settings(command, name)
 
 
-def settings_from(args: argparse.Namespace, keys: Sequence[str]) -> Settings:
-    """Flags beat environment variables; a bad value is one line on stderr and exit code 2."""
+class BadSetting(ValueError):
+    """A setting's value cannot be used; the text names the key and the value."""
+
+
+def read_settings(args: argparse.Namespace, keys: Sequence[str]) -> Settings:
+    """Flags beat environment variables; a bad value raises BadSetting."""
     from pydantic import ValidationError
 
     from dreamwell.server.config import Settings
@@ -182,9 +186,16 @@ def settings_from(args: argparse.Namespace, keys: Sequence[str]) -> Settings:
         key = ".".join(str(p) for p in first["loc"])
         secret = any(w in key for w in ("key", "token", "storage_options"))
         shown = "***" if secret else repr(first.get("input"))
-        sys.stderr.write(f"dreamwell: bad setting {key}={shown}: {first['msg']}\n")
-        raise SystemExit(2) from None
+        raise BadSetting(f"bad setting {key}={shown}: {first['msg']}") from None
     except (OSError, ValueError) as err:
-        sys.stderr.write(f"dreamwell: bad setting {err}\n")
-        raise SystemExit(2) from None
+        raise BadSetting(f"bad setting {err}") from None
     return settings
+
+
+def settings_from(args: argparse.Namespace, keys: Sequence[str]) -> Settings:
+    """Flags beat environment variables; a bad value is one line on stderr and exit code 2."""
+    try:
+        return read_settings(args, keys)
+    except BadSetting as err:
+        sys.stderr.write(f"dreamwell: {err}\n")
+        raise SystemExit(2) from None

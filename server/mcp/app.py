@@ -19,7 +19,7 @@ from mcp.types import INVALID_PARAMS
 from dreamwell.server import background
 from dreamwell.server.config import Settings
 from dreamwell.server.heap import give_back_freed
-from dreamwell.server.mcp import sdk
+from dreamwell.server.mcp import handshake, sdk
 from dreamwell.server.mcp.arguments import check_prompt, tool_refusal
 from dreamwell.server.mcp.dream import register_dream
 from dreamwell.server.mcp.recall import register_recall
@@ -42,11 +42,6 @@ BACKFILL_BATCH = 64  # memories embedded (and logged) at a time
 BACKFILL_GATHER = 0.05  # seconds that saves have to arrive before their backfill round
 BACKFILL_BUSY = 0.5  # seconds between looks while another process embeds the store
 TRIM_QUIET = 1.0  # seconds without a request before the heap is handed back
-INSTRUCTIONS = (
-    "dreamwell is your memory. search_memory before answering questions about the user or past "
-    "work; save_memory for durable facts, preferences and lessons; working memory is short-lived "
-    "scratch space in your own namespace."
-)
 
 
 class _Answered:
@@ -117,9 +112,9 @@ def build_server(settings: Settings, runtime: Runtime | None = None) -> MCPServe
             tg.cancel_scope.cancel()
 
     mcp: MCPServer[Runtime] = MCPServer(
-        name="dreamwell",
-        instructions=INSTRUCTIONS,
-        version="0.1.0",
+        name=handshake.NAME,
+        instructions=handshake.INSTRUCTIONS,
+        version=handshake.VERSION,
         lifespan=lifespan,
         log_level=settings.log_level,
         extensions=[skills.extension()],

@@ -23,6 +23,7 @@ from dreamwell.server.mcp.app import (
 )
 from dreamwell.server.mcp.dream import dream_forever, enrich_forever
 from dreamwell.server.runtime import Runtime
+from dreamwell.server.transports.early import Handover
 from dreamwell.server.transports.stdio import run_stdio
 
 logger = logging.getLogger(__name__)
@@ -59,7 +60,9 @@ def _http_server(mcp: MCPServer[Runtime], settings: Settings, runtime: Runtime) 
     return uvicorn_server(build_asgi(mcp, settings, runtime), settings)
 
 
-async def serve(settings: Settings) -> None:
+async def serve(settings: Settings, early: Handover | None = None) -> None:
+    """Serve until stdin closes or a signal; `early`: the stdio frames read and answered
+    before the SDK was loaded (server/transports/early.py)."""
     runtime = Runtime(settings)
     mcp = build_server(settings, runtime)
     server = None if settings.transport == "stdio" else _http_server(mcp, settings, runtime)
@@ -78,7 +81,7 @@ async def serve(settings: Settings) -> None:
         if settings.dream_auto:
             tg.start_soon(dream_when_idle, runtime)
         if server is None:
-            await run_stdio(mcp, on_eof=_exit_soon)
+            await run_stdio(mcp, on_eof=_exit_soon, early=early)
         else:
             await server.serve()
         _exit_soon()

@@ -25,7 +25,8 @@ from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
 from pydantic import ValidationError
 
 from dreamwell.server.mcp import sdk
-from dreamwell.server.transports.wire import claimed_stdin, claimed_stdout
+from dreamwell.server.transports.early import Handover, sent_key
+from dreamwell.server.transports.wire import PipeReader, claimed_stdin, claimed_stdout
 
 logger = logging.getLogger(__name__)
 
@@ -103,7 +104,8 @@ DRAIN_SECONDS = 15.0  # at EOF, how long requests already read may take to be an
 # cold first save opens the store: seconds on a loaded machine)
 # a dream asked for over MCP may wait minutes on its LLM: at EOF it is cancelled, not awaited
 # (a cycle is safe to cancel between steps and can be asked for again)
-LONG_METHODS = {("prompts/get", "dream")}
+# `subscriptions/listen` stays open for as long as the client listens: never awaited either
+LONG_METHODS = {("prompts/get", "dream"), ("subscriptions/listen", None)}
 
 
 def _request_id_of(item: Any, method: bool) -> Any:
@@ -124,15 +126,27 @@ def _long(item: Any) -> bool:
 
 
 class AnsweringWriteStream:
-    """The transport's write stream, noting which requests have been answered."""
+    """The transport's write stream, noting which requests have been answered; a reply to a
+    request answered before the SDK loaded (`early`) is not sent twice."""
 
-    def __init__(self, inner: Any, pending: set[Any]) -> None:
+    def __init__(self, inner: Any, pending: set[Any], early: Handover | None = None) -> None:
         self._inner = inner
         self._pending = pending
+        self._early = early
 
     async def send(self, item: Any) -> None:
-        await self._inner.send(item)
+        if self._early is None or not self._early.answered or not self._answered_early(item):
+            await self._inner.send(item)
         self._pending.discard(_request_id_of(item, method=False))
+
+    def _answered_early(self, item: Any) -> bool:
+        """Whether this message went out before the SDK loaded (then it is not sent again)."""
+        assert self._early is not None
+        ours = json.loads(item.message.model_dump_json(by_alias=True, exclude_unset=True))
+        sent = self._early.take(sent_key(ours))
+        if sent is not None and sent != ours:
+            logger.warning("the handshake answered early differed from the SDK's: %s", ours)
+        return sent is not None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -213,15 +227,23 @@ class ReplyingReadStream:
         return None
 
 
-async def run_stdio(mcp: MCPServer[Any], on_eof: Callable[[], None] | None = None) -> None:
+async def run_stdio(
+    mcp: MCPServer[Any],
+    on_eof: Callable[[], None] | None = None,
+    early: Handover | None = None,
+) -> None:
     """What `MCPServer.run_stdio_async` does, with every unreadable frame answered; `on_eof`
-    runs as soon as stdin closes (handlers still running may keep `run` from returning)."""
+    runs as soon as stdin closes (handlers still running may keep `run` from returning).
+    `early`: what was read and answered before the SDK loaded (server/transports/early.py)."""
     lowlevel = sdk.lowlevel(mcp)
     pending: set[Any] = set()
-    with claimed_stdin() as stdin, claimed_stdout() as stdout:
+    first = early.data if early is not None else b""
+    with claimed_stdin(first) as stdin, claimed_stdout() as stdout:
+        if first and not isinstance(stdin, PipeReader):
+            raise RuntimeError("stdin was read early, but the SDK's stdio cannot be served")
         async with stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream):
             await lowlevel.run(
                 ReplyingReadStream(read_stream, write_stream, on_eof, pending),
-                AnsweringWriteStream(write_stream, pending),
+                AnsweringWriteStream(write_stream, pending, early),
                 lowlevel.create_initialization_options(),
             )

@@ -11,12 +11,13 @@ is shared with the shell, which must not find it non-blocking afterwards).
 from __future__ import annotations
 
 import codecs
+import functools
 import io
 import os
 import stat
 import sys
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
@@ -25,11 +26,13 @@ import anyio
 CHUNK = 1 << 16  # bytes read from the pipe at a time
 
 
-def claimed_stdin() -> AbstractContextManager[Any]:
+def claimed_stdin(first: bytes = b"") -> AbstractContextManager[Any]:
     """stdin claimed as the SDK claims it, decoded with surrogateescape instead of replace
     (a byte that is not UTF-8 can then be answered instead of stored as U+FFFD); None (the
-    SDK's own stdin) with an SDK that lacks the helpers this relies on."""
-    return _claimed(0, sys.stdin, "rb", "_open_stdin_diversion", PipeReader, "surrogateescape")
+    SDK's own stdin) with an SDK that lacks the helpers this relies on. `first`: bytes read
+    from stdin already (server/transports/early.py), read again before the pipe's."""
+    reader = functools.partial(PipeReader, first=first)
+    return _claimed(0, sys.stdin, "rb", "_open_stdin_diversion", reader, "surrogateescape")
 
 
 def claimed_stdout() -> AbstractContextManager[Any]:
@@ -39,7 +42,7 @@ def claimed_stdout() -> AbstractContextManager[Any]:
 
 @contextmanager
 def _claimed(
-    fd: int, stream: Any, mode: str, diversion: str, pipe: type[Any], errors: str
+    fd: int, stream: Any, mode: str, diversion: str, pipe: Callable[[int], Any], errors: str
 ) -> Iterator[Any]:
     """The SDK's claim of `fd`, served by `pipe` on the private descriptor, set non-blocking
     for as long as it is served, when that is a pipe or a socket; otherwise as the SDK's text
@@ -86,8 +89,9 @@ class PipeReader:
     text wrapper decodes them (UTF-8 with surrogateescape, universal newlines), each with its
     newline, and the last one without at the end of input."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, first: bytes = b"") -> None:
         self._fd = fd
+        self._first = first
         utf8 = codecs.getincrementaldecoder("utf-8")(errors="surrogateescape")
         self._decoder = io.IncrementalNewlineDecoder(utf8, translate=True)
         self._lines: deque[str] = deque()
@@ -106,11 +110,18 @@ class PipeReader:
         return self._lines.popleft()
 
     async def _read(self) -> None:
+        if self._first:
+            chunk, self._first = self._first, b""
+            self._split(chunk)
+            return
         try:
             chunk = os.read(self._fd, CHUNK)
         except BlockingIOError:  # nothing sent yet
             await anyio.wait_readable(self._fd)
             return
+        self._split(chunk)
+
+    def _split(self, chunk: bytes) -> None:
         *lines, rest = self._decoder.decode(chunk, final=not chunk).split("\n")
         if lines:
             lines[0] = "".join([*self._partial, lines[0]])

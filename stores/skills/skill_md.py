@@ -18,8 +18,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from dreamwell.stores.errors import InvalidInput
 
 SKILL_MD = "SKILL.md"
@@ -90,6 +88,8 @@ def _check_yaml_shape(text: str, where: str) -> None:
         raise InvalidSkill(
             where, f"front matter is over {MAX_FRONT_MATTER:,} bytes", "front-matter-size"
         )
+    import yaml  # only where a SKILL.md is parsed: every hook that lists skills imports this
+
     depth = nodes = 0
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     for event in yaml.parse(text, Loader=loader):
@@ -111,6 +111,8 @@ def _check_yaml_shape(text: str, where: str) -> None:
 
 
 def _load_yaml(text: str, where: str) -> dict[str, Any]:
+    import yaml  # only where a SKILL.md is parsed: a hook listing skills never loads it
+
     try:
         _check_yaml_shape(text, where)
         data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))

@@ -74,6 +74,37 @@ def stamp(line: str) -> datetime | None:
     return datetime.fromisoformat(match.group(1).replace("Z", "+00:00"))
 
 
+# what Claude Code's --debug-file says when a command hook ends: "Hooks: UserPromptSubmit [cmd]
+# finished with status 0 (692ms)" (SessionStart:startup, UserPromptSubmit, Stop, …)
+_HOOK_DONE = re.compile(r"Hooks: (\w+)(?::\w+)? \[(.*?)\] finished with status \d+ \((\d+)ms\)")
+_CONNECTED = re.compile(r'MCP server "([^"]+)": Successfully connected .* in (\d+)ms')
+
+
+def hook_waits(timeline: list[str]) -> dict[str, list[int]]:
+    """What Claude Code waited for each command hook of a run, by event (milliseconds, as its
+    own timeline reports them)."""
+    waits: dict[str, list[int]] = {}
+    for line in timeline:
+        found = _HOOK_DONE.search(line)
+        if found is not None:
+            waits.setdefault(found.group(1), []).append(int(found.group(3)))
+    return waits
+
+
+def connected_in(timeline: list[str], server: str = "dreamwell") -> int | None:
+    """How long Claude Code took to connect to the MCP server (ms), None if it never did."""
+    for line in timeline:
+        found = _CONNECTED.search(line)
+        if found is not None and found.group(1) == server:
+            return int(found.group(2))
+    return None
+
+
+def mcp_lines(timeline: list[str], server: str = "dreamwell") -> list[str]:
+    """The timeline's lines about one MCP server."""
+    return [line for line in timeline if f'MCP server "{server}"' in line]
+
+
 class ClaudeHome:
     """A temp HOME for one Claude Code user: its config, its data directory, its projects."""
 
@@ -85,6 +116,7 @@ class ClaudeHome:
         self.project.mkdir(exist_ok=True)
         self.data_dir = self.home / ".local" / "share" / "dreamwell"
         self.binary = claude_binary()
+        self.extra_env: dict[str, str] = {}  # beats env()'s own values
 
     def env(self, api: AnthropicAPI | None = None) -> dict[str, str]:
         keep = ("PATH", "LANG", "LC_ALL", "TMPDIR", "CI", "SYSTEMROOT")
@@ -105,7 +137,7 @@ class ClaudeHome:
         env["PATH"] = f"{DREAMWELL.parent}{os.pathsep}{env.get('PATH', '')}"
         if api is not None:
             env["ANTHROPIC_BASE_URL"] = api.url
-        return env
+        return {**env, **self.extra_env}
 
     def dreamwell(
         self, *args: str, check: bool = True, api: AnthropicAPI | None = None

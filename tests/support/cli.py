@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import IO
 
 import pytest
@@ -20,13 +20,15 @@ def dreamwell(
     env: Mapping[str, str] | None = None,
     unset: Iterable[str] = (),
     timeout: float = 120,
+    prefix: Sequence[str] = (),
 ) -> subprocess.CompletedProcess[str]:
     """Run `dreamwell ARGS` to its end and give back its exit code and output as text; a
     non-zero exit is returned, never raised.
 
     stdin: text to pipe in, or what subprocess takes as stdin (subprocess.DEVNULL, a file);
     None inherits the test's. env: variables set over this process's environment; unset:
-    variables removed from it. timeout: seconds before subprocess.TimeoutExpired."""
+    variables removed from it. timeout: seconds before subprocess.TimeoutExpired. prefix: a
+    command it runs under (tests.support.wire.as_another_user)."""
     environ = None
     if env or unset:
         environ = {**os.environ, **(env or {})}
@@ -34,7 +36,7 @@ def dreamwell(
             environ.pop(name, None)
     piped = {"input": stdin} if isinstance(stdin, str) else {"stdin": stdin}
     return subprocess.run(
-        [sys.executable, "-m", "dreamwell.server", *args],
+        [*prefix, sys.executable, "-m", "dreamwell.server", *args],
         capture_output=True,
         text=True,
         env=environ,

@@ -15,7 +15,8 @@ from dreamwell.server.cli.parsing import HELP
 from dreamwell.server.config import Settings, settings_table
 from dreamwell.server.flags import COMMANDS, SETTINGS, flag_for
 from tests.support import ROOT
-from tests.support.cli import dreamwell
+from tests.support.cli import NO_EMBEDDER, dreamwell
+from tests.support.wire import as_another_user
 
 HEAVY = ("mcp", "lancedb", "onnxruntime", "tantivy", "pyarrow", "uvicorn", "starlette", "pydantic")
 
@@ -178,3 +179,23 @@ def test_a_store_error_is_one_line_not_a_traceback(tmp_path: Path) -> None:
         holder.stdin.close()
         holder.wait(timeout=30)
         holder.stdout.close()
+
+
+@pytest.mark.parametrize("command", ["stats", "serve"])
+def test_an_unreadable_data_directory_is_one_line_naming_it(tmp_path: Path, command: str) -> None:
+    """`dreamwell stats` printed a PermissionError traceback; `serve` (with nothing on
+    stdin) too. Run as another user when the tests run as root."""
+    data = tmp_path / "data"
+    assert dreamwell("stats", "--data-dir", str(data)).returncode == 1  # no store yet
+    data.mkdir()
+    data.chmod(0)
+    tmp_path.chmod(0o755)
+    try:
+        done = dreamwell(
+            command, "--data-dir", str(data), env=NO_EMBEDDER, prefix=as_another_user()
+        )
+    finally:
+        data.chmod(0o755)
+    assert done.returncode == 1
+    assert len(done.stderr.splitlines()) == 1 and "Traceback" not in done.stderr
+    assert str(data) in done.stderr and "Permission denied" in done.stderr

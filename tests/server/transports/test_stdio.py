@@ -6,15 +6,14 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
-from anyio.streams.text import TextReceiveStream
 from mcp import Client
 
-from tests.support.calls import initialize, ok
+from tests.support.calls import ok
 from tests.support.servers import from_mcp_json
+from tests.support.wire import INIT, INITIALIZED, Wire
 
 pytestmark = pytest.mark.anyio
 
@@ -46,8 +45,6 @@ async def test_the_embedded_model_serves_hybrid_recall_over_stdio(tmp_path: Path
                 await anyio.sleep(0.1)
 
 
-INIT = initialize(0, "raw")
-INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 SURROGATE_CALL = (
     b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"save_to_working_memory",'
     b'"arguments":{"key":"k","data":"\\ud800"}}}'
@@ -127,50 +124,6 @@ async def test_a_client_that_stops_reading_holds_up_its_replies_not_the_server(
         texts = {a["id"]: a["result"]["content"][0]["text"] for a in answers}
         assert texts == {2: big, 3: big, 4: big, 5: big, 6: texts[6]}
         assert not any(a["result"]["isError"] for a in answers)
-
-
-class Wire:
-    """`dreamwell serve` as mcp.json starts it, spoken to frame by frame."""
-
-    def __init__(self, data_dir: Path) -> None:
-        self._params = from_mcp_json(data_dir)
-        self._buffered = ""
-
-    async def __aenter__(self) -> Wire:
-        params = self._params
-        self._process = await anyio.open_process([params.command, *params.args], env=params.env)
-        assert self._process.stdin is not None and self._process.stdout is not None
-        self._stdin = self._process.stdin
-        self._lines = TextReceiveStream(self._process.stdout)
-        self._deadline = anyio.fail_after(30)
-        self._deadline.__enter__()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        try:
-            self._deadline.__exit__(*exc)  # type: ignore[arg-type]
-        finally:
-            self._process.kill()
-            await self._process.aclose()
-
-    async def send(self, frame: bytes) -> None:
-        await self._stdin.send(frame + b"\n")
-
-    async def call(self, request_id: int, params: dict[str, Any]) -> None:
-        call = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
-        await self.send(json.dumps(call).encode())
-
-    async def handshake(self) -> None:
-        await self.send(json.dumps(INIT).encode())
-        assert (await self.reply())["id"] == 0
-        await self.send(json.dumps(INITIALIZED).encode())
-
-    async def reply(self) -> dict[str, Any]:
-        while "\n" not in self._buffered:
-            self._buffered += await self._lines.receive()
-        line, self._buffered = self._buffered.split("\n", 1)
-        answer: dict[str, Any] = json.loads(line)
-        return answer
 
 
 def test_a_file_for_stdin_and_stdout_is_served_as_the_sdk_serves_it(tmp_path: Path) -> None:

@@ -1,0 +1,240 @@
+"""The stdio handshake answered while the server is still loading (SPEC §10 "Start fast").
+
+`dreamwell serve` needs the MCP SDK, pydantic and its settings before it can serve: 1-4 s on
+a loaded machine, and Claude Code gives up on its `server/discover` probe after ~2.8 s, then
+falls back to `initialize`. So, before any of that is imported, `EarlyStdio` starts a thread
+that reads the client's frames from stdin and answers the handshake ones (`initialize`,
+`server/discover`) with the replies the SDK would give (server/mcp/handshake.py). When the
+server is ready, `hand_over` stops the thread and gives back every byte it read, for the SDK
+to read again as if nothing had happened (server/transports/stdio.py drops the SDK's replies
+to the frames answered here). A frame answered here that the SDK must not see is left out:
+a `server/discover` that the client abandoned for an `initialize` (then the connection is
+2025-era, as the client chose).
+
+When the server cannot start (bad settings, an unusable data directory), `refuse` answers
+every request with one error naming the cause: Claude Code shows it as the server's failure.
+
+Standard library only, and POSIX pipes or sockets only (elsewhere the SDK reads stdin itself).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import stat
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from dreamwell.server.mcp import handshake
+
+CHUNK = 1 << 16
+REFUSING_FOR = 30.0  # seconds a server that cannot start keeps answering before it leaves
+HOLD = 0.3  # seconds at most that a handshake reply waits for the settings to be read
+# (~0.2 s on a quiet machine; loaded, the reply goes first and a bad setting is the answer to
+# the client's next request: Claude Code's follow-up discover, then it reports the failure)
+# what a handshake answered here must not wait for (SPEC §10); which of them were loaded when
+# the first reply went out is logged (`Handover.loaded_then`), and a test reads that line
+HEAVY = ("mcp", "lancedb", "pyarrow", "onnxruntime", "numpy", "tantivy")
+
+
+@dataclass
+class Handover:
+    """What the early reader read: the bytes for the SDK to read (frames it must not see are
+    left out) and the ids of the requests answered already (with the replies sent)."""
+
+    data: bytes = b""
+    answered: dict[Any, list[dict[str, Any]]] = field(default_factory=dict)
+    loaded_then: list[str] | None = None  # of HEAVY, loaded at the first reply (None: none sent)
+
+    def take(self, key: Any) -> dict[str, Any] | None:
+        """The early reply under `key` (see `sent_key`), once (None: the SDK's goes out)."""
+        found = self.answered.get(key)
+        if not found:
+            return None
+        if len(found) == 1:
+            del self.answered[key]
+        return found.pop(0)
+
+
+def _pipe(fd: int) -> bool:
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+def wanted(transport_flag: str | None) -> bool:
+    """Serve early when the server will speak stdio over pipes or sockets on POSIX (the
+    transport as `Settings` will read it: the flag, else DREAMWELL_TRANSPORT)."""
+    transport = transport_flag or os.environ.get("DREAMWELL_TRANSPORT") or "stdio"
+    return os.name == "posix" and transport.strip().lower() == "stdio" and _pipe(0) and _pipe(1)
+
+
+def early_reply(frame: Any) -> tuple[Any, dict[str, Any] | None]:
+    """What is answered here to `frame`, and its key in `Handover.answered`: the request id
+    for a handshake reply, ("ack", id) for the acknowledgement of a `subscriptions/listen`."""
+    found = handshake.reply(frame)
+    if found is not None:
+        return frame["id"], found
+    found = handshake.acknowledgement(frame)
+    return ("ack", frame["id"]) if found is not None else None, found
+
+
+def sent_key(message: dict[str, Any]) -> Any:
+    """The key of an outgoing message in `Handover.answered` (see `early_reply`)."""
+    if message.get("method") == handshake.ACKNOWLEDGED:
+        return ("ack", message.get("params", {}).get("_meta", {}).get(handshake.SUBSCRIPTION_ID))
+    return message.get("id") if "method" not in message else None
+
+
+class EarlyStdio:
+    """Reads stdin (fd 0) on a thread and answers handshake frames on stdout (fd 1).
+
+    A handshake reply waits until the server has read its settings and checked its data
+    directory (`ready`), so that a server that cannot start says why in its answer to the
+    handshake (`refuse`), but never longer than `hold` seconds after `start`: then it is
+    answered anyway, and a failure reaches the client as the answer to its next request."""
+
+    def __init__(self, hold: float = HOLD) -> None:
+        self._lines: list[bytes] = []  # whole frames read, newline included
+        self._tail = b""  # the frame being read
+        self._handled = 0  # frames of _lines answered or let through
+        self._sent: dict[Any, list[dict[str, Any]]] = {}
+        self._legacy = False  # an `initialize` was answered here
+        self._loaded_then: list[str] | None = None
+        self._waiting: list[Any] = []  # requests read here and left for the SDK
+        self._handed = False
+        self._decided = False  # `ready` or `refuse` was called
+        self._cause: str | None = None  # set by `refuse`
+        self._ended = threading.Event()  # stdin closed
+        self._lock = threading.Lock()
+        self._hold = hold
+        self._deadline = 0.0
+        self._stop_r, self._stop_w = os.pipe()
+        self._thread = threading.Thread(target=self._run, name="dreamwell-early-stdio", daemon=True)
+
+    def start(self) -> EarlyStdio:
+        self._deadline = time.monotonic() + self._hold
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while True:
+            watched = [self._stop_r] if self._ended.is_set() else [0, self._stop_r]
+            ready, _, _ = select.select(watched, [], [], self._wait())
+            if self._stop_r in ready:
+                return
+            chunk = os.read(0, CHUNK) if 0 in ready else None
+            with self._lock:
+                if chunk is not None:
+                    self._take(chunk)
+                self._answer_pending()
+            if chunk == b"":
+                self._ended.set()
+
+    def _wait(self) -> float | None:
+        """Seconds until a held frame must be answered; None when none is held."""
+        with self._lock:
+            if self._decided or self._handled == len(self._lines):
+                return None
+            return max(0.0, self._deadline - time.monotonic())
+
+    def _take(self, chunk: bytes) -> None:
+        *lines, self._tail = (self._tail + chunk).split(b"\n")
+        self._lines.extend(line + b"\n" for line in lines)
+        if not chunk and self._tail:  # the last frame, without its newline
+            self._lines.append(self._tail)
+            self._tail = b""
+
+    def _answer_pending(self) -> None:
+        """Answer the frames read since the last call, in order (under the lock); a
+        handshake frame is held until `ready` or the deadline."""
+        while self._handled < len(self._lines):
+            try:
+                frame = json.loads(self._lines[self._handled])
+            except ValueError:
+                frame = None
+            if self._cause is not None:
+                found = handshake.refusal(frame, self._cause)
+            elif self._legacy:  # the SDK answers what follows the 2025 handshake
+                found = None
+            else:
+                key, found = early_reply(frame)
+                if found is not None and not self._decided and time.monotonic() < self._deadline:
+                    return
+                self._legacy = found is not None and frame["method"] == "initialize"
+                if found is not None:
+                    self._sent.setdefault(key, []).append(found)
+            if found is not None:
+                self._write(found)
+            elif handshake.method(frame) is not None:
+                self._waiting.append(frame)  # for the SDK to answer (or `refuse`)
+            self._handled += 1
+
+    def _write(self, reply: dict[str, Any]) -> None:
+        if self._loaded_then is None:
+            self._loaded_then = [name for name in HEAVY if name in sys.modules]
+        data = memoryview((json.dumps(reply, separators=(",", ":")) + "\n").encode())
+        while data:
+            try:
+                data = data[os.write(1, data) :]
+            except BlockingIOError:
+                select.select([], [1], [])
+            except OSError:  # the client left
+                return
+
+    def ready(self) -> None:
+        """The server will start: answer the handshake frames held so far."""
+        with self._lock:
+            self._decided = True
+            self._answer_pending()
+
+    def hand_over(self) -> Handover:
+        """Stop reading; what was read, for the SDK."""
+        self.ready()
+        os.write(self._stop_w, b"x")
+        self._thread.join()
+        self._handed = True
+        os.close(self._stop_r)
+        os.close(self._stop_w)
+        with self._lock:
+            kept = [line for line in self._lines if not self._superseded(line)]
+            answered = {key: sent for key, sent in self._sent.items() if sent}
+            return Handover(b"".join(kept) + self._tail, answered, self._loaded_then)
+
+    def _superseded(self, line: bytes) -> bool:
+        """A discover (or listen) answered here, when an `initialize` was answered here after
+        it: the client chose the 2025 handshake, and the SDK would refuse that `initialize` on
+        a connection opened in the 2026 era."""
+        if not self._legacy:
+            return False
+        try:
+            frame = json.loads(line)
+        except ValueError:
+            return False
+        key, _ = early_reply(frame)
+        if handshake.method(frame) == "initialize" or not self._sent.get(key):
+            return False
+        self._sent[key].pop(0)
+        return True
+
+    def refuse(self, cause: str, wait: float = REFUSING_FOR) -> None:
+        """Answer every request not answered yet, and every later one, with an error naming
+        `cause`, until the client closes stdin (`wait` seconds at most)."""
+        with self._lock:
+            if self._handed:  # the SDK serves the client now: it has its own errors
+                return
+            self._decided = True
+            self._cause = cause
+            for frame in self._waiting:
+                found = handshake.refusal(frame, cause)
+                if found is not None:
+                    self._write(found)
+            self._waiting.clear()
+            self._answer_pending()
+        self._ended.wait(wait)

@@ -1,0 +1,138 @@
+"""What a Claude Code user pays for dreamwell (SPEC §8 budgets, §10 "Start fast"), with the real
+`claude` binary (tests/support/claude_code.py) against a scripted Messages API on 127.0.0.1
+(not collected by pytest).
+
+Prints, with the load average before and after:
+- the handshake: `dreamwell serve` as mcp.json starts it, from process start to its answer to
+  Claude Code's `server/discover` probe (p50/p95; goal: 500 ms p50 on a quiet machine);
+- `claude -p "Say OK"` with `dreamwell install claude-code` done against the same without,
+  in alternating pairs (medians and their ratio; goal ≤ 1.3×), and when Claude Code had
+  connected to dreamwell;
+- what Claude Code waited for each hook (session-start, user-prompt, stop), read from its
+  `--debug-file` timeline, with N memories in the data directory (goal: p50 ≤ 150 ms).
+
+    python tests/bench/claude_code_bench.py [--pairs 5] [--n 10000] [--handshakes 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).parent))
+from scale_bench import pct  # noqa: E402
+from search_scale_bench import build  # noqa: E402
+
+from tests.support.anthropic_api import AnthropicAPI, Turn  # noqa: E402
+from tests.support.claude_code import ClaudeHome, connected_in, hook_waits  # noqa: E402
+from tests.support.servers import from_mcp_json  # noqa: E402
+from tests.support.wire import CLAUDE_CODE  # noqa: E402
+
+HOOKS = {"SessionStart": "session-start", "UserPromptSubmit": "user-prompt", "Stop": "stop"}
+
+
+def load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def row(name: str, values: list[float], unit: str = "ms") -> str:
+    if not values:
+        return f"  {name:<44} (none)"
+    return (
+        f"  {name:<44} p50 {statistics.median(values):7.0f} {unit}   p95 "
+        f"{pct(values, 0.95):7.0f} {unit}   (n={len(values)})"
+    )
+
+
+def handshake_ms(data: Path) -> float:
+    """From the process start to the first byte of the answer to Claude Code's probe."""
+    params = from_mcp_json(data)
+    probe = json.dumps(CLAUDE_CODE.discover("server-discover-probe-1")).encode() + b"\n"
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        [params.command, *params.args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=params.env,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(probe)
+    proc.stdin.flush()
+    answer = proc.stdout.readline()
+    took = (time.perf_counter() - started) * 1000
+    proc.stdin.close()
+    proc.wait(30)
+    if b'"supportedVersions"' not in answer:
+        raise SystemExit(f"no answer to the probe: {answer[:300]!r}")
+    return took
+
+
+def claude_runs(tmp: Path, pairs: int, n: int) -> None:
+    without, with_us = ClaudeHome(tmp / "without"), ClaudeHome(tmp / "with")
+    with_us.dreamwell("install", "claude-code")
+    if n:
+        with_us.data_dir.mkdir(parents=True, exist_ok=True)
+        took = build(with_us.data_dir, n)
+        sys.stdout.write(f"built {n} memories in the data directory in {took:.0f} s\n")
+    seconds: dict[str, list[float]] = {"without": [], "with": []}
+    waits: dict[str, list[float]] = {}
+    connects: list[float] = []
+    with AnthropicAPI(lambda _request: Turn(text="OK")) as api:
+        for home in (without, with_us):  # warm the binary and the page cache once
+            home.claude(api, "Say OK")
+        for _ in range(pairs):
+            for name, home in (("without", without), ("with", with_us)):
+                run = home.claude(api, "Say OK")
+                if run.returncode != 0 or run.json.get("result") != "OK":
+                    raise SystemExit(f"claude -p failed ({name}): {run.stderr[-500:]}")
+                seconds[name].append(run.seconds)
+                if name == "with":
+                    for event, values in hook_waits(run.timeline).items():
+                        waits.setdefault(event, []).extend(values)
+                    found = connected_in(run.timeline)
+                    if found is not None:
+                        connects.append(found)
+    sys.stdout.write(f'claude -p "Say OK", {pairs} alternating pairs:\n')
+    for name, values in seconds.items():
+        shown = ", ".join(f"{v:.2f}" for v in values)
+        sys.stdout.write(
+            f"  {name + ' dreamwell':<20} median {statistics.median(values):5.2f} s  ({shown})\n"
+        )
+    ratio = statistics.median(seconds["with"]) / statistics.median(seconds["without"])
+    sys.stdout.write(f"  ratio with/without: {ratio:.2f}x (goal <= 1.3x)\n")
+    sys.stdout.write(
+        row(f"connected to dreamwell ({len(connects)} of {pairs} runs)", connects) + "\n"
+    )
+    sys.stdout.write(f"what Claude Code waited for each hook ({n} memories; goal p50 <= 150 ms):\n")
+    for event, name in HOOKS.items():
+        sys.stdout.write(row(name, waits.get(event, [])) + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pairs", type=int, default=5)
+    parser.add_argument("--n", type=int, default=10_000, help="memories in the data directory")
+    parser.add_argument("--handshakes", type=int, default=20)
+    args = parser.parse_args()
+    sys.stdout.write(f"load before: {load()}  ({os.cpu_count()} cores)\n")
+    with tempfile.TemporaryDirectory(prefix="claude-code-bench-") as tmp:
+        data = Path(tmp) / "handshake"
+        handshake_ms(data)  # creates the data directory and its format file
+        taken = [handshake_ms(data) for _ in range(args.handshakes)]
+        sys.stdout.write(row("handshake: process start to the probe's answer", taken) + "\n")
+        claude_runs(Path(tmp), args.pairs, args.n)
+    sys.stdout.write(f"load after: {load()}\n")
+
+
+if __name__ == "__main__":
+    main()
