@@ -6,7 +6,6 @@ model (`flag_for` on each field), the rest are the command's own arguments."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import logging
 import os
@@ -15,17 +14,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from dreamwell.server.cli.parsing import BadSetting, parser, read_settings
 from dreamwell.server.flags import settings_of
-from dreamwell.server.heap import steady_malloc
 
 if TYPE_CHECKING:
+    import argparse
+
     from dreamwell.server.config import Settings
     from dreamwell.server.transports.early import EarlyStdio
 
 logger = logging.getLogger("dreamwell")
 
-Command = Callable[["Settings", argparse.Namespace], int]
+Command = Callable[["Settings", "argparse.Namespace"], int]
 
 
 def attach_remote(settings: Settings) -> None:
@@ -206,14 +205,24 @@ def _one_blas_thread() -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
+def parser() -> argparse.ArgumentParser:
+    """The whole command line's parser (server/cli/parsing.py)."""
+    from dreamwell.server.cli.parsing import parser as whole
+
+    return whole()
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    steady_malloc()
     _one_blas_thread()
     given = list(sys.argv[1:] if argv is None else argv)
-    if given[:1] == ["hook"]:  # a hook must exit 0 whatever it was given
-        from dreamwell.server.hooks.entry import hook_main
+    if given[:1] == ["hook"]:  # a hook must exit 0 whatever it was given; a short process
+        from dreamwell.server.hooks.entry import hook_main  # that imports only what it needs
 
         raise SystemExit(hook_main(given))
+    from dreamwell.server.cli.parsing import BadSetting, read_settings
+    from dreamwell.server.heap import steady_malloc
+
+    steady_malloc()
     early = _early_stdio(given)
     args = parser().parse_args(given)
     args.early = early

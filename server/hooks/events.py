@@ -7,7 +7,9 @@ read what is new in the transcript and print nothing. The exit code is always 0 
 prints nothing: it is one line in `hooks.log` instead, because a hook must never break the
 user's prompt.
 
-The read path imports no MCP SDK, LanceDB, numpy or onnxruntime (see stores/hooks/quick_recall.py).
+The read path imports no MCP SDK, LanceDB, numpy or onnxruntime (see stores/hooks/quick_recall.py),
+and each event only what it needs: the recall text (server/mcp/recall_text.py) only for the two
+events that print, the transcript reader only for the three that read one.
 Skills come from the skill catalog (stores/skills/catalog.py, through server/hooks/skills.py): the
 active ones listed at session start, up to 3 relevant ones per prompt, each once a session."""
 
@@ -24,8 +26,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dreamwell.server.mcp.recall_text import FIRST_TURN_RECENT, MAX_RECALLED, RECALLED, fill
-from dreamwell.server.mcp.recall_text import memory_line as _line
 from dreamwell.stores import DataDir, redact
 from dreamwell.stores.hooks import HookSession, HookSessions, hooks_log
 
@@ -162,6 +162,9 @@ def _working_lines(call: Call) -> list[str]:
 
 
 def session_start(call: Call, state: HookSession) -> str:
+    from dreamwell.server.mcp.recall_text import fill
+    from dreamwell.server.mcp.recall_text import memory_line as _line
+
     if call.payload.get("source") in ("clear", "compact"):
         state.injected, state.skills = [], []  # the context no longer holds what was shown
     reader = _recall(call.dirs)
@@ -183,6 +186,9 @@ def session_start(call: Call, state: HookSession) -> str:
 
 
 def user_prompt(call: Call, state: HookSession) -> str:
+    from dreamwell.server.mcp.recall_text import FIRST_TURN_RECENT, MAX_RECALLED, RECALLED, fill
+    from dreamwell.server.mcp.recall_text import memory_line as _line
+
     prompt = call.payload.get("prompt")
     if not isinstance(prompt, str):
         raise HookInputError("the hook input has no 'prompt' text")
