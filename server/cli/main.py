@@ -215,10 +215,8 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> None:
     _one_blas_thread()
     given = list(sys.argv[1:] if argv is None else argv)
-    if given[:1] == ["hook"]:  # a hook must exit 0 whatever it was given; a short process
-        from dreamwell.server.hooks.entry import hook_main  # that imports only what it needs
-
-        raise SystemExit(hook_main(given))
+    if given[:1] == ["hook"]:
+        raise SystemExit(_hook(given))
     from dreamwell.server.cli.parsing import BadSetting, read_settings
     from dreamwell.server.heap import steady_malloc
 
@@ -253,6 +251,14 @@ def main(argv: Sequence[str] | None = None) -> None:
             raise
         code = refuse(early, str(exc))  # e.g. the write lock held too long: try again
     raise SystemExit(code)
+
+
+def _hook(given: list[str]) -> int:
+    """`dreamwell hook`: exits 0 whatever it was given; a short process Claude Code waits for,
+    which imports only what its event needs (not this command line's parser)."""
+    from dreamwell.server.hooks.entry import hook_main
+
+    return hook_main(given)
 
 
 def _early_stdio(given: list[str]) -> EarlyStdio | None:

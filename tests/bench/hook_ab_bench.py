@@ -8,10 +8,11 @@ Prints, with the load average before and after:
   snapshot in place), each event run by the revision's code and this checkout's in turn;
 - with `--pairs N`: what the real Claude Code waited for each hook (`claude -p "Say OK"`, its
   `--debug-file` timeline), a home whose hooks run the revision's code and one whose hooks run
-  this checkout's, in alternating pairs. Both homes run this checkout's MCP server, so the
-  hooks compete for the CPU with the same server start.
+  this checkout's, in pairs alternating which goes first. Both homes run this checkout's MCP
+  server, so the hooks compete for the CPU with the same server start.
 
     python tests/bench/hook_ab_bench.py [--against HEAD] [--runs 15] [--pairs 5] [--n 10000]
+        [--no-server]
 
 The revision's code is `git archive REV` in a temp folder, laid out as the package (dreamwell/
 server, stores, dream) and put first on sys.path by a copy of the console script.
@@ -124,6 +125,18 @@ def payload(event: str, transcript: Path, i: int) -> bytes:
     return json.dumps(body).encode()
 
 
+def snapshot(data: Path) -> None:
+    """The hooks' snapshot in place (the normal case; a hook without one starts a refresher,
+    seconds of LanceDB's import competing for the CPU)."""
+    cmd = [sys.executable, "-m", "dreamwell.server.hooks.refresh", str(data)]
+    subprocess.run(cmd, check=True)
+
+
+def failures(data: Path) -> int:
+    log = data / "hooks.log"
+    return sum("failed" in line for line in log.read_text().splitlines()) if log.exists() else 0
+
+
 def processes(programs: dict[str, Path], data: Path, runs: int) -> None:
     env = {**os.environ, "DREAMWELL_EMBEDDER": "none"}
     transcript = data.parent / "transcript.jsonl"
@@ -140,15 +153,22 @@ def processes(programs: dict[str, Path], data: Path, runs: int) -> None:
                     took[name].append(value)
         for name, values in took.items():
             sys.stdout.write(row(f"{event} ({name})", values) + "\n")
+    sys.stdout.write(f"  hooks.log lines saying 'failed': {failures(data)}\n")
 
 
-def homes(tmp: Path, programs: dict[str, Path], n: int) -> dict[str, ClaudeHome]:
+def homes(tmp: Path, programs: dict[str, Path], n: int, server: bool) -> dict[str, ClaudeHome]:
     """One Claude Code home per program, `install claude-code` done, its hooks rewritten to run
-    that program; the same n memories in each data directory."""
+    that program (without `server`, the MCP server's entry taken out again); the same n
+    memories in each data directory."""
     out: dict[str, ClaudeHome] = {}
     for name, path in programs.items():
         home = ClaudeHome(tmp / f"home-{name}")
         home.dreamwell("install", "claude-code")
+        if not server:
+            config = home.home / ".claude.json"
+            entries = json.loads(config.read_text())
+            entries.get("mcpServers", {}).pop("dreamwell", None)
+            config.write_text(json.dumps(entries))
         settings = home.home / ".claude" / "settings.json"
         text = settings.read_text()
         installed = json.dumps(str(Path(sys.executable).parent / "dreamwell"))[1:-1]
@@ -160,18 +180,21 @@ def homes(tmp: Path, programs: dict[str, Path], n: int) -> dict[str, ClaudeHome]
             first = next(iter(out.values()))
             shutil.rmtree(home.data_dir, ignore_errors=True)
             shutil.copytree(first.data_dir, home.data_dir)
+        snapshot(home.data_dir)  # its own: a copied one is behind and starts a refresher
         out[name] = home
     return out
 
 
-def claude_pairs(tmp: Path, programs: dict[str, Path], pairs: int, n: int) -> None:
-    users = homes(tmp, programs, n)
+def claude_pairs(
+    tmp: Path, programs: dict[str, Path], pairs: int, n: int, server: bool = True
+) -> None:
+    users = homes(tmp, programs, n, server)
     waits: dict[str, dict[str, list[float]]] = {name: {} for name in users}
     with AnthropicAPI(lambda _request: Turn(text="OK")) as api:
         for home in users.values():  # warm the binary, the page cache, the hooks' snapshot
             home.claude(api, "Say OK")
-        for _ in range(pairs):
-            for name, home in users.items():
+        for pair in range(pairs):  # ABBA: neither goes first every time
+            for name, home in list(users.items())[:: 1 if pair % 2 == 0 else -1]:
                 run = home.claude(api, "Say OK")
                 if run.returncode != 0 or run.json.get("result") != "OK":
                     raise SystemExit(f"claude -p failed ({name}): {run.stderr[-500:]}")
@@ -179,11 +202,14 @@ def claude_pairs(tmp: Path, programs: dict[str, Path], pairs: int, n: int) -> No
                     waits[name].setdefault(event, []).extend(values)
     sys.stdout.write(
         f'what Claude Code waited for each hook, claude -p "Say OK", {pairs} alternating '
-        f"pairs, {n} memories (goal p50 <= 150 ms):\n"
+        f"pairs, {n} memories, {'with' if server else 'without'} dreamwell's MCP server "
+        "(goal p50 <= 150 ms):\n"
     )
     for event, hook in HOOKS.items():
         for name in users:
             sys.stdout.write(row(f"{hook} ({name})", waits[name].get(event, [])) + "\n")
+    for name, home in users.items():
+        sys.stdout.write(f"  hooks.log lines saying 'failed' ({name}): {failures(home.data_dir)}\n")
 
 
 def main() -> None:
@@ -192,6 +218,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--n", type=int, default=10_000, help="memories in the data directory")
+    parser.add_argument(
+        "--no-server", action="store_true", help="hooks only: no MCP server starting beside them"
+    )
     args = parser.parse_args()
     sys.stdout.write(f"load before: {load()}  ({os.cpu_count()} cores)\n")
     with tempfile.TemporaryDirectory(prefix="hook-ab-bench-") as name:
@@ -206,12 +235,10 @@ def main() -> None:
             data.mkdir(parents=True)
             took = build(data, args.n)
             sys.stdout.write(f"built {args.n} memories in {took:.0f} s\n")
-            subprocess.run(
-                [sys.executable, "-m", "dreamwell.server.hooks.refresh", str(data)], check=True
-            )
+            snapshot(data)
             processes(programs, data, args.runs)
         if args.pairs:
-            claude_pairs(tmp, programs, args.pairs, args.n)
+            claude_pairs(tmp, programs, args.pairs, args.n, not args.no_server)
     sys.stdout.write(f"load after: {load()}\n")
 
 
