@@ -5,4 +5,5 @@ shown, transcript.py reads what is new in a transcript, refresh.py rebuilds the 
 snapshot in the background, and stats.py says what the hooks did lately.
 
 Public: entry.hook_main, events.EVENTS and hook_command, stats.hook_lines and hook_activity.
-May import: server.mcp.recall_text, server.cli.parsing (entry.py only), dreamwell.stores."""
+May import: server.mcp.recall_text, server.flags, server.cli.parsing (entry.py only, for the
+arguments its own reading leaves to argparse), dreamwell.stores."""
