@@ -212,6 +212,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         attach_remote(settings)
         code = COMMANDS[command](settings, args)
+    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's status for SIGINT
+        code = fail("interrupted (Ctrl-C)", 130)
     except BrokenPipeError:  # `dreamwell export | head`: the reader left; nothing to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hmac
 import secrets
+import signal
 from collections.abc import Awaitable, Callable
 from importlib.resources import files
 from typing import Any
@@ -301,22 +302,39 @@ def ui_command(settings: Settings) -> int:
         port = sock.getsockname()[1]
         sys.stderr.write(f"dreamwell ui: http://127.0.0.1:{port}/ (Ctrl-C stops it)\n")
         sys.stderr.flush()
-        anyio.run(_serve_and_backfill, app, runtime, settings, sock)
+        stopped_by = anyio.run(_serve_and_backfill, app, runtime, settings, sock)
+    if stopped_by == signal.SIGINT:
+        sys.stderr.write("dreamwell: interrupted (Ctrl-C); the browser is stopped\n")
+        return 130
     return 0
 
 
 async def _serve_and_backfill(
     app: ASGIApp, runtime: Runtime, settings: Settings, sock: Any
-) -> None:
+) -> int | None:
     """Serve the page and, like `serve`, embed the memories that have no vector yet and fold
-    the log into LanceDB and Tantivy now and then."""
+    the log into LanceDB and Tantivy now and then, until Ctrl-C or SIGTERM (returned)."""
     import anyio
 
-    from dreamwell.server.mcp.app import backfill_forever, checkpoint_forever
-    from dreamwell.server.transports.uvicorn_server import uvicorn_server
+    received: list[int] = []
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        # imported only now: a Ctrl-C while they load (seconds on a busy machine) stops the
+        # server as one that came later does, not by cancelling its start with a traceback
+        from dreamwell.server.mcp.app import backfill_forever, checkpoint_forever
+        from dreamwell.server.transports.uvicorn_server import uvicorn_server
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(backfill_forever, runtime)
-        tg.start_soon(checkpoint_forever, runtime)
-        await uvicorn_server(app, settings).serve([sock])
-        tg.cancel_scope.cancel()
+        server = uvicorn_server(app, settings, own_signals=False)
+
+        async def stop_on_signal() -> None:
+            async for signum in signals:
+                received.append(signum)
+                server.should_exit = True
+                return
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(stop_on_signal)
+            tg.start_soon(backfill_forever, runtime)
+            tg.start_soon(checkpoint_forever, runtime)
+            await server.serve([sock])
+            tg.cancel_scope.cancel()
+    return received[0] if received else None
