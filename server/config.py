@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -181,6 +182,27 @@ class Settings(BaseSettings):
         from dreamwell.stores.remote import Remote
 
         return Remote.of(self.store_uri, self.storage_options)
+
+    def known_tenant(self, name: str) -> str:
+        """`name` if it is a tenant: its folder exists under the data directory, or the
+        tokens file names it. A mistyped --tenant is refused (ValueError naming the known
+        ones) instead of silently making a store nobody reads. On object storage the
+        tenants live there, not in this cache: only the name is checked."""
+        check_tenant(name)
+        if self.store_uri:
+            return name
+        folder = self.data_dir / "tenants"
+        known = {p.name for p in folder.iterdir() if p.is_dir()} if folder.is_dir() else set()
+        if self.tokens_file is not None and self.tokens_file.is_file():
+            with contextlib.suppress(ValueError):
+                known.update(t for t in _read_tokens(self.tokens_file).values() if t)
+        if name in known:
+            return name
+        shown = ", ".join(sorted(known)) or "none yet"
+        raise ValueError(
+            f"no tenant '{name}' in {self.data_dir} (tenants: {shown}); check --tenant, or "
+            "leave it out for the root store"
+        )
 
     def tenant_tokens(self) -> dict[str, str]:
         """Bearer token -> tenant name. A single `token` serves the data directory itself

@@ -44,11 +44,11 @@ def fail(message: str, code: int = 1) -> int:
 
 
 def tenant_dir(settings: Settings, tenant: str | None) -> Path:
-    from dreamwell.server.config import check_tenant
-
+    """The data directory of `tenant` (the root's without one); an unknown tenant is refused
+    (ValueError: one line naming the known ones)."""
     if not tenant:
         return settings.data_dir
-    return settings.data_dir / "tenants" / check_tenant(tenant)
+    return settings.data_dir / "tenants" / settings.known_tenant(tenant)
 
 
 # ---- commands ------------------------------------------------------------------------------

@@ -160,3 +160,25 @@ def test_ui_fills_missing_vectors_like_serve(tmp_path: Path) -> None:
             assert time.monotonic() < deadline, "the ui never embedded the memory"
             time.sleep(0.1)
         assert any(r.get("path") == "/api/embed" for r in script.requests)
+
+
+def test_every_command_refuses_an_unknown_tenant_naming_the_known_ones(tmp_path: Path) -> None:
+    """Issue 44: a mistyped --tenant made a tenant silently in dream, import and log."""
+    data = seeded(tmp_path, 1)
+    LongTermStore(data / "tenants" / "team", embedder=None).save("the team's memory")
+    source = tmp_path / "m.jsonl"
+    source.write_text(json.dumps({"content": "imported"}) + "\n")
+    for command in (
+        ["dream", "--once"],
+        ["import", str(source)],
+        ["log", "conversation", "hello", "--session", "s"],
+        ["export"],
+        ["skills", "list"],
+    ):
+        done = dreamwell(*command, "--tenant", "taem", "--data-dir", str(data), env=ENV)
+        assert done.returncode != 0, command
+        assert done.stderr == (
+            f"dreamwell: no tenant 'taem' in {data} (tenants: team); check --tenant, or leave "
+            "it out for the root store\n"
+        ), command
+    assert sorted(p.name for p in (data / "tenants").iterdir()) == ["team"]
