@@ -51,6 +51,17 @@ def tenant_dir(settings: Settings, tenant: str | None) -> Path:
     return settings.data_dir / "tenants" / settings.known_tenant(tenant)
 
 
+def served_at(settings: Settings) -> str:
+    """Where `serve` over HTTP answers: the MCP endpoint and, on streamable HTTP, the
+    browser beside it."""
+    host = f"[{settings.host}]" if ":" in settings.host else settings.host
+    port = settings.port or "<a free port>"
+    base = f"http://{host}:{port}"
+    if settings.transport == "sse":
+        return f"dreamwell serve: MCP over SSE at {base}/sse (Ctrl-C stops it)"
+    return f"dreamwell serve: MCP at {base}/mcp, the memory browser at {base}/ (Ctrl-C stops it)"
+
+
 # ---- commands ------------------------------------------------------------------------------
 def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     import anyio
@@ -75,6 +86,8 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
             "dreamwell: serving MCP on stdin/stdout and waiting for an MCP client; an agent "
             "starts this itself (see 'Connect a client' in README.md). Ctrl-D or Ctrl-C stops.\n"
         )
+    elif settings.transport != "stdio":
+        sys.stderr.write(served_at(settings) + "\n")
     anyio.run(serve, settings)
     return 0
 

@@ -276,6 +276,9 @@ def with_ui(
     return Split(ui.public(), inner_app, inner_app)
 
 
+UI_PORT = 8766  # `serve --transport http` takes the port setting's default, 8765
+
+
 def ui_command(settings: Settings) -> int:
     """Serve the browser on 127.0.0.1 only; prints the address once it accepts connections."""
     import socket
@@ -289,12 +292,14 @@ def ui_command(settings: Settings) -> int:
     ensure_format(settings.data_dir)
     runtime = Runtime(settings)
     app = with_ui(Starlette(), runtime)
+    # not `serve`'s port unless asked: both running side by side is the usual set-up
+    wanted = settings.port if "port" in settings.model_fields_set else UI_PORT
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         try:
-            sock.bind(("127.0.0.1", settings.port))
+            sock.bind(("127.0.0.1", wanted))
         except OSError as exc:
             sys.stderr.write(
-                f"dreamwell: cannot listen on 127.0.0.1:{settings.port} ({exc}); "
+                f"dreamwell: cannot listen on 127.0.0.1:{wanted} ({exc}); "
                 "pick another with --port\n"
             )
             return 1
