@@ -267,6 +267,21 @@ def this_command() -> str:
     return str(Path(found).resolve()) if found else "dreamwell"
 
 
+NAMES = {
+    "claude-code": "Claude Code",
+    "claude-desktop": "Claude Desktop",
+    "cursor": "Cursor",
+    "vscode": "VS Code",
+}
+
+
+def restart_line(client: str, uninstall: bool) -> str:
+    """The next step: a client reads its MCP servers and hooks when it starts."""
+    what = "stops using" if uninstall else "starts using"
+    name = NAMES.get(client, client)
+    return f"Restart {name} (quit it and open it again): it {what} dreamwell then.\n"
+
+
 def _say(text: str) -> None:
     sys.stdout.write(text)
 
@@ -283,7 +298,10 @@ def install_command(settings: Settings, args: argparse.Namespace) -> int:
         return 2
     try:
         changes = plan(args.client, where, this_command(), data_dir, project, args.uninstall)
-        return apply(changes, args.dry_run, _say)
+        code = apply(changes, args.dry_run, _say)
+        if not args.dry_run:
+            _say(restart_line(args.client, args.uninstall))
+        return code
     except InstallError as exc:
         sys.stderr.write(f"dreamwell: {exc}\n")
         return 1
