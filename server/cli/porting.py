@@ -113,6 +113,10 @@ def progress(total: int, what: str, unit: str = " memories") -> Any:
     return tqdm(total=total, desc=what, unit=unit, disable=not sys.stderr.isatty())
 
 
+class NotJsonLines(ValueError):
+    """Most of the input is not JSON: a text file given by mistake (one line, not 20)."""
+
+
 class ImportInterrupted(Exception):
     """Ctrl-C during an import: the batches before it are written whole, the rest not."""
 
@@ -180,6 +184,14 @@ def import_file(data_dir: Path, text: str, skip_bad: bool) -> tuple[Plan, list[s
     `skip_bad`, nothing is written."""
     now = utcnow()
     records, bad = read_records(text, now)
+    not_json = [b for b in bad if ": not JSON (" in b]
+    if len(not_json) > len(records):  # a text file given by mistake: one line, not 20
+        raise NotJsonLines(
+            f"{len(not_json)} lines are not JSON ({not_json[0]}) and "
+            f"{len(records)} hold a memory; nothing was imported. Import reads one JSON memory "
+            "per line, a JSON array of them, or an export of dreamwell, mcp-memory-service or "
+            "the knowledge-graph memory server"
+        )
     if bad and not skip_bad:
         return Plan(), bad
     ensure_format(data_dir)
@@ -198,6 +210,9 @@ def import_command(data_dir: Path, args: argparse.Namespace) -> int:
     except ImportInterrupted as exc:
         sys.stderr.write(f"dreamwell: {exc}\n")
         return 130
+    except NotJsonLines as exc:
+        sys.stderr.write(f"dreamwell: {args.file} is not JSON Lines: {exc}\n")
+        return 1
     except (StoreError, ValueError) as exc:
         sys.stderr.write(f"dreamwell: {exc}\n")
         return 1
