@@ -89,7 +89,7 @@ def test_commands_without_a_setting_do_not_accept_its_flag(
     with pytest.raises(SystemExit) as exit_:
         parser().parse_args(["export", "--transport", "http"])
     assert exit_.value.code == 2
-    assert "unrecognized arguments: --transport http" in capsys.readouterr().err
+    assert "unknown argument --transport" in capsys.readouterr().err
 
 
 def test_readme_settings_table_is_generated_from_the_model() -> None:
@@ -174,3 +174,23 @@ def test_a_store_error_is_one_line_not_a_traceback(tmp_path: Path) -> None:
         holder.stdin.close()
         holder.wait(timeout=30)
         holder.stdout.close()
+
+
+def test_an_unknown_flag_names_the_nearest_and_help_shows_defaults(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 44: `serve --datadir` printed the top-level usage with no suggestion, and
+    --help showed no defaults."""
+    with pytest.raises(SystemExit) as exit_:
+        main(["serve", "--datadir", "/tmp/x"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err == "dreamwell serve: unknown argument --datadir; did you mean --data-dir?\n"
+    with pytest.raises(SystemExit):
+        main(["log", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "(default: user)" in shown
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "(default: $XDG_DATA_HOME/dreamwell or ~/.local/share/dreamwell)" in shown
