@@ -36,6 +36,31 @@ def check_tenant(name: str) -> str:
     return name
 
 
+AWS_VARIABLES = {  # the usual AWS_* variables -> storage_options keys (explicit ones win)
+    "AWS_ENDPOINT": "endpoint",
+    "AWS_ENDPOINT_URL": "endpoint",
+    "AWS_ENDPOINT_URL_S3": "endpoint",
+    "AWS_ALLOW_HTTP": "allow_http",
+    "AWS_REGION": "region",
+    "AWS_DEFAULT_REGION": "region",
+    "AWS_ACCESS_KEY_ID": "aws_access_key_id",
+    "AWS_SECRET_ACCESS_KEY": "aws_secret_access_key",
+    "AWS_SESSION_TOKEN": "aws_session_token",
+}
+
+
+def aws_environment() -> dict[str, str]:
+    """The object-store options the environment's AWS_* variables set: LanceDB and obstore
+    each read only some of them (a replica with AWS_ENDPOINT and AWS_ALLOW_HTTP=true was
+    refused as unreachable), so they are read here and passed as options to both."""
+    found: dict[str, str] = {}
+    for variable, key in AWS_VARIABLES.items():
+        value = os.environ.get(variable)
+        if value and key not in found:
+            found[key] = value.strip().lower() if key == "allow_http" else value
+    return found
+
+
 def default_data_dir() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "dreamwell"
@@ -181,7 +206,10 @@ class Settings(BaseSettings):
             return None
         from dreamwell.stores.remote import Remote
 
-        return Remote.of(self.store_uri, self.storage_options)
+        options = self.storage_options
+        if self.store_uri.startswith("s3://"):  # the usual variables, as README promises
+            options = {**aws_environment(), **(options or {})} or None
+        return Remote.of(self.store_uri, options)
 
     def known_tenant(self, name: str) -> str:
         """`name` if it is a tenant: its folder exists under the data directory, or the
