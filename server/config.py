@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -24,6 +25,31 @@ def check_tenant(name: str) -> str:
     if not _TENANT.fullmatch(name):
         raise ValueError(f"tenant name {name!r} must be 1-64 letters, digits, - or _")
     return name
+
+
+AWS_VARIABLES = {  # the usual AWS_* variables -> storage_options keys (explicit ones win)
+    "AWS_ENDPOINT": "endpoint",
+    "AWS_ENDPOINT_URL": "endpoint",
+    "AWS_ENDPOINT_URL_S3": "endpoint",
+    "AWS_ALLOW_HTTP": "allow_http",
+    "AWS_REGION": "region",
+    "AWS_DEFAULT_REGION": "region",
+    "AWS_ACCESS_KEY_ID": "aws_access_key_id",
+    "AWS_SECRET_ACCESS_KEY": "aws_secret_access_key",
+    "AWS_SESSION_TOKEN": "aws_session_token",
+}
+
+
+def aws_environment() -> dict[str, str]:
+    """The object-store options the environment's AWS_* variables set: LanceDB and obstore
+    each read only some of them (a replica with AWS_ENDPOINT and AWS_ALLOW_HTTP=true was
+    refused as unreachable), so they are read here and passed as options to both."""
+    found: dict[str, str] = {}
+    for variable, key in AWS_VARIABLES.items():
+        value = os.environ.get(variable)
+        if value and key not in found:
+            found[key] = value.strip().lower() if key == "allow_http" else value
+    return found
 
 
 def default_data_dir() -> Path:
@@ -176,7 +202,31 @@ class Settings(BaseSettings):
             return None
         from dreamwell.stores.remote import Remote
 
-        return Remote.of(self.store_uri, self.storage_options)
+        options = self.storage_options
+        if self.store_uri.startswith("s3://"):  # the usual variables, as README promises
+            options = {**aws_environment(), **(options or {})} or None
+        return Remote.of(self.store_uri, options)
+
+    def known_tenant(self, name: str) -> str:
+        """`name` if it is a tenant: its folder exists under the data directory, or the
+        tokens file names it. A mistyped --tenant is refused (ValueError naming the known
+        ones) instead of silently making a store nobody reads. On object storage the
+        tenants live there, not in this cache: only the name is checked."""
+        check_tenant(name)
+        if self.store_uri:
+            return name
+        folder = self.data_dir / "tenants"
+        known = {p.name for p in folder.iterdir() if p.is_dir()} if folder.is_dir() else set()
+        if self.tokens_file is not None and self.tokens_file.is_file():
+            with contextlib.suppress(ValueError):
+                known.update(t for t in _read_tokens(self.tokens_file).values() if t)
+        if name in known:
+            return name
+        shown = ", ".join(sorted(known)) or "none yet"
+        raise ValueError(
+            f"no tenant '{name}' in {self.data_dir} (tenants: {shown}); check --tenant, or "
+            "leave it out for the root store"
+        )
 
     def tenant_tokens(self) -> dict[str, str]:
         """Bearer token -> tenant name. A single `token` serves the data directory itself

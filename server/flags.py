@@ -68,7 +68,9 @@ SETTINGS: dict[str, Meta] = {
     ),
     "transport": Meta("`stdio`, `sse` or `http`", ("serve",), choices=("stdio", "sse", "http")),
     "host": Meta("bind address of HTTP transports", ("serve",)),
-    "port": Meta("port of HTTP transports and `ui` (0 = any free port)", ("serve", "ui")),
+    "port": Meta(
+        "port of HTTP transports; `ui` uses 8766 unless given (0 = any free port)", ("serve", "ui")
+    ),
     "namespace": Meta("pin the working-memory namespace, e.g. `patrol/heartbeat`", ("serve",)),
     "token": Meta("bearer token for HTTP transports", ("serve",)),
     "tokens_file": Meta("JSON object of bearer token → tenant", ("serve",)),

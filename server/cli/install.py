@@ -340,6 +340,21 @@ def this_command() -> str:
     return str(Path(found).resolve()) if found else "dreamwell"
 
 
+NAMES = {
+    "claude-code": "Claude Code",
+    "claude-desktop": "Claude Desktop",
+    "cursor": "Cursor",
+    "vscode": "VS Code",
+}
+
+
+def restart_line(client: str, uninstall: bool) -> str:
+    """The next step: a client reads its MCP servers and hooks when it starts."""
+    what = "stops using" if uninstall else "starts using"
+    name = NAMES.get(client, client)
+    return f"Restart {name} (quit it and open it again): it {what} dreamwell then.\n"
+
+
 def _say(text: str) -> None:
     sys.stdout.write(text)
 
@@ -381,14 +396,15 @@ def install_command(settings: Settings, args: argparse.Namespace) -> int:
         code = apply(changes, args.dry_run, _say)
         if dream:
             _say(dream_notice(settings))
-        if code:
-            return code
     except InstallError as exc:
         sys.stderr.write(f"dreamwell: {exc}\n")
         return 1
-    if args.client != "claude-code" or args.dry_run:
-        return 0
-    return skill_folders(settings.data_dir, where.home / ".claude" / "skills", args.uninstall)
+    if code or args.dry_run:
+        return code
+    if args.client == "claude-code":
+        code = skill_folders(settings.data_dir, where.home / ".claude" / "skills", args.uninstall)
+    _say(restart_line(args.client, args.uninstall))
+    return code
 
 
 def skill_folders(data_dir: Path, target: Path, remove: bool) -> int:

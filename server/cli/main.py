@@ -44,11 +44,22 @@ def fail(message: str, code: int = 1) -> int:
 
 
 def tenant_dir(settings: Settings, tenant: str | None) -> Path:
-    from dreamwell.server.config import check_tenant
-
+    """The data directory of `tenant` (the root's without one); an unknown tenant is refused
+    (ValueError: one line naming the known ones)."""
     if not tenant:
         return settings.data_dir
-    return settings.data_dir / "tenants" / check_tenant(tenant)
+    return settings.data_dir / "tenants" / settings.known_tenant(tenant)
+
+
+def served_at(settings: Settings) -> str:
+    """Where `serve` over HTTP answers: the MCP endpoint and, on streamable HTTP, the
+    browser beside it."""
+    host = f"[{settings.host}]" if ":" in settings.host else settings.host
+    port = settings.port or "<a free port>"
+    base = f"http://{host}:{port}"
+    if settings.transport == "sse":
+        return f"dreamwell serve: MCP over SSE at {base}/sse (Ctrl-C stops it)"
+    return f"dreamwell serve: MCP at {base}/mcp, the memory browser at {base}/ (Ctrl-C stops it)"
 
 
 # ---- commands ------------------------------------------------------------------------------
@@ -80,6 +91,8 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
             "dreamwell: serving MCP on stdin/stdout and waiting for an MCP client; an agent "
             "starts this itself (see 'Connect a client' in README.md). Ctrl-D or Ctrl-C stops.\n"
         )
+    elif settings.transport != "stdio":
+        sys.stderr.write(served_at(settings) + "\n")
     handover = early.hand_over() if early is not None else None
     if handover is not None and handover.loaded_then is not None:
         logger.info(
@@ -237,6 +250,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         attach_remote(settings)
         code = COMMANDS[command](settings, args)
+    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's status for SIGINT
+        code = fail("interrupted (Ctrl-C)", 130)
     except BrokenPipeError:  # `dreamwell export | head`: the reader left; nothing to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 0

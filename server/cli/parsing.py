@@ -74,17 +74,17 @@ def _dream_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _log_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tenant", help="a tenant's log instead of the default")
-    parser.add_argument("log", choices=["conversation", "feedback"])
-    parser.add_argument("text")
-    parser.add_argument("--session", default="cli")
-    parser.add_argument("--role", choices=["user", "assistant"], default="user")
+    parser.add_argument("log", choices=["conversation", "feedback"], help="which log")
+    parser.add_argument("text", help="what was said, or the feedback")
+    parser.add_argument("--session", default="cli", help="the conversation it belongs to")
+    parser.add_argument("--role", choices=["user", "assistant"], default="user", help="who said it")
     parser.add_argument(
         "--kind",
         default="Correction",
         type=_feedback_kind,
         help="Correction, helpful or harmful",
     )
-    parser.add_argument("--memory-id")
+    parser.add_argument("--memory-id", help="the memory the feedback is about")
 
 
 def _export_arguments(parser: argparse.ArgumentParser) -> None:
@@ -150,13 +150,64 @@ def _feedback_kind(value: str) -> str:
     raise argparse.ArgumentTypeError(f"{value!r} is not one of {', '.join(FEEDBACK_KINDS)}")
 
 
+class _Help(argparse.HelpFormatter):
+    """Help that shows each flag's default where it is known without the Settings model."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if "%(default)" in text or action.help == argparse.SUPPRESS or not action.option_strings:
+            return action.help
+        shown = _default_of(action)
+        return f"{text} (default: {shown})" if shown else action.help
+
+
+def _default_of(action: argparse.Action) -> str:
+    """The default shown: a setting's as `flags.SETTINGS` words it (Settings itself needs
+    pydantic, which --help does not import), another argument's own."""
+    if action.dest in SETTINGS:
+        shown = SETTINGS[action.dest].shown
+        return shown.replace("`", "") if shown else ""
+    if action.default in (None, False, argparse.SUPPRESS) or isinstance(action.default, list):
+        return ""
+    return str(action.default)
+
+
+class _Parser(argparse.ArgumentParser):
+    """A parser whose unknown flags are one line naming the nearest known one."""
+
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: Any = None
+    ) -> Any:
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            self._unknown(extra[0], getattr(parsed, "command", None))
+        return parsed
+
+    def _unknown(self, given: str, command: str | None) -> None:
+        import difflib
+
+        sub = self._subparsers._group_actions[0] if self._subparsers else None
+        chosen = getattr(sub, "choices", {}).get(command) if sub is not None else None
+        known = [o for a in (chosen or self)._actions for o in a.option_strings]
+        near = difflib.get_close_matches(given.split("=")[0], known, n=1, cutoff=0.6)
+        where = f"dreamwell {command}" if command else "dreamwell"
+        hint = f"; did you mean {near[0]}?" if near else f"; see {where} --help"
+        sys.stderr.write(f"{where}: unknown argument {given}{hint}\n")
+        raise SystemExit(2)
+
+
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="dreamwell", description="MCP memory server.")
+    top = _Parser(prog="dreamwell", description="MCP memory server.")
     top.add_argument("--version", action=_Version, nargs=0, help="print the version and exit")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     assert tuple(HELP) == NAMES
     for name, text in HELP.items():
-        command = sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+        command = sub.add_parser(
+            name,
+            help=text,
+            description=text[0].upper() + text[1:] + ".",
+            formatter_class=_Help,
+        )
         add_arguments(name, command)
     return top
 

@@ -5,9 +5,12 @@ server's background backfill."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import signal
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -110,16 +113,50 @@ def progress(total: int, what: str, unit: str = " memories") -> Any:
     return tqdm(total=total, desc=what, unit=unit, disable=not sys.stderr.isatty())
 
 
+class NotJsonLines(ValueError):
+    """Most of the input is not JSON: a text file given by mistake (one line, not 20)."""
+
+
+class ImportInterrupted(Exception):
+    """Ctrl-C during an import: the batches before it are written whole, the rest not."""
+
+    def __init__(self, written: int, total: int) -> None:
+        super().__init__(
+            f"interrupted: {written:,} of {total:,} records written; run the same import "
+            "again to finish the rest (the records already written are recognised, not "
+            "doubled)"
+        )
+
+
+@contextlib.contextmanager
+def interrupt_between_batches() -> Iterator[Callable[[], bool]]:
+    """Ctrl-C (SIGINT) noted instead of raised while batches are written, so a batch is
+    written whole or not at all; the function given says whether it came. Elsewhere than on
+    the main thread (a test calling in) signals are not ours to take: never interrupted."""
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: False
+        return
+    came: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: came.append(signum))
+    try:
+        yield lambda: bool(came)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def write_batches(
     store: LongTermStore, records: Sequence[MemoryEntry], now: datetime, batch: int = BATCH
 ) -> Plan:
     """Plan and write batch by batch. Each batch is one compare-and-set group (one log
     record, one fsync, then one checkpoint into LanceDB and Tantivy): if another process
     changed an entry the plan touches, nothing of the batch is written and it is planned
-    again on a fresh snapshot, so a server's concurrent write is never overwritten."""
+    again on a fresh snapshot, so a server's concurrent write is never overwritten. Ctrl-C
+    stops the import after the batch being written (ImportInterrupted)."""
     total = Plan()
-    with progress(len(records), "importing") as bar:
+    with progress(len(records), "importing") as bar, interrupt_between_batches() as stop:
         for start in range(0, len(records), batch):
+            if stop():
+                raise ImportInterrupted(start, len(records))
             chunk = records[start : start + batch]
             for _attempt in range(MAX_ATTEMPTS):
                 current = store.entries(include_archived=True)
@@ -147,6 +184,14 @@ def import_file(data_dir: Path, text: str, skip_bad: bool) -> tuple[Plan, list[s
     `skip_bad`, nothing is written."""
     now = utcnow()
     records, bad = read_records(text, now)
+    not_json = [b for b in bad if ": not JSON (" in b]
+    if len(not_json) > len(records):  # a text file given by mistake: one line, not 20
+        raise NotJsonLines(
+            f"{len(not_json)} lines are not JSON ({not_json[0]}) and "
+            f"{len(records)} hold a memory; nothing was imported. Import reads one JSON memory "
+            "per line, a JSON array of them, or an export of dreamwell, mcp-memory-service or "
+            "the knowledge-graph memory server"
+        )
     if bad and not skip_bad:
         return Plan(), bad
     ensure_format(data_dir)
@@ -162,6 +207,12 @@ def import_command(data_dir: Path, args: argparse.Namespace) -> int:
         return 1
     try:
         plan, bad = import_file(data_dir, text, args.skip_bad)
+    except ImportInterrupted as exc:
+        sys.stderr.write(f"dreamwell: {exc}\n")
+        return 130
+    except NotJsonLines as exc:
+        sys.stderr.write(f"dreamwell: {args.file} is not JSON Lines: {exc}\n")
+        return 1
     except (StoreError, ValueError) as exc:
         sys.stderr.write(f"dreamwell: {exc}\n")
         return 1
@@ -238,13 +289,25 @@ def export_command(data_dir: Path, args: argparse.Namespace, model: str | None) 
         if not target.parent.is_dir():
             sys.stderr.write(f"dreamwell: cannot write {target}: no directory {target.parent}\n")
             return 1
-        with target.open("w", encoding="utf-8") as out:
-            count = _write_all(out, lines, len(entries))
+        count = _write_file(target, lines, len(entries))
     else:
         count = _write_all(sys.stdout, lines, len(entries))
     sys.stderr.write(f"exported {count} memories\n")
     _name_lost(data_dir)
     return 0
+
+
+def _write_file(target: Path, lines: Iterable[str], total: int) -> int:
+    """Write `target` whole or not at all: into a hidden file beside it, renamed over it at
+    the end (Ctrl-C or a full disk leaves no half export, and an older one stays intact)."""
+    partial = target.with_name(f".{target.name}.partial")
+    try:
+        with partial.open("w", encoding="utf-8") as out:
+            count = _write_all(out, lines, total)
+        partial.replace(target)
+    finally:
+        partial.unlink(missing_ok=True)
+    return count
 
 
 def _name_lost(data_dir: Path) -> None:

@@ -61,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _catalog(settings: Settings, tenant: str | None) -> tuple[SkillCatalog, Path]:
     from dreamwell.stores import DataDir, SkillCatalog
 
-    root = DataDir(settings.data_dir).tenant(tenant or "").root
+    root = DataDir(settings.data_dir).tenant(settings.known_tenant(tenant) if tenant else "").root
     return SkillCatalog(root), root
 
 

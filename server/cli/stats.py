@@ -186,9 +186,24 @@ def render_stats(settings: Settings, all_stats: list[TenantStats]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def next_step() -> str:
+    """What a new user does first: connect a client, which then saves memories."""
+    from dreamwell.server.cli.install import CLIENTS
+
+    return f"connect a client: dreamwell install <client> ({', '.join(CLIENTS)})"
+
+
 def stats_command(settings: Settings) -> int:
+    if not settings.data_dir.exists():  # a fresh install: the first save makes it
+        sys.stdout.write(
+            f"Nothing stored yet in {settings.data_dir}. Next, {next_step()}; "
+            "its agent's first save creates the store.\n"
+        )
+        return 0
     if not settings.data_dir.is_dir():
-        sys.stderr.write(f"dreamwell: no data directory at {settings.data_dir}; check --data-dir\n")
+        sys.stderr.write(
+            f"dreamwell: {settings.data_dir} is a file, not a directory; check --data-dir\n"
+        )
         return 1
     missing = no_store(settings.data_dir) if settings.store_uri else None
     if missing:
@@ -218,7 +233,7 @@ def check_dir(data_dir: Path) -> list[Finding]:
             )
         ]
     if not data_dir.is_dir():
-        return [Finding(False, f"no data directory at {data_dir}", f"mkdir -p {data_dir}")]
+        return [fresh(data_dir)]
     probe = data_dir / ".doctor-probe"
     try:
         probe.write_text("ok", encoding="utf-8")
@@ -230,6 +245,23 @@ def check_dir(data_dir: Path) -> list[Finding]:
         return [Finding(False, format_problem(data_dir, found), "pipx upgrade dreamwell")]
     shown = "not written yet" if found is None else str(found)
     return [Finding(True, f"data directory {data_dir} is writable (format {shown})")]
+
+
+def fresh(data_dir: Path) -> Finding:
+    """No data directory yet: a fresh install (the first save makes it), unless no folder
+    above it can be written to."""
+    parent = next((p for p in data_dir.parents if p.exists()), None)
+    if parent is None or not parent.is_dir():
+        return Finding(False, f"cannot make {data_dir}", "point --data-dir at a directory")
+    probe = parent / ".doctor-probe"
+    try:
+        probe.write_text("ok", encoding="utf-8")
+        probe.unlink()
+    except OSError as exc:
+        return not_writable(parent, exc)
+    return Finding(
+        True, f"nothing stored yet ({data_dir} is made on the first save); next, {next_step()}"
+    )
 
 
 def not_writable(data_dir: Path, exc: OSError) -> Finding:
@@ -394,7 +426,7 @@ def check_skill_folders(data_dir: Path) -> list[Finding]:
 
 def doctor_command(settings: Settings, only: str | None = None) -> int:
     findings = check_dir(settings.data_dir)
-    if findings[0].ok:
+    if findings[0].ok and settings.data_dir.is_dir():
         known = [name for name, _ in tenants(settings.data_dir)]
         if only is not None and only not in known:
             shown = ", ".join(n for n in known if n) or "none"

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from dreamwell.server.wording import plural
 from dreamwell.stores import DataDir
 from dreamwell.stores.hooks import DAY, HookSessions
 
@@ -139,15 +140,16 @@ def hook_lines(dirs: DataDir, now: float | None = None, stored: int | None = Non
         return []
     turns, recalls, memories = found.totals()
     lines = [
-        f"  client hooks, last 24 h: {len(rows)} sessions, {turns} turns recorded, "
-        f"{recalls} prompts recalled for, {memories} memories injected, "
-        f"{len(failures)} failures"
+        f"  client hooks, last 24 h: {plural(len(rows), 'session')}, "
+        f"{plural(turns, 'turn')} recorded, {plural(recalls, 'prompt')} recalled for, "
+        f"{plural(memories, 'memory', 'memories')} injected, "
+        f"{plural(len(failures), 'failure')}"
     ]
     lines += [f"    {w}" for w in found.warnings(stored)]
     for r in rows[:MAX_SESSIONS_SHOWN]:
         lines.append(
-            f"    {r.client} {r.session[:36]}: {r.turns} turns, {r.recalls} recalls, "
-            f"{r.memories} memories"
+            f"    {r.client} {r.session[:36]}: {plural(r.turns, 'turn')}, "
+            f"{plural(r.recalls, 'recall')}, {plural(r.memories, 'memory', 'memories')}"
         )
     if len(rows) > MAX_SESSIONS_SHOWN:
         lines.append(f"    … {len(rows) - MAX_SESSIONS_SHOWN} more sessions")

@@ -39,7 +39,6 @@ from dreamwell.stores import (
     StoreError,
     WriteFailed,
     advice,
-    check_tenant,
     read_only_mount,
 )
 
@@ -186,7 +185,7 @@ async def dream_in_thread(
 def tenant_names(runtime: Runtime, only: str | None = None) -> list[str]:
     """The root store and every tenant under it, or just `only`."""
     if only is not None:
-        return [check_tenant(only) if only else ""]
+        return [runtime.settings.known_tenant(only) if only else ""]
     return ["", *DataDir(runtime.settings.data_dir).tenants()]
 
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from dreamwell.server.wording import plural
 from dreamwell.stores import MemoryEntry, WorkingEntry
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ def found(entries: Sequence[MemoryEntry], now: datetime) -> str:
     if not entries:
         return "No memories found matching the search criteria."
     lines = [memory_line(e, now) for e in entries]
-    return f"Found {len(entries)} memory entries:\n\n" + "\n".join(lines)
+    return f"Found {plural(len(entries), 'memory entry', 'memory entries')}:\n\n" + "\n".join(lines)
 
 
 def deleted(entry: MemoryEntry) -> str:

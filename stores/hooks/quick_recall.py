@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from dreamwell.stores.index.hybrid_rank import rank_hits
+from dreamwell.stores.index.relevance import Rule, Words, keyword_share, select
 from dreamwell.stores.index.text_index import IndexDoc, TextIndex
 from dreamwell.stores.layout import DataDir
 from dreamwell.stores.longterm.log import Record
@@ -170,6 +171,8 @@ class QuickRecall:
         entries = self.get_many([i for i, _ in hits])
         bm25 = [h for h in hits if h[0] in entries]
         ranked = rank_hits(bm25, [], {i: e.importance for i, e in entries.items()}, 0.0, 1.0)
+        if self._index is not None:  # what the server returns: only hits relevant enough
+            ranked = self._relevant(text, ranked, entries, limit)
         out: list[MemoryEntry] = []
         folded: set[str] = set()
         for i, _ in ranked:
@@ -180,6 +183,27 @@ class QuickRecall:
             if len(out) >= limit:
                 break
         return out
+
+    def _relevant(
+        self,
+        text: str,
+        ranked: list[tuple[str, float]],
+        entries: dict[str, MemoryEntry],
+        limit: int,
+    ) -> list[tuple[str, float]]:
+        """The server's rule (`stores/index/relevance.py`) by words alone (a hook has no
+        vectors): a prompt that shares only a stop-word or one word of several with the
+        memories recalls none of them."""
+        index = self._index
+        assert index is not None
+        weights = index.term_weights(text)
+
+        def judge(entry_id: str) -> tuple[float, Words]:
+            e = entries[entry_id]
+            terms = index.doc_terms(IndexDoc(e.id, e.content, e.category, e.tags))
+            return float("-inf"), keyword_share(weights, terms.counts, terms.context)
+
+        return select(Rule(), ranked, judge, limit)
 
 
 def _read_tail(wal: Wal, starts: tuple[int, ...], checkpoint: int) -> Tail:

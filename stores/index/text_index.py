@@ -270,6 +270,23 @@ class TextIndex:
                     scores[doc_id] = scores.get(doc_id, 0.0) + score
         return [(i, v) for i, v in scores.items() if v > 0 and (keep is None or keep(i))]
 
+    def term_weights(self, query: str, pending: Postings | None = None) -> dict[str, float]:
+        """Each query term's inverse document frequency, as BM25 weighs it (the index's
+        documents plus `pending`'s): what a hit's share of the query's words is measured in
+        (`stores/index/relevance.py`). A term no document holds weighs most."""
+        terms = self.terms(query)
+        if not terms:
+            return {}
+        searcher = self._index.searcher()
+        total = searcher.num_docs + (len(pending) if pending is not None else 0)
+        weights = {}
+        for term in terms:
+            df = searcher.doc_freq("body", term)
+            if pending is not None:
+                df += len(pending.holding("body", term))
+            weights[term] = math.log(1 + (total - df + 0.5) / (df + 0.5))
+        return weights
+
     def terms(self, text: str) -> list[str]:
         """The distinct index terms of query `text`, in order, capped: English stop-words are
         dropped unless the query is made only of them (stored text keeps every word)."""

@@ -12,14 +12,28 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
 
 from dreamwell.stores.index.embedders import Embedder, EmbedderError, Reranker
 from dreamwell.stores.index.hybrid_rank import CONTEXT_WEIGHT, rank_hits
 from dreamwell.stores.index.packed_entries import Brief
 from dreamwell.stores.index.postings import DocTerms
+from dreamwell.stores.index.relevance import (
+    REFERENCES,
+    SAMPLE,
+    Baseline,
+    Rule,
+    Words,
+    baseline,
+    keyword_share,
+    select,
+)
 from dreamwell.stores.index.rows import Rows
 from dreamwell.stores.index.view import View
 from dreamwell.stores.longterm.components import Parts
@@ -48,6 +62,7 @@ class Tuning:
     contextual: bool
     reranker: Reranker | None
     rerank_depth: int
+    relevance: Rule | None  # which hits are relevant enough (None: every hit)
 
 
 def matches(e: MemoryEntry | Brief, category: str | None, tags: Sequence[str]) -> bool:
@@ -88,6 +103,8 @@ class Searcher:
         self.vectors = vectors
         self.embedder = embedder
         self.tuning = tuning
+        self._references: npt.NDArray[np.float32] | None = None
+        self._references_lock = threading.Lock()
 
     def search(
         self,
@@ -107,7 +124,7 @@ class Searcher:
             hits = [Hit(e, 0.0) for e in found if e is not None and matches(e, category, tag_list)]
             return hits[:limit]
         t = self.tuning
-        bm25, ok, cosine, context = self._candidates(text, view, rows, category, tag_list)
+        bm25, ok, cosine, context, floor = self._candidates(text, view, rows, category, tag_list)
         ok.update(
             _weights(view, [h for h in [*cosine, *context] if h[0] not in ok], category, tag_list)
         )
@@ -126,11 +143,43 @@ class Searcher:
         )
         if t.reranker is not None:
             ranked = self._rerank(t.reranker, text, ranked, view)
+        if t.relevance is not None:
+            ranked = self._relevant(t.relevance, text, ranked, dict(cosine), floor, view, limit)
         return [Hit(e, s) for i, s in ranked[:limit] if (e := view.get(i)) is not None]
+
+    def _relevant(
+        self,
+        rule: Rule,
+        text: str,
+        ranked: Scored,
+        cosine: dict[str, float],
+        floor: Baseline,
+        view: View,
+        limit: int,
+    ) -> Scored:
+        """The best `limit` of `ranked` that are relevant enough (`relevance.select`)."""
+        weights = self.parts.index.term_weights(text, self.parts.mirror.terms)
+        return select(
+            rule,
+            ranked,
+            lambda i: (floor.above(cosine.get(i)), self._share(i, weights, view)),
+            limit,
+        )
+
+    def _share(self, entry_id: str, weights: dict[str, float], view: View) -> Words:
+        """The query's words (by weight) the entry or its neighbours hold."""
+        m = self.parts.mirror
+        terms = m.terms.get(entry_id)
+        if terms is None:
+            entry = view.get(entry_id)
+            if entry is None:
+                return Words(asked=len(weights))
+            terms = self.parts.index.doc_terms(m.doc(entry))
+        return keyword_share(weights, terms.counts, terms.context)
 
     def _candidates(
         self, text: str, view: View, rows: Rows, category: str | None, tags: Sequence[str]
-    ) -> tuple[Scored, dict[str, float], Scored, Scored]:
+    ) -> tuple[Scored, dict[str, float], Scored, Scored, Baseline]:
         """The keyword candidates with the weights of those that pass the filter, and the
         vector and contextual candidates of a query. With a vector search, the keyword side
         (Tantivy's search, the pending entries, the weights) runs on a query thread while
@@ -140,10 +189,38 @@ class Searcher:
         pending = self.parts.mirror.pending  # before the index: a checkpoint moves it there
         keywords = functools.partial(self._keywords, text, view, pending, category, tags)
         if not self._vectors_wanted(view):
-            return *keywords(), [], []
+            return *keywords(), [], [], Baseline()
         found = _query_pool().submit(keywords)
-        cosine, context = self._cosine(self._query_vector(text), rows, category, tags)
-        return *found.result(), cosine, context
+        vector = self._query_vector(text)
+        cosine, context = self._cosine(vector, rows, category, tags)
+        return *found.result(), cosine, context, self._floor(vector, rows)
+
+    def _floor(self, vector: list[float] | None, rows: Rows) -> Baseline:
+        """What unrelated text scores against this query: the store's own memories (a fixed
+        sample) and the reference sentences."""
+        if vector is None or self.tuning.relevance is None:
+            return Baseline()
+        q = np.asarray(vector, dtype=np.float32)
+        refs = self._reference_vectors(len(q))
+        scores = [rows.sample_cosines(vector, SAMPLE)]
+        if len(refs):
+            scores.append(refs @ q)
+        return baseline(np.concatenate(scores))
+
+    def _reference_vectors(self, dim: int) -> npt.NDArray[np.float32]:
+        """REFERENCES embedded once per searcher (none if the embedder fails now)."""
+        with self._references_lock:
+            if self._references is None and self.embedder is not None:
+                try:
+                    found = np.asarray(self.embedder.embed(list(REFERENCES)), dtype=np.float32)
+                except EmbedderError as exc:
+                    logger.warning("reference sentences not embedded (%s)", exc)
+                    return np.zeros((0, dim), dtype=np.float32)
+                self._references = found
+            refs = self._references
+        if refs is None or refs.ndim != 2 or refs.shape[1] != dim:
+            return np.zeros((0, dim), dtype=np.float32)
+        return refs
 
     def _vectors_wanted(self, view: View) -> bool:
         """Whether this search ranks vectors too (else keywords alone, and no embedding)."""

@@ -32,6 +32,7 @@ from filelock import FileLock
 from dreamwell.stores.index.embedders import Embedder, Reranker
 from dreamwell.stores.index.hybrid_rank import KEYWORD_WEIGHT
 from dreamwell.stores.index.postings import Postings
+from dreamwell.stores.index.relevance import Rule
 from dreamwell.stores.index.rows import Rows
 from dreamwell.stores.index.text_index import TextIndex
 from dreamwell.stores.layout import DataDir
@@ -53,6 +54,8 @@ from dreamwell.stores.longterm.table_writes import fold
 from dreamwell.stores.longterm.vectors import Embed, Vectors
 from dreamwell.stores.longterm.wal import Wal
 from dreamwell.stores.model import MemoryEntry, Vector
+
+RELEVANT = Rule()  # which hits a search returns (stores/index/relevance.py)
 
 __all__ = [
     "ANY",
@@ -82,6 +85,7 @@ class LongTermStore:
         on_vectors_wanted: Callable[[], None] | None = None,
         log: Log | None = None,
         save_backlog: int | None = None,
+        relevance: Rule | None = RELEVANT,
     ) -> None:
         """Opening only reads. `embedder` adds vector recall; with `embed_on_save` a save
         embeds its text before it replies, else `backfill()` embeds in the background. With
@@ -94,7 +98,9 @@ class LongTermStore:
         durable log (default: the write-ahead log in the data directory). With `save_backlog`,
         a save waits while more of this process's memories than that wait for a vector and a
         backfill is logging them (`Vectors.hold_save`). The settings are
-        fixed when the store is opened (the attributes of the same names only say them)."""
+        fixed when the store is opened (the attributes of the same names only say them).
+        `relevance` says which hits a search returns (`stores/index/relevance.py`); None
+        returns the best ranked whatever they are."""
         self.dirs = DataDir(Path(data_dir))
         self.dirs.ensure()
         self.data_dir = self.dirs.root
@@ -107,6 +113,7 @@ class LongTermStore:
         self.rerank_depth = rerank_depth
         self.contextual = contextual
         self.wait_for_model = wait_for_model
+        self.relevance = relevance
         self._parts = self._open(lock_timeout, on_vectors_wanted, log)
         self.vectors_wanted = self._parts.mirror.vectors_wanted
         self._start()
@@ -125,6 +132,7 @@ class LongTermStore:
             self.contextual,
             self.reranker,
             self.rerank_depth,
+            self.relevance,
         )
         self._searcher = Searcher(p, self._vectors, embedder, tuning)
         repair.files_set_aside = self._set_aside

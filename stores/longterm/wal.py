@@ -61,6 +61,18 @@ def segment_name(first_seq: int) -> str:
     return f"{first_seq:020d}{_SUFFIX}"
 
 
+_POLL = 0.005  # seconds between tries of a file lock another process holds
+_process_locks: dict[str, threading.RLock] = {}
+_process_locks_guard = threading.Lock()
+
+
+def _process_lock(lock_file: str) -> threading.RLock:
+    """The one thread lock of this process for `lock_file` (every Wal of it shares it)."""
+    key = os.path.abspath(lock_file)
+    with _process_locks_guard:
+        return _process_locks.setdefault(key, threading.RLock())
+
+
 class Wal:
     """One process's view of the log: where it has read up to, and how to append."""
 
@@ -69,6 +81,8 @@ class Wal:
         the log can be read but `locked()` refuses."""
         self.folder = folder
         self._flock = FileLock(str(lock_file), timeout=timeout) if lock_file else None
+        self._in_process = _process_lock(str(lock_file)) if lock_file else None
+        self._timeout = timeout
         self._folder_stamp = 0
         self.last_seq = 0  # the last record read (or, before any, the checkpoint)
         self._segment: int | None = None  # first seq of the segment being read
@@ -229,21 +243,31 @@ class Wal:
         if self._flock is None:
             raise StoreError("this write-ahead log was opened for reading only")
         data_dir = Path(self._flock.lock_file).parent
+        assert self._in_process is not None
+        # this process's threads first queue on a thread lock, which wakes a waiter the
+        # moment it is released: on the file lock alone a thread polled every 50 ms, so a
+        # save behind the checkpoint's seal waited up to 50 ms more, and the checkpoint's
+        # seal behind back-to-back saves waited for seconds (issue 44, save_tail_bench.py)
+        if not self._in_process.acquire(timeout=self._timeout if self._timeout >= 0 else -1):
+            raise StoreBusy("the memory store is busy in this process; try again in a moment.")
         try:
-            self._flock.acquire()
-        except Timeout as exc:
-            raise StoreBusy(
-                "the memory store is locked by another process; try again in a moment."
-            ) from exc
-        except OSError as exc:
-            raise StoreError(
-                f"cannot lock the data directory {data_dir} ({exc.strerror}); it may be "
-                "read-only. Reads still work; give a writable --data-dir to save."
-            ) from exc
-        try:
-            yield
+            try:
+                self._flock.acquire(poll_interval=_POLL)
+            except Timeout as exc:
+                raise StoreBusy(
+                    "the memory store is locked by another process; try again in a moment."
+                ) from exc
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot lock the data directory {data_dir} ({exc.strerror}); it may be "
+                    "read-only. Reads still work; give a writable --data-dir to save."
+                ) from exc
+            try:
+                yield
+            finally:
+                self._flock.release()
         finally:
-            self._flock.release()
+            self._in_process.release()
 
     def append(self, batches: Sequence[Sequence[Op]]) -> int:
         """Append one record per batch with one write() and one fsync; returns the last seq.

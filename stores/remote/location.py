@@ -103,6 +103,11 @@ def describe(exc: BaseException) -> str:
             "access denied: check the credentials "
             "(AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or storage_options)"
         )
+    if "url scheme is not allowed" in low or ("builder error" in low and " http://" in low):
+        return (
+            "plain http is not allowed for this endpoint: use https, or allow it "
+            '(AWS_ALLOW_HTTP=true or storage_options {"allow_http": "true"})'
+        )
     if any(
         w in low
         for w in ("connection refused", "error sending request", "dns", "timed out", "timeout")

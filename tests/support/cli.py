@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import IO
 
@@ -58,3 +60,47 @@ def exit_code(*args: str) -> int:
     code = exit_.value.code
     assert isinstance(code, int)
     return code
+
+
+def interrupted(
+    *args: str,
+    when: str,
+    watch: str = "stderr",
+    env: Mapping[str, str] | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    """Run `dreamwell ARGS`, send it SIGINT (Ctrl-C) once a line of its `watch` stream
+    ("stderr" or "stdout"; the other must stay within a pipe's buffer) contains `when`, and
+    give back its exit code and output (every line, `when`'s included). A process that
+    ends, or never says `when`, within `timeout` seconds is reported as it is (killed at the
+    deadline)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dreamwell.server", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+    deadline = threading.Timer(timeout, proc.kill)
+    deadline.start()
+    try:
+        stream = proc.stderr if watch == "stderr" else proc.stdout
+        assert stream is not None
+        seen = []
+        for line in stream:
+            seen.append(line)
+            if when in line:
+                proc.send_signal(signal.SIGINT)
+                break
+        out, err = proc.communicate()
+    finally:
+        deadline.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if watch == "stderr":
+        err = "".join(seen) + err
+    else:
+        out = "".join(seen) + out
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)

@@ -169,10 +169,36 @@ function reportTexts(r) {
   return texts;
 }
 
-// passes that changed nothing share one line, so the changes stand out
+// passes that ran and changed nothing share one line, so the changes stand out
 function quietPasses(passes) {
-  const said = passes.map((p) => (p.status === "ran" ? p.name : `${p.name} (${p.status}${p.reason ? ": " + p.reason : ""})`));
+  const said = passes.filter((p) => p.status === "ran").map((p) => p.name);
   return said.length ? [el("p", `Nothing changed by: ${said.join("; ")}`, "quiet")] : [];
+}
+
+// first what ran, then what was skipped and why (the reason names the setting to add),
+// passes skipped for one reason on one line
+function ranAndSkipped(passes) {
+  const ran = passes.filter((p) => p.status === "ran").map((p) => p.name);
+  const skipped = new Map();
+  for (const p of passes.filter((p) => p.status !== "ran")) {
+    const why = p.reason || p.status;
+    skipped.set(why, [...(skipped.get(why) || []), p.name]);
+  }
+  const lines = [el("p", ran.length ? `Ran: ${ran.join(", ")}.` : "No pass ran.", "ran")];
+  for (const [why, names] of skipped) lines.push(el("p", `Skipped ${names.join(", ")} — ${why}`, "skipped"));
+  return lines;
+}
+
+// what passes that changed nothing noted (usage counts and the like), folded away
+function quietNotes(passes) {
+  const noted = passes.filter((p) => !p.changes.length && p.notes.length);
+  if (!noted.length) return [];
+  const box = el("details", undefined, "notes");
+  box.append(el("summary", "Notes"));
+  const list = el("ul");
+  for (const p of noted) for (const n of p.notes.slice(0, 20)) list.append(el("li", `${p.name}: ${n}`));
+  box.append(list);
+  return [box];
 }
 
 function report(r) {
@@ -180,6 +206,7 @@ function report(r) {
   const items = [el("h2", `${when(r.started)}${state}`)];
   if (r.summary) items.push(el("p", r.dry_run ? `Would change: ${r.summary}` : r.summary, "summary"));
   if (r.spend) items.push(el("p", `LLM: ${r.spend}`, "spend"));
+  items.push(...ranAndSkipped(r.passes));
   if (!r.dry_run && !r.undone) {
     const undo = el("button", "Undo this cycle"); undo.type = "button"; undo.id = "undo";
     undo.onclick = async () => {
@@ -189,7 +216,7 @@ function report(r) {
     items.push(undo);
   }
   const texts = reportTexts(r);
-  const busy = r.passes.filter((p) => p.changes.length || p.notes.length);
+  const busy = r.passes.filter((p) => p.changes.length); // no "0 changes" blocks
   for (const p of busy) {
     const head = el("h3", `${p.name}: ${plural(p.changes.length, "change", "changes")}`, "pass");
     items.push(head, ...p.changes.map((c) => change(c, texts)));
@@ -200,6 +227,7 @@ function report(r) {
     }
   }
   items.push(...quietPasses(r.passes.filter((p) => !busy.includes(p))));
+  items.push(...quietNotes(r.passes));
   $("report").replaceChildren(...items);
 }
 

@@ -16,7 +16,7 @@ import httpx2
 
 from dreamwell.stores import DataDir, LongTermStore
 from tests.support.calls import initialize
-from tests.support.cli import dreamwell
+from tests.support.cli import dreamwell, interrupted
 from tests.support.fake_ollama import fake_ollama
 from tests.support.ui_browser import ui_process
 
@@ -160,3 +160,58 @@ def test_ui_fills_missing_vectors_like_serve(tmp_path: Path) -> None:
             assert time.monotonic() < deadline, "the ui never embedded the memory"
             time.sleep(0.1)
         assert any(r.get("path") == "/api/embed" for r in script.requests)
+
+
+def test_every_command_refuses_an_unknown_tenant_naming_the_known_ones(tmp_path: Path) -> None:
+    """Issue 44: a mistyped --tenant made a tenant silently in dream, import and log."""
+    data = seeded(tmp_path, 1)
+    LongTermStore(data / "tenants" / "team", embedder=None).save("the team's memory")
+    source = tmp_path / "m.jsonl"
+    source.write_text(json.dumps({"content": "imported"}) + "\n")
+    for command in (
+        ["dream", "--once"],
+        ["import", str(source)],
+        ["log", "conversation", "hello", "--session", "s"],
+        ["export"],
+        ["skills", "list"],
+    ):
+        done = dreamwell(*command, "--tenant", "taem", "--data-dir", str(data), env=ENV)
+        assert done.returncode != 0, command
+        assert done.stderr == (
+            f"dreamwell: no tenant 'taem' in {data} (tenants: team); check --tenant, or leave "
+            "it out for the root store\n"
+        ), command
+    assert sorted(p.name for p in (data / "tenants").iterdir()) == ["team"]
+
+
+def test_serve_over_http_says_where_it_answers_and_the_browser_has_its_own_port(
+    tmp_path: Path,
+) -> None:
+    """Issue 44: `serve --transport http` printed nothing, and `ui` took the same default
+    port, so starting the browser beside it failed "Address already in use"."""
+    import socket
+
+    from dreamwell.server.config import Settings
+    from dreamwell.server.ui.app import UI_PORT
+
+    assert Settings.model_fields["port"].default != UI_PORT
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    served = interrupted(
+        "serve",
+        "--transport",
+        "http",
+        "--port",
+        str(port),
+        "--data-dir",
+        str(tmp_path / "d"),
+        when="Ctrl-C stops it",
+        env={"DREAMWELL_EMBEDDER": "none"},
+    )
+    first = served.stderr.splitlines()[0]
+    assert first == (
+        f"dreamwell serve: MCP at http://127.0.0.1:{port}/mcp, the memory browser at "
+        f"http://127.0.0.1:{port}/ (Ctrl-C stops it)"
+    )
+    assert "Traceback" not in served.stderr

@@ -202,7 +202,10 @@ def install(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
 def test_the_command_writes_says_and_fails_in_one_line(tmp_path: Path) -> None:
     done = install("cursor", home=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == f"updated {tmp_path}/.cursor/mcp.json\n"
+    assert done.stdout == (
+        f"updated {tmp_path}/.cursor/mcp.json\n"
+        "Restart Cursor (quit it and open it again): it starts using dreamwell then.\n"
+    )
     entry = read(tmp_path / ".cursor" / "mcp.json")["mcpServers"]["dreamwell"]
     assert "env" not in entry  # the default data directory needs no setting
     (tmp_path / ".cursor" / "mcp.json").write_text("{oops")

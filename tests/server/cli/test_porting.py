@@ -285,3 +285,17 @@ def test_a_single_pretty_printed_record_and_a_service_record_with_an_id_are_read
     records, bad = read_records(service + "\n")
     assert bad == [] and records[0].content == "Uses vim"
     assert records[0].metadata == {"source": "mcp-memory-service"}
+
+
+def test_a_text_file_given_by_mistake_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 44: `import README.md` printed 20 error lines, then "pass --skip-bad"."""
+    source = tmp_path / "notes.md"
+    source.write_text("# Notes\n\n" + "".join(f"- point {i}\n" for i in range(40)))
+    data = tmp_path / "d"
+    assert exit_code("import", str(source), "--data-dir", str(data)) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert err.startswith(f"dreamwell: {source} is not JSON Lines: 41 lines are not JSON")
+    assert "--skip-bad" not in err and not data.exists()

@@ -62,12 +62,30 @@ def test_stats_counts_the_records_a_log_bound_dropped(
     assert f"({40 - kept} oldest records dropped by its size bound)" in out
 
 
-def test_stats_of_a_missing_directory_is_one_line(
+def test_a_fresh_install_has_nothing_stored_yet_and_is_told_the_next_step(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert exit_code("stats", "--data-dir", str(tmp_path / "nope")) == 1
+    """Issue 44: stats said "no data directory" (exit 1) and doctor FAIL with "mkdir -p"
+    before the first save, which reads as broken to someone who just installed."""
+    fresh = str(tmp_path / "nope")
+    assert exit_code("stats", "--data-dir", fresh) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and out.startswith("Nothing stored yet")
+    assert "dreamwell install <client> (claude-code" in out
+    assert exit_code("doctor", "--data-dir", fresh) == 0
+    out = capsys.readouterr().out
+    assert "FAIL" not in out and "mkdir" not in out
+    assert "nothing stored yet" in out and "dreamwell install <client>" in out
+    assert not (tmp_path / "nope").exists()  # asking makes nothing
+
+
+def test_stats_of_a_file_given_as_the_data_directory_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "file").write_text("x")
+    assert exit_code("stats", "--data-dir", str(tmp_path / "file")) == 1
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "no data directory" in err
+    assert err.count("\n") == 1 and "not a directory" in err
 
 
 def test_doctor_passes_a_healthy_directory(

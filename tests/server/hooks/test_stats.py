@@ -28,10 +28,10 @@ def test_stats_counts_turns_and_injected_memories_per_session(tmp_path: Path) ->
     out = stats(tmp_path)
     assert (
         "client hooks, last 24 h: 2 sessions, 3 turns recorded, 3 prompts recalled for, "
-        "5 memories injected, 1 failures" in out
+        "5 memories injected, 1 failure" in out
     )
-    assert "claude-code s1: 2 turns, 2 recalls, 1 memories" in out
-    assert "claude-code s2: 1 turns, 1 recalls, 4 memories" in out  # a first turn: recent ones
+    assert "claude-code s1: 2 turns, 2 recalls, 1 memory" in out
+    assert "claude-code s2: 1 turn, 1 recall, 4 memories" in out  # a first turn: recent ones
     assert "NO MEMORY INJECTED" not in out
 
 
@@ -79,6 +79,6 @@ def test_only_the_last_day_counts(tmp_path: Path) -> None:
     state.note("recall", 2)
     sessions.save(state)
     assert (
-        "1 sessions, 0 turns recorded, 1 prompts recalled for, 2 memories"
+        "1 session, 0 turns recorded, 1 prompt recalled for, 2 memories"
         in hook_lines(DataDir(tmp_path))[0]
     )

@@ -33,7 +33,7 @@ async def test_save_replies_with_id_and_category_and_is_searchable_at_once(clien
     memory_id = SAVED.match(text).group(1)  # type: ignore[union-attr]
     assert text == f"Saved memory [{memory_id}] (user-preferences/location)."
     found = await ok(client, "search_memory", query="chicago")
-    assert found.startswith("Found 1 memory entries:\n\n")
+    assert found.startswith("Found 1 memory entry:\n\n")
     assert (
         f"- [{memory_id}] (user-preferences/location, importance=0.50, first seen today): "
         "User lives in Chicago\n  Tags: home, city"
@@ -81,7 +81,7 @@ async def test_filters_apply_before_the_top_k_cut(client: Client) -> None:
         await save(client, f"coffee note number {i} coffee coffee", category="noise")
     await save(client, "coffee once", category="rare")
     found = await ok(client, "search_memory", query="coffee", category="rare")
-    assert "coffee once" in found and found.startswith("Found 1 memory entries")
+    assert "coffee once" in found and found.startswith("Found 1 memory entry")
 
 
 async def test_search_without_query_lists_most_recently_seen_first(client: Client) -> None:

@@ -152,3 +152,23 @@ def test_everything_is_reachable_by_keyboard(many: str) -> None:
         page.wait_for_selector("#view-dreams:visible")
         page.keyboard.press("Tab")
         assert page.evaluate("() => document.activeElement.id") == "preview"
+
+
+def test_on_a_phone_the_results_come_before_the_overview_and_save_is_in_reach(
+    many: str,
+) -> None:
+    """Issue 44: at 390 px the overview and the form pushed the results below the fold, and
+    the editor's Save button off screen."""
+    with chromium() as browser:
+        page = open_page(browser, many, 390, 800)
+        page.wait_for_selector(f".mem:has-text('{URL[:40]}')")
+        results = page.locator("#results").bounding_box()
+        overview = page.locator("#overview").bounding_box()
+        assert results is not None and overview is not None
+        assert results["y"] < overview["y"], (results, overview)
+        first = page.locator(".mem").first
+        first.locator(".edit").click()
+        save = first.locator(".editor button[type='submit']")
+        box = save.bounding_box()
+        assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 800, box
+        page.close()

@@ -1,0 +1,106 @@
+"""Ctrl-C (SIGINT) in the commands a person runs at a terminal: one line, exit status 130,
+never a traceback; an interrupted import says how far it got and finishes when run again,
+with nothing half-written (issue 44)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from dreamwell.stores import LongTermStore
+from tests.support.cli import NO_EMBEDDER, dreamwell, interrupted
+
+
+def one_line(stderr: str, after: str = "") -> str:
+    """The lines stderr has after the line holding `after` (all of them without), progress
+    lines ("imported 10000/15000") aside: exactly one, with no traceback anywhere."""
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+    lines = [line for line in stderr.splitlines() if not re.fullmatch(r"imported \d+/\d+", line)]
+    if after:
+        lines = lines[next(i for i, line in enumerate(lines) if after in line) + 1 :]
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
+def records(path: Path, n: int) -> Path:
+    path.write_text(
+        "".join(
+            json.dumps({"content": f"memory {i}: the tomatoes in bed {i % 40}", "category": "g"})
+            + "\n"
+            for i in range(n)
+        )
+    )
+    return path
+
+
+def test_an_interrupted_import_says_how_far_it_got_and_a_second_run_finishes(
+    tmp_path: Path,
+) -> None:
+    source, data = records(tmp_path / "m.jsonl", 15_000), tmp_path / "d"
+    stopped = interrupted(
+        "import", str(source), "--data-dir", str(data), when="imported 5000/15000", env=NO_EMBEDDER
+    )
+    assert stopped.returncode == 130
+    line = one_line(stopped.stderr)
+    assert re.fullmatch(
+        r"dreamwell: interrupted: (5,000|10,000) of 15,000 records written; run the same "
+        r"import again to finish the rest .*",
+        line,
+    ), line
+    written = int(line.split()[2].replace(",", ""))
+    assert LongTermStore(data).count() == written  # whole batches, nothing half-written
+    again = dreamwell("import", str(source), "--data-dir", str(data), env=NO_EMBEDDER)
+    assert again.returncode == 0, again.stderr
+    assert f"{written} already there" in again.stdout
+    assert LongTermStore(data).count() == 15_000
+
+
+def test_ctrl_c_in_the_browser_is_one_line(tmp_path: Path) -> None:
+    stopped = interrupted(
+        "ui",
+        "--data-dir",
+        str(tmp_path / "d"),
+        "--port",
+        "0",
+        when="Ctrl-C stops it",
+        env=NO_EMBEDDER,
+    )
+    assert stopped.returncode == 130
+    assert "interrupted" in one_line(stopped.stderr, after="Ctrl-C stops it")
+
+
+def test_ctrl_c_in_an_export_is_one_line(tmp_path: Path) -> None:
+    data = tmp_path / "d"
+    assert (
+        dreamwell(
+            "import",
+            str(records(tmp_path / "m.jsonl", 12_000)),
+            "--data-dir",
+            str(data),
+            env=NO_EMBEDDER,
+        ).returncode
+        == 0
+    )
+    stopped = interrupted(
+        "export", "--data-dir", str(data), when="memory", watch="stdout", env=NO_EMBEDDER
+    )
+    assert stopped.returncode == 130
+    assert one_line(stopped.stderr) == "dreamwell: interrupted (Ctrl-C)"
+
+
+def test_ctrl_c_between_dream_cycles_is_one_line(tmp_path: Path) -> None:
+    data = tmp_path / "d"
+    LongTermStore(data).save("the tomatoes need water")
+    stopped = interrupted(
+        "dream",
+        "--every",
+        "1h",
+        "--data-dir",
+        str(data),
+        when="Dream report",
+        watch="stdout",
+        env=NO_EMBEDDER,
+    )
+    assert stopped.returncode == 130
+    assert one_line(stopped.stderr) == "dreamwell: interrupted (Ctrl-C)"
