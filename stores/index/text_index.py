@@ -38,6 +38,7 @@ _AVG_LEN = 16.0  # a typical memory's length in tokens, until the overlay says o
 
 
 CONTEXT_BOOST = 0.5  # weight of a match in the neighbours' text against one in the memory's
+GLOBAL = "*"  # the project field of a global memory (no project key is "*")
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class IndexDoc:
     category: str | None
     tags: tuple[str, ...]
     context: str = ""  # the text of the memories saved just before and after (contextual)
+    project: str | None = None  # the key of its project (stores/projects.py); None: global
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,7 @@ def _schema() -> tantivy.Schema:
     builder.add_text_field("cat", stored=False, tokenizer_name="raw")
     builder.add_text_field("tag", stored=False, tokenizer_name="raw")
     builder.add_text_field("ctx", stored=False, tokenizer_name=_ANALYZER)
+    builder.add_text_field("proj", stored=False, tokenizer_name="raw")
     return builder.build()
 
 
@@ -104,6 +107,7 @@ class IndexWriter:
                 cat=category_prefixes(doc.category),
                 tag=list(doc.tags),
                 ctx=_prepare(doc.context),
+                proj=doc.project or GLOBAL,
             )
         )
 
@@ -293,9 +297,11 @@ class TextIndex:
         limit: int,
         category: str | None = None,
         tags: Iterable[str] = (),
+        project: str | None = None,
     ) -> list[tuple[str, float]]:
-        """(id, bm25) best first; filters apply before the top-k cut. No terms: no hits."""
-        return self.ids_of(self.lookup(query, limit, category, tags))
+        """(id, bm25) best first; filters apply before the top-k cut. No terms: no hits.
+        With `project`, only that project's memories and global ones."""
+        return self.ids_of(self.lookup(query, limit, category, tags, project))
 
     def lookup(
         self,
@@ -303,6 +309,7 @@ class TextIndex:
         limit: int,
         category: str | None = None,
         tags: Iterable[str] = (),
+        project: str | None = None,
     ) -> Found:
         """The first half of `search`: Tantivy's top `limit` as document addresses. It holds
         the GIL only to build the query, so it can run on another thread beside numpy work;
@@ -324,7 +331,7 @@ class TextIndex:
             for term in terms
         ]
         query_terms = tantivy.Query.boolean_query(should)
-        filters = self._filters(schema, category, tags)
+        filters = self._filters(schema, category, tags, project)
         # the terms alone when nothing filters: the same scores, and Tantivy prunes a plain
         # union of terms faster than one wrapped as a required clause (7.6 -> 6.1 ms a
         # LoCoMo question at a million memories)
@@ -354,9 +361,15 @@ class TextIndex:
 
     @staticmethod
     def _filters(
-        schema: tantivy.Schema, category: str | None, tags: Iterable[str]
+        schema: tantivy.Schema, category: str | None, tags: Iterable[str], project: str | None
     ) -> list[tuple[tantivy.Occur, tantivy.Query]]:
         out = []
+        if project is not None:  # the project's own memories, or global ones
+            either = [
+                (tantivy.Occur.Should, tantivy.Query.term_query(schema, "proj", value))
+                for value in (project, GLOBAL)
+            ]
+            out.append((tantivy.Occur.Must, tantivy.Query.boolean_query(either)))
         if category:
             out.append((tantivy.Occur.Must, tantivy.Query.term_query(schema, "cat", category)))
         for tag in tags:
