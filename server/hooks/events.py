@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 import time
 from collections import Counter
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from dreamwell.server.mcp.recall_text import FIRST_TURN_RECENT, MAX_RECALLED, RECALLED, fill
 from dreamwell.server.mcp.recall_text import memory_line as _line
-from dreamwell.stores import DataDir, redact
+from dreamwell.stores import DataDir, Project, pinned_project, project_of, redact
 from dreamwell.stores.hooks import HookSession, HookSessions, hooks_log
 
 if TYPE_CHECKING:
@@ -93,6 +94,20 @@ def record_skill_uses(
         )
 
 
+# ---- the project (SPEC §11): pinned, else the hook input's cwd ------------------------------
+def caller_project(call: Call) -> Project | None:
+    """The project this hook call belongs to: the pinned `project` setting, else the
+    repository of the hook input's `cwd` (else of this process's directory)."""
+    if call.settings.project:
+        return pinned_project(call.settings.project)
+    cwd = call.payload.get("cwd")
+    return project_of(cwd if isinstance(cwd, str) and cwd else os.getcwd())
+
+
+def _key(project: Project | None) -> str | None:
+    return project.key if project is not None else None
+
+
 # ---- recording -----------------------------------------------------------------------------
 def _append(dirs: DataDir, name: str, record: dict[str, Any], now: datetime | None = None) -> None:
     from dreamwell.stores.inputs import CONVERSATION, CONVERSATION_MAX_BYTES, JsonlLog
@@ -108,6 +123,9 @@ def record_turn(call: Call, state: HookSession, text: str, ts: str = "") -> bool
         return False
     record = {"session": call.session, "role": "user", "content": text[:MAX_TURN_CHARS]}
     record |= {"cwd": str(call.payload.get("cwd") or ""), "via": "hook", "client": CLIENT}
+    project = caller_project(call)
+    if project is not None:  # the dream keeps what it learns from it in that project
+        record |= {"project": project.key, "project_root": str(project.root)}
     when = None
     if ts:
         try:
@@ -163,7 +181,7 @@ def session_start(call: Call, state: HookSession) -> str:
         state.injected, state.skills = [], []  # the context no longer holds what was shown
     reader = _recall(call.dirs)
     try:
-        preferences = reader.recent(40, PREFERENCES)
+        preferences = reader.recent(40, PREFERENCES, _key(caller_project(call)))
     finally:
         reader.close()
     skills = skills_for_session_start(call.dirs, state)
@@ -186,10 +204,11 @@ def user_prompt(call: Call, state: HookSession) -> str:
     text = redact(prompt)
     record_turn(call, state, text)
     reader = _recall(call.dirs)
+    key = _key(caller_project(call))
     try:
-        hits = reader.search(text, MAX_RECALLED * 3) if text.strip() else []
+        hits = reader.search(text, MAX_RECALLED * 3, key) if text.strip() else []
         if not hits and not state.recalls:
-            hits = reader.recent(FIRST_TURN_RECENT)
+            hits = reader.recent(FIRST_TURN_RECENT, project=key)
     finally:
         reader.close()
     fresh = [e for e in hits if e.id not in state.injected][:MAX_RECALLED]

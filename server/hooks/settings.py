@@ -26,6 +26,7 @@ class HookSettings:
     record_conversation: bool = True
     hook_max_chars: int = 6000
     namespace: str | None = None
+    project: str | None = None  # pinned (SPEC §11); else the hook input's `cwd`
 
 
 class NotPlain(ValueError):
@@ -74,14 +75,16 @@ def read(data_dir_flag: str | None) -> HookSettings:
         _bool(env["record_conversation"]) if "record_conversation" in env else True,
         _chars(env["hook_max_chars"]) if "hook_max_chars" in env else 6000,
         namespace,
+        env.get("project") or None,
     )
 
 
 def from_settings(settings: Settings) -> HookSettings:
-    """The same four values from a full `Settings`."""
+    """The same five values from a full `Settings`."""
     return HookSettings(
         settings.data_dir,
         settings.record_conversation,
         settings.hook_max_chars,
         settings.namespace,
+        settings.project,
     )

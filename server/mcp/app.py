@@ -22,6 +22,7 @@ from dreamwell.server.heap import give_back_freed
 from dreamwell.server.mcp import sdk
 from dreamwell.server.mcp.arguments import check_prompt, tool_refusal
 from dreamwell.server.mcp.dream import register_dream
+from dreamwell.server.mcp.projects import register_projects
 from dreamwell.server.mcp.recall import register_recall
 from dreamwell.server.mcp.skills import SkillsEdge
 from dreamwell.server.mcp.tools import register_tools, text_result
@@ -126,6 +127,7 @@ def build_server(settings: Settings, runtime: Runtime | None = None) -> MCPServe
     )
     skills.attach(mcp)  # before _edge_checks, which refuses prompts it does not know
     sdk.lowlevel(mcp).middleware.append(_edge_checks(mcp, answered, runtime))
+    register_projects(mcp, runtime)
     register_tools(mcp, runtime)
     register_recall(mcp, runtime, skills)
     register_dream(mcp, runtime)

@@ -42,3 +42,9 @@ def prompts(mcp: MCPServer[Any]) -> list[Prompt]:
 def subscriptions(mcp: MCPServer[Any]) -> SubscriptionBus:
     """The bus that `subscriptions/listen` streams (2026-era list-changed notifications)."""
     return mcp._subscriptions
+
+
+def connection(session: Any) -> Any:
+    """The client connection a request's session belongs to (one object per connection, for
+    as long as it lasts: the SDK builds a new session object per request)."""
+    return session._connection
