@@ -212,6 +212,7 @@ def test_session_files_older_than_a_week_are_pruned(tmp_path: Path) -> None:
         {},
         {"RECORD_CONVERSATION": "False", "HOOK_MAX_CHARS": "900", "NAMESPACE": "patrol/x"},
         {"RECORD_CONVERSATION": "off", "HOOK_MAX_CHARS": "200"},
+        {"PROJECT": "github.com/acme/shop"},
     ],
 )
 def test_the_hooks_fast_settings_agree_with_settings(
