@@ -59,20 +59,25 @@ class Call:
 
 
 # ---- skills: from the skill catalog (server/hooks/skills.py) --------------------------------
-def skills_for_session_start(dirs: DataDir, state: HookSession) -> list[tuple[str, str]]:
+def skills_for_session_start(
+    dirs: DataDir, state: HookSession, project: str | None = None
+) -> list[tuple[str, str]]:
     """(name, description) of the active skills to list at session start (those already
-    shown in this session's context left out); the caller fits them to hook_max_chars."""
+    shown in this session's context, and other projects' skills, left out); the caller fits
+    them to hook_max_chars."""
     from dreamwell.server.hooks.skills import active
 
-    return active(dirs, state.skills)
+    return active(dirs, state.skills, project)
 
 
-def skills_for_prompt(dirs: DataDir, state: HookSession, prompt: str) -> list[tuple[str, str]]:
+def skills_for_prompt(
+    dirs: DataDir, state: HookSession, prompt: str, project: str | None = None
+) -> list[tuple[str, str]]:
     """(name, description) of up to 3 active skills relevant to `prompt` not yet shown in
-    this session."""
+    this session (nor of another project)."""
     from dreamwell.server.hooks.skills import relevant
 
-    return relevant(dirs, prompt, state.skills)
+    return relevant(dirs, prompt, state.skills, project=project)
 
 
 def record_skill_uses(
@@ -180,11 +185,12 @@ def session_start(call: Call, state: HookSession) -> str:
     if call.payload.get("source") in ("clear", "compact"):
         state.injected, state.skills = [], []  # the context no longer holds what was shown
     reader = _recall(call.dirs)
+    key = _key(caller_project(call))
     try:
-        preferences = reader.recent(40, PREFERENCES, _key(caller_project(call)))
+        preferences = reader.recent(40, PREFERENCES, key)
     finally:
         reader.close()
-    skills = skills_for_session_start(call.dirs, state)
+    skills = skills_for_session_start(call.dirs, state, key)
     sections = [
         (PREFERENCES_HEADER, [_line(e) for e in preferences]),
         (SKILLS_HEADER, [f"- {name}: {about}" for name, about in skills]),
@@ -212,7 +218,7 @@ def user_prompt(call: Call, state: HookSession) -> str:
     finally:
         reader.close()
     fresh = [e for e in hits if e.id not in state.injected][:MAX_RECALLED]
-    skills = skills_for_prompt(call.dirs, state, text)
+    skills = skills_for_prompt(call.dirs, state, text, key)
     sections = [
         (RECALLED, [_line(e) for e in fresh]),
         (SKILLS_HEADER, [f"- {name}: {about}" for name, about in skills]),

@@ -21,19 +21,32 @@ def _about(skill: Skill) -> str:
     return text if len(text) <= MAX_DESCRIPTION else text[: MAX_DESCRIPTION - 1] + "…"
 
 
-def active(dirs: DataDir, shown: Collection[str] = ()) -> list[tuple[str, str]]:
-    """(name, description) of every active skill not in `shown`, pinned ones first."""
-    skills = [s for s in SkillCatalog(dirs).list("active") if s.name not in shown]
+def _served(skill: Skill, shown: Collection[str], project: str | None) -> bool:
+    """Not shown yet, and not another project's skill (SPEC §11)."""
+    return skill.name not in shown and (project is None or skill.project in (None, project))
+
+
+def active(
+    dirs: DataDir, shown: Collection[str] = (), project: str | None = None
+) -> list[tuple[str, str]]:
+    """(name, description) of every active skill not in `shown` (nor of another project
+    than `project`), pinned ones first."""
+    skills = [s for s in SkillCatalog(dirs).list("active") if _served(s, shown, project)]
     skills.sort(key=lambda s: (not s.pinned, s.name))
     return [(s.name, _about(s)) for s in skills]
 
 
 def relevant(
-    dirs: DataDir, prompt: str, shown: Collection[str] = (), limit: int = MAX_PROMPT_SKILLS
+    dirs: DataDir,
+    prompt: str,
+    shown: Collection[str] = (),
+    limit: int = MAX_PROMPT_SKILLS,
+    project: str | None = None,
 ) -> list[tuple[str, str]]:
     """(name, description) of up to `limit` active skills matching `prompt`, best first,
-    leaving out those in `shown`."""
-    skills = {s.name: s for s in SkillCatalog(dirs).list("active") if s.name not in shown}
+    leaving out those in `shown` and another project's."""
+    catalog = SkillCatalog(dirs).list("active")
+    skills = {s.name: s for s in catalog if _served(s, shown, project)}
     if not skills or not prompt.strip():
         return []
     from dreamwell.stores.index import IndexDoc, TextIndex

@@ -157,7 +157,12 @@ def record_turn(
 
 
 def with_skills(
-    skills: SkillsEdge | None, caller: tuple[str, str], message: str, block: str, budget: int
+    skills: SkillsEdge | None,
+    caller: tuple[str, str],
+    message: str,
+    block: str,
+    budget: int,
+    project: str | None = None,
 ) -> str:
     """The block with the relevant skills added (SPEC §7a; server/mcp/skills_recall.py), in the
     thread that built the block."""
@@ -167,7 +172,8 @@ def with_skills(
 
     kept = "" if block.startswith("Nothing recalled") else block
     catalog = skills.catalog(caller[0])
-    section = skills_section(catalog, skills.injected, caller, message, budget * 4 - len(kept))
+    room = budget * 4 - len(kept)
+    section = skills_section(catalog, skills.injected, caller, message, room, project)
     return "\n\n".join(part for part in (kept, section) if part) or block
 
 
@@ -214,7 +220,7 @@ def register_recall(
 
             def compose() -> str:
                 block = build_block(tenant, namespace, message, injected, caller, budget, key)
-                return with_skills(skills, caller, message, block, budget)
+                return with_skills(skills, caller, message, block, budget, key)
 
             block = await anyio.to_thread.run_sync(compose)
             if runtime.settings.record_conversation:

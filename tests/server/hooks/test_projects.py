@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dreamwell.server.hooks.refresh import refresh
-from dreamwell.stores import PROJECT, DataDir, LongTermStore
+from dreamwell.stores import NEW, PROJECT, DataDir, LongTermStore, SkillCatalog, SkillChange
 from tests.support.hooks import hook, prompt, turns
 from tests.support.repos import two_projects
 
@@ -77,3 +77,21 @@ def test_a_pinned_project_wins_over_the_cwd(tmp_path: Path) -> None:
         env={"DREAMWELL_PROJECT": str(billing)},
     )
     assert ids["billing"] in out.stdout and ids["shop"] not in out.stdout
+
+
+def test_session_start_and_the_prompt_hook_list_a_project_s_skill_only_in_that_project(
+    tmp_path: Path,
+) -> None:
+    shop, billing = two_projects(tmp_path / "src")
+    data = tmp_path / "data"
+    md = b"---\nname: billing-release\ndescription: Release billing\n---\n\nRun make release.\n"
+    change = SkillChange(
+        "billing-release", NEW, {"SKILL.md": md}, status="active", project=BILLING[PROJECT]
+    )
+    SkillCatalog(data).apply([change])
+    start = {"session_id": "s1", "hook_event_name": "SessionStart", "source": "startup"}
+    in_shop = hook("session-start", start | {"cwd": str(shop)}, data)
+    in_billing = hook("session-start", start | {"session_id": "s2", "cwd": str(billing)}, data)
+    assert "billing-release" in in_billing.stdout and "billing-release" not in in_shop.stdout
+    asked = hook("user-prompt", prompt("s3", "release billing", cwd=str(shop)), data)
+    assert "billing-release" not in asked.stdout

@@ -11,12 +11,12 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client
-from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from dreamwell.server.config import Settings
 from dreamwell.server.mcp.app import build_server
 from dreamwell.server.runtime import Runtime
-from dreamwell.stores import PROJECT, PROJECT_NAME, LongTermStore
+from dreamwell.stores import NEW, PROJECT, PROJECT_NAME, LongTermStore, SkillCatalog, SkillChange
 from tests.support.calls import ok
 from tests.support.repos import Roots, two_projects
 
@@ -166,3 +166,36 @@ async def test_the_same_text_in_two_projects_is_two_memories(tmp_path: Path, out
         1
     )  # type: ignore[union-attr]
     assert again.startswith("Reinforced memory") and ID.search(first).group(1) in again  # type: ignore[union-attr]
+
+
+def _project_skill(data: Path, name: str, project: str | None) -> None:
+    md = f"---\nname: {name}\ndescription: How to release {name}\n---\n\nRun make release.\n"
+    SkillCatalog(data).apply(
+        [SkillChange(name, NEW, {"SKILL.md": md.encode()}, status="active", project=project)]
+    )
+
+
+async def test_a_project_s_skill_is_served_only_to_callers_in_that_project(
+    tmp_path: Path, outside: Path
+) -> None:
+    shop, billing = two_projects(tmp_path)
+    data = tmp_path / "data"
+    _project_skill(data, "billing-release", "github.com/acme/billing")
+    _project_skill(data, "any-release", None)
+    server = build_server(Settings(data_dir=data, embedder="none"))
+    async with (
+        Client(server, mode="legacy", list_roots_callback=Roots(shop).callback) as a,
+        Client(server, mode="legacy", list_roots_callback=Roots(billing).callback) as b,
+    ):
+        in_shop = {p.name for p in (await a.list_prompts()).prompts}
+        in_billing = {p.name for p in (await b.list_prompts()).prompts}
+        assert "billing-release" in in_billing and "any-release" in in_billing
+        assert "billing-release" not in in_shop and "any-release" in in_shop
+        shop_files = {str(r.uri) for r in (await a.list_resources()).resources}
+        assert "skill://billing-release/SKILL.md" not in shop_files
+        with pytest.raises(MCPError):
+            await a.read_resource("skill://billing-release/SKILL.md")
+        recalled = await a.get_prompt("recall", {"message": "how to release billing"})
+        assert "billing-release" not in recalled.messages[0].content.text  # type: ignore[union-attr]
+        recalled = await b.get_prompt("recall", {"message": "how to release billing"})
+        assert "billing-release" in recalled.messages[0].content.text  # type: ignore[union-attr]
