@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.sse import sse_client
 
 from dreamwell.server.config import Settings
 from tests.support.calls import ok
@@ -77,3 +78,25 @@ async def test_streamable_http_clients_are_scoped_by_their_roots(
         async with http_client(url) as anyone:  # no roots, a server in no project: all
             found = await ok(anyone, "search_memory", query="deploy")
             assert mine in found and theirs in found
+
+
+async def test_sse_clients_are_scoped_by_their_roots(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shop, billing = two_projects(tmp_path / "src")
+    outside = tmp_path / "srv"
+    outside.mkdir()
+    monkeypatch.chdir(outside)
+    settings = Settings(data_dir=tmp_path / "data", transport="sse", port=0, embedder="none")
+
+    def over_sse(url: str, roots: Roots) -> Client:
+        transport = sse_client(f"{url}/sse")
+        return Client(transport, mode="legacy", list_roots_callback=roots.callback)  # type: ignore[arg-type]
+
+    async with http_server(settings) as url:
+        async with over_sse(url, Roots(billing)) as b:
+            theirs = await _save(b, "Deploy billing with kubectl apply")
+        async with over_sse(url, Roots(shop)) as a:
+            mine = await _save(a, "Deploy the shop with make deploy-shop")
+            found = await ok(a, "search_memory", query="deploy")
+            assert mine in found and theirs not in found
