@@ -62,6 +62,7 @@ def test_every_flag_comes_from_a_setting_and_reaches_it(name: str, tmp_path: Pat
         "llm_base_url": "http://127.0.0.1:1/v1",
         "llm_model": "m",
         "llm_api_key": "sk-not-a-real-key",
+        "project": "github.com/acme/shop",
     }
     for command in flag_for(name):
         extra = {
