@@ -92,6 +92,22 @@ def _schema() -> tantivy.Schema:
     return builder.build()
 
 
+def _idf(total: int, df: int) -> float:
+    """BM25's IDF, as Tantivy computes it."""
+    return math.log(1 + (total - df + 0.5) / (df + 0.5))
+
+
+def _count(searcher: tantivy.Searcher, query: tantivy.Query) -> int:
+    """How many documents match `query` (the stubs do not name SearchResult.count)."""
+    found: object = searcher.search(query, 1, count=True)
+    return int(getattr(found, "count", 0) or 0)
+
+
+def _weighed(schema: tantivy.Schema, field: str, term: str, boost: float) -> tantivy.Query:
+    query = tantivy.Query.term_query(schema, field, term)
+    return query if boost == 1.0 else tantivy.Query.boost_query(query, boost)
+
+
 class IndexWriter:
     """A writer held only for one batch of changes (Tantivy allows one writer per index)."""
 
@@ -244,15 +260,42 @@ class TextIndex:
         context = self._analyzer.analyze(_prepare(doc.context)) if doc.context else []
         return DocTerms(Counter(tokens), len(tokens), Counter(context), len(context))
 
+    def project_weights(self, query: str, project: str) -> dict[str, float]:
+        """Per query term, the ratio of its IDF among `project`'s and the global memories to
+        its IDF in the whole index: a project's search weighs its terms as if the index held
+        only what that search can return, so one data directory of many projects ranks each
+        as a directory of its own would (a name frequent in one project is no rarity there).
+        Empty when the index is (the pending entries are weighed by the index alone)."""
+        searcher = self._index.searcher()
+        total = searcher.num_docs
+        terms = self.terms(query)
+        if not total or not terms:
+            return {}
+        schema = self._index.schema
+        scope = self._filters(schema, None, (), project)
+        in_scope = _count(searcher, tantivy.Query.boolean_query(scope))
+        weights: dict[str, float] = {}
+        for term in terms:
+            df = searcher.doc_freq("body", term)
+            held = tantivy.Query.term_query(schema, "body", term)
+            mine = _count(
+                searcher, tantivy.Query.boolean_query([(tantivy.Occur.Must, held), *scope])
+            )
+            overall = _idf(total, df)
+            weights[term] = _idf(in_scope, mine) / overall if overall > 0 and in_scope else 1.0
+        return weights
+
     def score_docs(
         self,
         query: str,
         docs: Mapping[str, DocTerms] | Postings,
         keep: Callable[[str], bool] | None = None,
+        weights: Mapping[str, float] | None = None,
     ) -> list[tuple[str, float]]:
         """BM25 of documents that are not in the index yet, with the index's own statistics
         (document frequencies and count) plus theirs, so the scores compare with search()'s.
-        Only the documents holding a query term are looked at; `keep` filters those."""
+        Only the documents holding a query term are looked at; `keep` filters those.
+        `weights` (`project_weights`) scale each term as `search` does."""
         terms = self.terms(query)
         if not terms or not len(docs):
             return []
@@ -267,7 +310,7 @@ class TextIndex:
                 if not holding:
                     continue
                 df = searcher.doc_freq(name, term) + len(holding)
-                idf = math.log(1 + (total - df + 0.5) / (df + 0.5))
+                idf = _idf(total, df) * (weights.get(term, 1.0) if weights else 1.0)
                 for doc_id, (count, length) in holding.items():
                     norm = _K1 * (1 - _B + _B * length / avg)
                     score = boost * idf * count * (_K1 + 1) / (count + norm)
@@ -298,10 +341,11 @@ class TextIndex:
         category: str | None = None,
         tags: Iterable[str] = (),
         project: str | None = None,
+        weights: Mapping[str, float] | None = None,
     ) -> list[tuple[str, float]]:
         """(id, bm25) best first; filters apply before the top-k cut. No terms: no hits.
         With `project`, only that project's memories and global ones."""
-        return self.ids_of(self.lookup(query, limit, category, tags, project))
+        return self.ids_of(self.lookup(query, limit, category, tags, project, weights))
 
     def lookup(
         self,
@@ -310,6 +354,7 @@ class TextIndex:
         category: str | None = None,
         tags: Iterable[str] = (),
         project: str | None = None,
+        weights: Mapping[str, float] | None = None,
     ) -> Found:
         """The first half of `search`: Tantivy's top `limit` as document addresses. It holds
         the GIL only to build the query, so it can run on another thread beside numpy work;
@@ -319,14 +364,14 @@ class TextIndex:
         if not terms or limit <= 0:
             return Found(None, [])
         schema = self._index.schema
+        weight = weights or {}
         should = [
-            (tantivy.Occur.Should, tantivy.Query.term_query(schema, "body", term)) for term in terms
+            (tantivy.Occur.Should, _weighed(schema, "body", term, weight.get(term, 1.0)))
+            for term in terms
         ] + [
             (
                 tantivy.Occur.Should,
-                tantivy.Query.boost_query(
-                    tantivy.Query.term_query(schema, "ctx", term), CONTEXT_BOOST
-                ),
+                _weighed(schema, "ctx", term, CONTEXT_BOOST * weight.get(term, 1.0)),
             )
             for term in terms
         ]

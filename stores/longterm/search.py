@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -206,20 +206,30 @@ class Searcher:
         if self.tuning.keyword_weight <= 0:
             return [], {}
         index = self.parts.index
+        # a project's terms weighed by that project's statistics (`project_weights`)
+        w = index.project_weights(text, f.project) if f.project is not None else None
         # the index's version of a pending entry is overridden: fetch more only when some
         # of the best were (most pending entries are new saves the index has never held;
         # fetching 100 + 512 hits cost half a millisecond of every search after a burst)
-        hits = index.ids_of(index.lookup(text, CANDIDATES, f.category, f.tags, f.project))
+        hits = index.ids_of(index.lookup(text, CANDIDATES, f.category, f.tags, f.project, w))
         indexed = [h for h in hits if h[0] not in pending]
         if len(indexed) < len(hits) == CANDIDATES:
-            hits = index.search(text, CANDIDATES + len(pending), f.category, f.tags, f.project)
+            more = CANDIDATES + len(pending)
+            hits = index.search(text, more, f.category, f.tags, f.project, w)
             indexed = [h for h in hits if h[0] not in pending]
-        merged = indexed + self._pending(text, view, pending, f)
+        merged = indexed + self._pending(text, view, pending, f, w)
         merged.sort(key=lambda h: (-h[1], h[0]))
         merged = merged[:CANDIDATES]
         return merged, _weights(view, merged, f)
 
-    def _pending(self, text: str, view: View, pending: Pending, f: Filter) -> Scored:
+    def _pending(
+        self,
+        text: str,
+        view: View,
+        pending: Pending,
+        f: Filter,
+        weights: Mapping[str, float] | None = None,
+    ) -> Scored:
         """BM25 of the pending entries (as `view` has them) holding a query term. Their terms
         are analysed once and kept in the mirror's postings, unless the entry or a neighbour
         (whose text is in its context field) changed meanwhile; those, and any whose terms a
@@ -247,8 +257,8 @@ class Searcher:
                 known = entry_id in m.terms or entry_id in extra
                 if entry is not None and entry.live and not known:
                     extra[entry_id] = index.doc_terms(m.doc(entry))
-            scored = index.score_docs(text, m.terms, lambda i: i not in extra and keep(i))
-        return scored + index.score_docs(text, extra, keep) if extra else scored
+            scored = index.score_docs(text, m.terms, lambda i: i not in extra and keep(i), weights)
+        return scored + index.score_docs(text, extra, keep, weights) if extra else scored
 
     def _query_vector(self, text: str) -> list[float] | None:
         if self.embedder is None:

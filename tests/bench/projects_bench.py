@@ -178,6 +178,7 @@ def _fill(store: LongTermStore, turns: Sequence[Any], project: str | None) -> di
     while store.backfill(batch=256):
         pass
     store.load_vectors()
+    store.checkpoint()  # as a server does every few seconds: the index holds them
     return ids
 
 

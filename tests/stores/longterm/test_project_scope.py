@@ -72,3 +72,25 @@ def test_a_project_no_memory_names_sees_only_global_memories(tmp_path: Path) -> 
     store.save("deploy with kubectl", metadata=B)
     plain = store.save("deploy notes from before projects").entry.id
     assert [h.entry.id for h in store.search("deploy", project="elsewhere")] == [plain]
+
+
+def test_a_project_ranks_in_a_shared_directory_as_in_a_directory_of_its_own(
+    tmp_path: Path,
+) -> None:
+    """Its terms are weighed by what its search can return: a word every one of its memories
+    holds is no rarity because the other projects lack it."""
+    mine = [
+        "alice alice alice talks about the weather",
+        "alice mentions the garden",
+        *(f"alice note {i}" for i in range(6)),
+    ]
+    alone, shared = LongTermStore(tmp_path / "alone"), LongTermStore(tmp_path / "shared")
+    for text in mine:
+        alone.save(text)
+        shared.save(text, metadata=A)
+    for i in range(60):
+        shared.save(f"the garden needs water {i}", metadata=B)
+    assert alone.checkpoint() and shared.checkpoint()
+    for query in ("alice garden", "alice weather"):  # the best one (many tie behind it)
+        expected = [h.entry.content for h in alone.search(query)][:1]
+        assert [h.entry.content for h in shared.search(query, project=A[PROJECT])][:1] == expected
