@@ -17,7 +17,15 @@ from dreamwell.dream import directives
 from dreamwell.dream.answers import SHOWN_ID, Answer, ask_for
 from dreamwell.dream.llm import LLM, LLMCancelled, LLMError
 from dreamwell.dream.rules import dropped_facts, placeholder, too_short, words
-from dreamwell.stores import InvalidInput, MemoryEntry, check_category, check_tags, new_id
+from dreamwell.stores import (
+    PROJECT,
+    PROJECT_NAME,
+    InvalidInput,
+    MemoryEntry,
+    check_category,
+    check_tags,
+    new_id,
+)
 
 # A user turn that corrects the agent: "no, don't…", "I told you…", "stop …", "that's wrong".
 CORRECTION = re.compile(
@@ -223,8 +231,13 @@ def _fact_entry(fact: Fact, content: str, entry: MemoryEntry, now: datetime) -> 
         now,
         now,
         importance=entry.importance,
-        metadata={"derived_from": entry.id, "source": "enrich"},
+        metadata={"derived_from": entry.id, "source": "enrich", **_scope_of(entry)},
     )
+
+
+def _scope_of(entry: MemoryEntry) -> dict[str, str]:
+    """The project keys of `entry`'s metadata: what is derived from it stays in its project."""
+    return {k: v for k in (PROJECT, PROJECT_NAME) if (v := entry.metadata.get(k))}
 
 
 def _as_entry(content: str, like: MemoryEntry) -> MemoryEntry:

@@ -28,7 +28,9 @@ from dreamwell.dream.rules import (
     grounded,
     high_value,
     merged,
+    mixed_projects,
     placeholder,
+    project_key,
     prunable,
     task_request,
     too_short,
@@ -84,9 +86,10 @@ def _merge_changes(
 def exact_duplicates_pass(snapshot: Snapshot, now: datetime) -> PassResult:
     """Entries with the same folded text in the same category become one (host arithmetic)."""
     result = PassResult("exact-duplicates")
-    groups: dict[tuple[str, str], list[MemoryEntry]] = defaultdict(list)
+    groups: dict[tuple[str, str, str], list[MemoryEntry]] = defaultdict(list)
     for entry in live(snapshot):
-        groups[(entry.category or "", fold_text(entry.content) or entry.content)].append(entry)
+        folded = fold_text(entry.content) or entry.content
+        groups[(entry.category or "", folded, project_key(entry))].append(entry)
     for group in groups.values():
         if len(group) < 2:
             continue
@@ -150,7 +153,13 @@ def consolidation_prompts(
 ) -> list[list[MemoryEntry]]:
     """With vectors: groups of near neighbours packed into prompts of GROUP_PROMPT entries
     (entries without a vector yet go in category order after them). Without: category order
-    in chunks of CHUNK."""
+    in chunks of CHUNK. Each project's memories (and the global ones) apart: a prompt never
+    shows two projects' memories, so no merge can join them (SPEC §11)."""
+    by_project: dict[str, list[MemoryEntry]] = defaultdict(list)
+    for entry in entries:
+        by_project[project_key(entry)].append(entry)
+    if len(by_project) > 1:
+        return [p for own in by_project.values() for p in consolidation_prompts(own, vectors, size)]
     if vectors is None:
         ordered = sorted(entries, key=lambda e: (e.category or "", e.created_at))
         return [ordered[i : i + CHUNK] for i in range(0, len(ordered), CHUNK)]
@@ -253,6 +262,8 @@ def _planned(
     if not ids:
         return None, f"{prefix}ignored an entry with no known source: {item.content[:80]!r}"
     sources = [shown[i] for i in ids]
+    if mixed_projects(sources):
+        return None, f"{prefix}rejected merge of {ids}: they belong to different projects"
     lost = dropped_facts(sources, item.content)
     if lost:
         return None, f"{prefix}rejected merge of {ids}: it drops {', '.join(lost[:8])}"
@@ -297,6 +308,8 @@ def _deletion(
         return None, f"refused to delete [{i}]: [{successor.id}] is older, so it supersedes nothing"
     if unrelated_sources([target, successor]):
         return None, f"refused to delete [{i}]: [{successor.id}] is about something else"
+    if mixed_projects([target, successor]):
+        return None, f"refused to delete [{i}]: [{successor.id}] belongs to another project"
     after = replace(target, archived_at=now)
     return Change("archive", target, after, (successor.id,), "superseded"), ""
 

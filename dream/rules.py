@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from dreamwell.stores import MemoryEntry, new_id
+from dreamwell.stores import PROJECT, PROJECT_NAME, MemoryEntry, is_global, new_id
 
 SUBJECT_TIME = "subjectTime"
 SUBJECT_START = "subjectTimeStart"
@@ -60,6 +60,15 @@ def merge_subject_time(sources: Sequence[MemoryEntry]) -> dict[str, str]:
     return out
 
 
+def project_key(entry: MemoryEntry) -> str:
+    """The project an entry belongs to ('' for a global one): the dream never merges across."""
+    return entry.metadata.get(PROJECT) or ""
+
+
+def mixed_projects(entries: Sequence[MemoryEntry]) -> bool:
+    return len({project_key(e) for e in entries}) > 1
+
+
 def merged(
     sources: Sequence[MemoryEntry],
     content: str,
@@ -75,6 +84,11 @@ def merged(
     metadata = merge_subject_time(sources)
     metadata["merged_from"] = ",".join(s.id for s in sources)
     metadata["source"] = "dream"
+    owner = sources[0].metadata.get(PROJECT)
+    if owner and not is_global(category) and all(s.metadata.get(PROJECT) == owner for s in sources):
+        metadata[PROJECT] = owner  # a project's memories merge into that project's memory
+        if name := sources[0].metadata.get(PROJECT_NAME):
+            metadata[PROJECT_NAME] = name
     return MemoryEntry(
         id=new_id(),
         content=content,

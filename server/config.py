@@ -131,6 +131,25 @@ class Settings(BaseSettings):
     dream_auto_after: str = _setting("dream_auto_after", "24h")
     dream_auto_sessions: int = _setting("dream_auto_sessions", 5, ge=0, le=100_000)
     skills_auto_approve: bool = _setting("skills_auto_approve", False)
+    # projects (SPEC §11): pin the caller's project; categories global beside the built-in ones
+    project: str | None = _setting("project")
+    global_categories: str = _setting("global_categories", "")
+
+    @field_validator("global_categories")
+    @classmethod
+    def _global_categories(cls, value: str) -> str:
+        from dreamwell.stores import StoreError, check_category
+
+        for name in value.split(","):
+            try:
+                check_category(name.strip() or None)
+            except StoreError as exc:
+                raise ValueError(f"{name.strip()!r}: {exc}") from exc
+        return value
+
+    def global_category_list(self) -> tuple[str, ...]:
+        """`global_categories` as a tuple of category prefixes."""
+        return tuple(c.strip() for c in self.global_categories.split(",") if c.strip())
 
     @field_validator("dream_every", "dream_auto_after")
     @classmethod

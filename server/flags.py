@@ -182,6 +182,17 @@ SETTINGS: dict[str, Meta] = {
         ("serve", "dream"),
         switch=True,
     ),
+    "project": Meta(
+        "pin the project memories are saved in and recalled from: a directory (its git "
+        "repository) or a key; unset, each call's project comes from the client's roots, a "
+        "hook's `cwd` or the server's working directory",
+        ("serve",),
+    ),
+    "global_categories": Meta(
+        "comma-separated categories whose memories are global (seen from every project) "
+        "besides `user-preferences`, `preferences`, `anti-patterns` and `people`",
+        shown="none",
+    ),
 }
 
 

@@ -18,6 +18,7 @@ import anyio
 import anyio.to_thread
 
 from dreamwell.server.config import Settings
+from dreamwell.server.projects import CallerProjects
 from dreamwell.stores import DataDir, StoreError, StoreUnavailable, new_id
 
 if TYPE_CHECKING:  # the store modules load when a tenant opens, after the handshake
@@ -141,6 +142,7 @@ class Runtime:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.process_namespace = settings.namespace or f"session/{new_id()}"
+        self.projects = CallerProjects(settings)  # each caller's project (SPEC §11)
         self._tenants: dict[str, Tenant] = {}
         self._opening: anyio.Lock | None = None
         self._last_touch = 0.0

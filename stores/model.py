@@ -48,6 +48,10 @@ def new_id() -> str:
 # memories: each is also found through its neighbours' words and meaning)
 FOLLOWS = "follows"
 CONTEXT_SECONDS = 300  # saved at most this long after the caller's previous memory
+# metadata keys: the key and the name of the project a memory belongs to (stores/projects.py);
+# a memory without PROJECT is global, seen from every project
+PROJECT = "project"
+PROJECT_NAME = "project_name"
 
 
 class Metadata(Mapping[str, str]):

@@ -23,6 +23,7 @@ from dreamwell.dream.skills.rules import (
     invented,
     recurring_terms,
     sessions_of,
+    sessions_project,
     skill_md,
     slug,
     terms,
@@ -97,7 +98,9 @@ def _new_skill(item: NewSkill, chunk: dict[str, Session], ctx: SkillContext) -> 
         make_folder(None, files, f"skill {name!r}")
     except InvalidInput as exc:
         return f"refused new skill {name!r}: {exc}"
-    change = SkillChange(name, NEW, files, ctx.new_status, origin="dream")
+    # learned from one project's sessions alone: that project's skill (SPEC §11)
+    project = sessions_project(sessions)
+    change = SkillChange(name, NEW, files, ctx.new_status, origin="dream", project=project)
     note = f"asked for in sessions {', '.join(cited)}"
     return Group([Step(change, None, "skill-create", tuple(cited), note)])
 

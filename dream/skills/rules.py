@@ -57,6 +57,7 @@ _FILLER = frozenset(
 class Session:
     id: str
     turns: list[str] = field(default_factory=list)  # the user's turns, oldest first
+    projects: set[str] = field(default_factory=set)  # the keys of the projects it ran in
 
     @property
     def first(self) -> str:
@@ -73,8 +74,17 @@ def sessions_of(conversation: Sequence[Mapping[str, Any]]) -> list[Session]:
         text = str(record.get("content", "")).strip()
         who = str(record.get("session") or record.get("caller") or "")
         if text and who:
-            out.setdefault(who, Session(who)).turns.append(text)
+            session = out.setdefault(who, Session(who))
+            session.turns.append(text)
+            session.projects.add(str(record.get("project") or ""))
     return list(out.values())
+
+
+def sessions_project(sessions: Sequence[Session]) -> str | None:
+    """The project all `sessions` ran in, when it is one (a skill learned from them alone is
+    that project's); None when they ran in several, or outside any."""
+    found = {p for s in sessions for p in s.projects}
+    return found.pop() if len(found) == 1 and "" not in found else None
 
 
 def terms(text: str) -> set[str]:

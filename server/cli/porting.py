@@ -19,6 +19,7 @@ from typing import IO, TYPE_CHECKING, Any
 from dreamwell.server.cli.formats import FOREIGN, MAX_TAGS, read_records
 from dreamwell.server.cli.stats import ensure_format, no_store
 from dreamwell.stores import (
+    PROJECT,
     LongTermStore,
     MemoryEntry,
     OnnxE5,
@@ -51,8 +52,9 @@ class Plan:
     unchanged: int = 0
 
 
-def _dup_key(e: MemoryEntry) -> tuple[str, str]:
-    return (e.category or "", fold_text(e.content) or e.content)
+def _dup_key(e: MemoryEntry) -> tuple[str, str, str]:
+    """One memory per category, folded text and project (SPEC §11: not across projects)."""
+    return (e.category or "", fold_text(e.content) or e.content, e.metadata.get(PROJECT, ""))
 
 
 class Planner:

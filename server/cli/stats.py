@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 
 from dreamwell.server.config import Settings
 from dreamwell.server.hooks.stats import hook_lines
-from dreamwell.stores import FORMAT, DataDir, JsonlLog, newer_format
+from dreamwell.stores import FORMAT, PROJECT, PROJECT_NAME, DataDir, JsonlLog, newer_format
 
 if TYPE_CHECKING:
-    from dreamwell.stores import LongTermStore
+    from dreamwell.stores import LongTermStore, MemoryEntry
 
 FORMAT_FILE = "format.json"
 FORMAT_VERSION = FORMAT  # one owner: dreamwell.stores.layout
@@ -90,6 +90,7 @@ class TenantStats:
     live: int = 0
     archived: int = 0
     categories: list[tuple[str, int]] = field(default_factory=list)
+    projects: list[tuple[str, int]] = field(default_factory=list)  # (name (key), live)
     missing_vectors: int = 0
     index_docs: int | None = None
     index_in_step: bool = True
@@ -123,6 +124,7 @@ def collect(settings: Settings, name: str, data_dir: Path) -> TenantStats:
     stats.live = sum(1 for e in every if e.live)
     stats.archived = len(every) - stats.live
     stats.categories = Counter(e.category or "(none)" for e in every if e.live).most_common()
+    stats.projects = Counter(_project(e) for e in every if e.live).most_common()
     store.load_vectors()
     stats.missing_vectors = store.missing_vectors() if store.embedder else stats.live
     stats.index_docs = index_docs(store)
@@ -133,6 +135,14 @@ def collect(settings: Settings, name: str, data_dir: Path) -> TenantStats:
     stats.dropped = {log: n for log in LOGS if (n := JsonlLog(data_dir, log).dropped())}
     stats.last_dream = _last_dream(data_dir)
     return stats
+
+
+def _project(entry: MemoryEntry) -> str:
+    """How `stats` names a memory's project (SPEC §11): `name (key)`, or `(global)`."""
+    key = entry.metadata.get(PROJECT)
+    if not key:
+        return "(global)"
+    return f"{entry.metadata.get(PROJECT_NAME) or key.rsplit('/', 1)[-1]} ({key})"
 
 
 def index_docs(store: LongTermStore) -> int | None:
@@ -182,6 +192,10 @@ def render_stats(settings: Settings, all_stats: list[TenantStats]) -> str:
         lines += [f"    {c}: {n}" for c, n in s.categories[:20]]
         if len(s.categories) > 20:
             lines.append(f"    … {len(s.categories) - 20} more")
+        lines.append(f"  projects ({sum(1 for p, _ in s.projects if p != '(global)')}):")
+        lines += [f"    {p}: {n}" for p, n in s.projects[:20]]
+        if len(s.projects) > 20:
+            lines.append(f"    … {len(s.projects) - 20} more")
         lines += hook_lines(DataDir(s.data_dir), stored=s.live)
     return "\n".join(lines) + "\n"
 

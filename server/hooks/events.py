@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 import time
 from collections import Counter
@@ -26,7 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dreamwell.stores import DataDir, redact
+from dreamwell.stores import DataDir, Project, pinned_project, project_of, redact
 from dreamwell.stores.hooks import HookSession, HookSessions, hooks_log
 
 if TYPE_CHECKING:
@@ -58,23 +59,35 @@ class Call:
 
 
 # ---- skills: from the skill catalog (server/hooks/skills.py) --------------------------------
-def skills_for_session_start(dirs: DataDir, state: HookSession) -> list[tuple[str, str]]:
+def _sync_project(project: Project | None) -> tuple[str, Path] | None:
+    """The project as the skill sync takes it: (key, the folder whose .claude/skills/ holds
+    that project's skills)."""
+    return (project.key, project.root) if project is not None else None
+
+
+def skills_for_session_start(
+    dirs: DataDir, state: HookSession, project: Project | None = None
+) -> list[tuple[str, str]]:
     """(name, description) of the active skills to list at session start: those the client
-    can load, after bringing its skill folders in step (those already shown in this session's
-    context left out); the caller fits them to hook_max_chars."""
+    can load, after bringing its skill folders in step (the user's, and `project`'s in its
+    `.claude/skills/`), leaving out those already shown in this session's context and other
+    projects'; the caller fits them to hook_max_chars."""
     from dreamwell.server.hooks.skills import active, synced
     from dreamwell.stores.skills import SkillCatalog
 
     catalog = SkillCatalog(dirs)
-    return active(catalog, state.skills, synced(catalog))
+    can_load = synced(catalog, _sync_project(project))
+    return active(catalog, state.skills, can_load, _key(project))
 
 
-def skills_for_prompt(dirs: DataDir, state: HookSession, prompt: str) -> list[tuple[str, str]]:
+def skills_for_prompt(
+    dirs: DataDir, state: HookSession, prompt: str, project: Project | None = None
+) -> list[tuple[str, str]]:
     """(name, description) of up to 3 active skills the client can load relevant to `prompt`
-    not yet shown in this session."""
+    not yet shown in this session (nor of another project)."""
     from dreamwell.server.hooks.skills import relevant
 
-    return relevant(dirs, prompt, state.skills)
+    return relevant(dirs, prompt, state.skills, project=_sync_project(project))
 
 
 def record_skill_uses(
@@ -96,6 +109,20 @@ def record_skill_uses(
         )
 
 
+# ---- the project (SPEC §11): pinned, else the hook input's cwd ------------------------------
+def caller_project(call: Call) -> Project | None:
+    """The project this hook call belongs to: the pinned `project` setting, else the
+    repository of the hook input's `cwd` (else of this process's directory)."""
+    if call.settings.project:
+        return pinned_project(call.settings.project)
+    cwd = call.payload.get("cwd")
+    return project_of(cwd if isinstance(cwd, str) and cwd else os.getcwd())
+
+
+def _key(project: Project | None) -> str | None:
+    return project.key if project is not None else None
+
+
 # ---- recording -----------------------------------------------------------------------------
 def _append(dirs: DataDir, name: str, record: dict[str, Any], now: datetime | None = None) -> None:
     from dreamwell.stores.inputs import CONVERSATION, CONVERSATION_MAX_BYTES, JsonlLog
@@ -111,6 +138,9 @@ def record_turn(call: Call, state: HookSession, text: str, ts: str = "") -> bool
         return False
     record = {"session": call.session, "role": "user", "content": text[:MAX_TURN_CHARS]}
     record |= {"cwd": redact(str(call.payload.get("cwd") or "")), "via": "hook", "client": CLIENT}
+    project = caller_project(call)
+    if project is not None:  # the dream keeps what it learns from it in that project
+        record |= {"project": project.key, "project_root": str(project.root)}
     when = None
     if ts:
         try:
@@ -168,11 +198,13 @@ def session_start(call: Call, state: HookSession) -> str:
     if call.payload.get("source") in ("clear", "compact"):
         state.injected, state.skills = [], []  # the context no longer holds what was shown
     reader = _recall(call.dirs)
+    project = caller_project(call)
+    key = _key(project)
     try:
-        preferences = reader.recent(40, PREFERENCES)
+        preferences = reader.recent(40, PREFERENCES, key)
     finally:
         reader.close()
-    skills = skills_for_session_start(call.dirs, state)
+    skills = skills_for_session_start(call.dirs, state, project)
     sections = [
         (PREFERENCES_HEADER, [_line(e) for e in preferences]),
         (SKILLS_HEADER, [f"- {name}: {about}" for name, about in skills]),
@@ -195,14 +227,16 @@ def user_prompt(call: Call, state: HookSession) -> str:
     text = redact(prompt)
     record_turn(call, state, text)
     reader = _recall(call.dirs)
+    project = caller_project(call)
+    key = _key(project)
     try:
-        hits = reader.search(text, MAX_RECALLED * 3) if text.strip() else []
+        hits = reader.search(text, MAX_RECALLED * 3, key) if text.strip() else []
         if not hits and not state.recalls:
-            hits = reader.recent(FIRST_TURN_RECENT)
+            hits = reader.recent(FIRST_TURN_RECENT, project=key)
     finally:
         reader.close()
     fresh = [e for e in hits if e.id not in state.injected][:MAX_RECALLED]
-    skills = skills_for_prompt(call.dirs, state, text)
+    skills = skills_for_prompt(call.dirs, state, text, project)
     sections = [
         (RECALLED, [_line(e) for e in fresh]),
         (SKILLS_HEADER, [f"- {name}: {about}" for name, about in skills]),

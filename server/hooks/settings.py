@@ -36,6 +36,7 @@ class HookSettings:
     dream_auto_after: float = 86400.0  # seconds
     dream_auto_sessions: int = 5
     dream_flags: tuple[str, ...] = ()  # given on the hook's command line, for its dream
+    project: str | None = None  # pinned (SPEC §11); else the hook input's `cwd`
 
 
 class NotPlain(ValueError):
@@ -116,6 +117,7 @@ def read(data_dir_flag: str | None, given: Mapping[str, str | None] | None = Non
         _after(env["dream_auto_after"]) if "dream_auto_after" in env else 86400.0,
         _sessions(env["dream_auto_sessions"]) if "dream_auto_sessions" in env else 5,
         dream_flags(given or {}),
+        env.get("project") or None,
     )
 
 
@@ -134,4 +136,5 @@ def from_settings(
         parse_every(settings.dream_auto_after),
         settings.dream_auto_sessions,
         dream_flags(given or {}),
+        settings.project,
     )

@@ -29,7 +29,8 @@ def _about(skill: Skill) -> str:
 def synced(catalog: SkillCatalog, project: Project | None = None, always: bool = True) -> set[str]:
     """Bring the client's skill folders in step with the catalog (unless `always` is off and
     the catalog has not changed since the last sync; a failure is one line in hooks.log, never
-    raised) and return the names of the skills the client can load."""
+    raised) and return the names of the skills the client can load: the user's, and those of
+    `project` (kept in its `.claude/skills/`)."""
     dirs = catalog.layout
     try:
         if always or not in_step(catalog):
@@ -39,12 +40,22 @@ def synced(catalog: SkillCatalog, project: Project | None = None, always: bool =
     return loadable(dirs, project)
 
 
+def _served(
+    skill: Skill, shown: Collection[str], can_load: Collection[str], project: str | None
+) -> bool:
+    """Loadable by the client, not shown yet, and not another project's skill (SPEC §11)."""
+    return skill.name in can_load and skill.name not in shown and skill.project in (None, project)
+
+
 def active(
-    catalog: SkillCatalog, shown: Collection[str] = (), can_load: Collection[str] = ()
+    catalog: SkillCatalog,
+    shown: Collection[str] = (),
+    can_load: Collection[str] = (),
+    project: str | None = None,
 ) -> list[tuple[str, str]]:
-    """(name, description) of every active skill in `can_load` not in `shown`, pinned ones
-    first."""
-    skills = [s for s in catalog.list("active") if s.name not in shown and s.name in can_load]
+    """(name, description) of every active skill in `can_load` not in `shown` (nor of another
+    project than `project`), pinned ones first."""
+    skills = [s for s in catalog.list("active") if _served(s, shown, can_load, project)]
     skills.sort(key=lambda s: (not s.pinned, s.name))
     return [(s.name, _about(s)) for s in skills]
 
@@ -57,13 +68,12 @@ def relevant(
     project: Project | None = None,
 ) -> list[tuple[str, str]]:
     """(name, description) of up to `limit` active skills the client can load matching
-    `prompt`, best first, leaving out those in `shown` (the folders brought in step first
-    when the catalog changed since the last sync)."""
+    `prompt`, best first, leaving out those in `shown` and another project's (the folders
+    brought in step first when the catalog changed since the last sync)."""
     catalog = SkillCatalog(dirs)
     can_load = synced(catalog, project, always=False)
-    skills = {
-        s.name: s for s in catalog.list("active") if s.name not in shown and s.name in can_load
-    }
+    key = project[0] if project else None
+    skills = {s.name: s for s in catalog.list("active") if _served(s, shown, can_load, key)}
     if not skills or not prompt.strip():
         return []
     from dreamwell.stores.index import IndexDoc, TextIndex

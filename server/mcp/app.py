@@ -22,6 +22,7 @@ from dreamwell.server.heap import give_back_freed
 from dreamwell.server.mcp import handshake, sdk
 from dreamwell.server.mcp.arguments import check_prompt, tool_refusal
 from dreamwell.server.mcp.dream import register_dream
+from dreamwell.server.mcp.projects import register_projects
 from dreamwell.server.mcp.recall import register_recall
 from dreamwell.server.mcp.skills import SkillsEdge
 from dreamwell.server.mcp.tools import register_tools, text_result
@@ -121,6 +122,7 @@ def build_server(settings: Settings, runtime: Runtime | None = None) -> MCPServe
     )
     skills.attach(mcp)  # before _edge_checks, which refuses prompts it does not know
     sdk.lowlevel(mcp).middleware.append(_edge_checks(mcp, answered, runtime))
+    register_projects(mcp, runtime)
     register_tools(mcp, runtime)
     sdk.keep_text(mcp, lambda name: name != "tags")  # a tags list may come as JSON text
     register_recall(mcp, runtime, skills)

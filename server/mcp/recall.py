@@ -13,6 +13,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 from pydantic import Field
 
+from dreamwell.server.mcp.projects import caller_project
 from dreamwell.server.mcp.recall_text import (
     FIRST_TURN_RECENT,
     MAX_RECALLED,
@@ -27,6 +28,7 @@ from dreamwell.server.mcp.tools import valid_unicode
 from dreamwell.server.runtime import Runtime, Tenant
 from dreamwell.stores import (
     MemoryEntry,
+    Project,
     StoreError,
     fold_text,
     redact,
@@ -64,16 +66,22 @@ class Injected:
 
 
 def _hits(
-    tenant: Tenant, message: str, injected: Injected, caller: tuple[str, str]
+    tenant: Tenant,
+    message: str,
+    injected: Injected,
+    caller: tuple[str, str],
+    project: str | None = None,
 ) -> list[MemoryEntry]:
-    """The memories found for `message`; on a caller's first turn with none, the newest."""
+    """The memories found for `message` (of the caller's project and global ones); on a
+    caller's first turn with none, the newest."""
+    search = tenant.longterm.search
     hits = (
-        [h.entry for h in tenant.longterm.search(message, limit=MAX_RECALLED * 3)]
+        [h.entry for h in search(message, limit=MAX_RECALLED * 3, project=project)]
         if message.strip()
         else []
     )
     if not hits and injected.first_turn(caller):
-        hits = [h.entry for h in tenant.longterm.search(None, limit=FIRST_TURN_RECENT)]
+        hits = [h.entry for h in search(None, limit=FIRST_TURN_RECENT, project=project)]
     return hits
 
 
@@ -98,10 +106,11 @@ def build_block(
     injected: Injected,
     caller: tuple[str, str],
     max_tokens: int,
+    project: str | None = None,
 ) -> str:
     unavailable = ""
     try:
-        hits = _hits(tenant, message, injected, caller)
+        hits = _hits(tenant, message, injected, caller, project)
     except StoreError as exc:  # working memory can still be shown
         hits, unavailable = [], f"Long-term memory is unavailable: {exc}"
     recalled = _new_to_caller(hits, injected, caller)
@@ -125,7 +134,9 @@ def build_block(
     return block or "Nothing recalled: long-term and working memory have nothing for this yet."
 
 
-def record_turn(tenant: Tenant, namespace: str, message: str) -> None:
+def record_turn(
+    tenant: Tenant, namespace: str, message: str, project: Project | None = None
+) -> None:
     """The user's message, per caller and timestamped, into the conversation log that the
     dream's preference, correction and judging passes read (bounded in size). A failure to
     record never fails the prompt."""
@@ -136,14 +147,22 @@ def record_turn(tenant: Tenant, namespace: str, message: str) -> None:
         return
 
     log = JsonlLog(tenant.data_dir, CONVERSATION, max_bytes=CONVERSATION_MAX_BYTES)
+    record = {"session": namespace, "role": "user", "content": message, "via": "recall"}
+    if project is not None:  # the dream keeps what it learns from it in that project
+        record |= {"project": project.key, "project_root": str(project.root)}
     try:
-        log.append({"session": namespace, "role": "user", "content": message, "via": "recall"})
+        log.append(record)
     except StoreError as exc:
         logger.warning("could not record the conversation turn: %s", exc)
 
 
 def with_skills(
-    skills: SkillsEdge | None, caller: tuple[str, str], message: str, block: str, budget: int
+    skills: SkillsEdge | None,
+    caller: tuple[str, str],
+    message: str,
+    block: str,
+    budget: int,
+    project: str | None = None,
 ) -> str:
     """The block with the relevant skills added (SPEC §7a; server/mcp/skills_recall.py), in the
     thread that built the block."""
@@ -153,7 +172,8 @@ def with_skills(
 
     kept = "" if block.startswith("Nothing recalled") else block
     catalog = skills.catalog(caller[0])
-    section = skills_section(catalog, skills.injected, caller, message, budget * 4 - len(kept))
+    room = budget * 4 - len(kept)
+    section = skills_section(catalog, skills.injected, caller, message, room, project)
     return "\n\n".join(part for part in (kept, section) if part) or block
 
 
@@ -195,14 +215,16 @@ def register_recall(
             tenant_name, namespace = runtime.caller(ctx.request_context.request)
             tenant = await runtime.tenant(tenant_name)
             caller = (tenant_name, namespace)
+            project = await caller_project(runtime, ctx)
+            key = project.key if project is not None else None
 
             def compose() -> str:
-                block = build_block(tenant, namespace, message, injected, caller, budget)
-                return with_skills(skills, caller, message, block, budget)
+                block = build_block(tenant, namespace, message, injected, caller, budget, key)
+                return with_skills(skills, caller, message, block, budget, key)
 
             block = await anyio.to_thread.run_sync(compose)
             if runtime.settings.record_conversation:
-                await anyio.to_thread.run_sync(record_turn, tenant, namespace, message)
+                await anyio.to_thread.run_sync(record_turn, tenant, namespace, message, project)
             return valid_unicode(block)
         except StoreError as exc:
             raise MCPError(INVALID_PARAMS, str(exc)) from exc

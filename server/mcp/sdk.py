@@ -62,3 +62,9 @@ def keep_text(mcp: MCPServer[Any], fields: Callable[[str], bool]) -> None:
             }
 
         object.__setattr__(meta, "pre_parse_json", pre_parse)
+
+
+def connection(session: Any) -> Any:
+    """The client connection a request's session belongs to (one object per connection, for
+    as long as it lasts: the SDK builds a new session object per request)."""
+    return session._connection

@@ -38,6 +38,7 @@ from mcp.types import (
 from pydantic import BaseModel
 
 from dreamwell.server.mcp import sdk
+from dreamwell.server.mcp.projects import caller_project, serves
 from dreamwell.server.mcp.skills_recall import InjectedSkills
 from dreamwell.server.mcp.skills_watch import SkillsWatch
 from dreamwell.stores import StoreError
@@ -129,13 +130,14 @@ class SkillsEdge:
             if ctx.method == "resources/read" and str(params.get("uri", "")).startswith(SCHEME):
                 return await self._read(ctx, tenant, str(params["uri"]))
             result = await call_next(ctx)
-            return await self._extended(ctx.method, tenant, result)
+            return await self._extended(ctx, tenant, result)
 
         return middleware
 
     async def _extended(
-        self, method: str, tenant: str | None, result: HandlerResult
+        self, ctx: ServerRequestContext[Any, Any], tenant: str | None, result: HandlerResult
     ) -> HandlerResult:
+        method = ctx.method
         """A list result of the SDK with the caller's skills added."""
         key = _LISTS.get(method)
         if tenant is None or key is None or not isinstance(result, dict | BaseModel):
@@ -143,7 +145,7 @@ class SkillsEdge:
         if method == "resources/templates/list":
             extra: list[BaseModel] = [SKILL_TEMPLATE]
         else:
-            skills = await self._active(tenant)
+            skills = await self._active(tenant, ctx)
             if method == "prompts/list":
                 extra = [
                     Prompt(name=s.name, description=s.description, arguments=[TASK]) for s in skills
@@ -160,17 +162,24 @@ class SkillsEdge:
     def catalog(self, tenant: str) -> SkillCatalog:
         return self.watch.catalog(tenant)
 
-    async def _active(self, tenant: str) -> list[Skill]:
+    async def _active(self, tenant: str, ctx: ServerRequestContext[Any, Any]) -> list[Skill]:
+        """The active skills served to the caller of `ctx` (a project's only in it)."""
         try:
-            return await anyio.to_thread.run_sync(self.catalog(tenant).list, "active")
+            skills = await anyio.to_thread.run_sync(self.catalog(tenant).list, "active")
         except StoreError as exc:
             logger.warning("skills of %r are unavailable: %s", tenant, exc)
             return []
+        project = await caller_project(self.runtime, ctx)
+        return [s for s in skills if serves(s, project)]
 
-    async def _find(self, tenant: str, name: str) -> Skill | None:
+    async def _find(
+        self, tenant: str, name: str, ctx: ServerRequestContext[Any, Any]
+    ) -> Skill | None:
         catalog = self.catalog(tenant)
         found = await anyio.to_thread.run_sync(catalog.find, name)
-        return found if found is not None and found.status == "active" else None
+        if found is None or found.status != "active":
+            return None
+        return found if serves(found, await caller_project(self.runtime, ctx)) else None
 
     def _record(
         self, ctx: ServerRequestContext[Any, Any], tenant: str, name: str, via: str
@@ -188,7 +197,7 @@ class SkillsEdge:
         self, ctx: ServerRequestContext[Any, Any], tenant: str | None, params: Mapping[str, Any]
     ) -> GetPromptResult | None:
         name = str(params.get("name", ""))
-        skill = None if tenant is None else await self._find(tenant, name)
+        skill = None if tenant is None else await self._find(tenant, name, ctx)
         if skill is None or tenant is None:
             return None
         args = params.get("arguments") or {}
@@ -214,7 +223,7 @@ class SkillsEdge:
     ) -> ReadResourceResult:
         name, _, encoded = uri[len(SCHEME) :].partition("/")
         path = unquote(encoded)  # as listed; a raw path reads too ('..' is in no skill's files)
-        skill = None if tenant is None else await self._find(tenant, name)
+        skill = None if tenant is None else await self._find(tenant, name, ctx)
         if skill is None or tenant is None or path not in skill.files:
             raise MCPError(
                 INVALID_PARAMS, f"Unknown resource {uri}; resources/list shows the skills' files."
@@ -236,7 +245,7 @@ class SkillsEdge:
         self, ctx: ServerRequestContext[Any, Any], params: Any
     ) -> dict[str, Any]:
         tenant = await self.watch.note(ctx)
-        skills = [] if tenant is None else await self._active(tenant)
+        skills = [] if tenant is None else await self._active(tenant, ctx)
         return {"skills": [manifest(s) for s in skills]}
 
     async def _skills_get(
@@ -245,7 +254,7 @@ class SkillsEdge:
         tenant = await self.watch.note(ctx)
         uri = params.uri
         name = uri[len(SCHEME) :].split("/", 1)[0] if uri.startswith(SCHEME) else ""
-        skill = None if tenant is None or not name else await self._find(tenant, name)
+        skill = None if tenant is None or not name else await self._find(tenant, name, ctx)
         if skill is None:
             raise MCPError(INVALID_PARAMS, f"Unknown skill {uri}; skills/list shows them.")
         return {"skill": manifest(skill)}

@@ -48,9 +48,11 @@ def skills_section(
     caller: tuple[str, str],
     message: str,
     room: int,
+    project: str | None = None,
 ) -> str:
     """The section (empty when nothing fits or applies); `room`: characters left in the
-    prompt's budget for skill bodies (entries without bodies are always shown)."""
+    prompt's budget for skill bodies (entries without bodies are always shown). With
+    `project`, another project's skills are left out (SPEC §11)."""
     if not message.strip():
         return ""
     try:
@@ -58,7 +60,7 @@ def skills_section(
     except StoreError as exc:
         logger.warning("skills not searched: %s", exc)
         return ""
-    by_name = {s.name: s for s, _ in hits}
+    by_name = {s.name: s for s, _ in hits if project is None or s.project in (None, project)}
     chosen = [by_name[n] for n in injected.fresh(caller, list(by_name))][:MAX_SKILLS]
     if not chosen:
         return ""

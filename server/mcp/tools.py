@@ -12,6 +12,7 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
 from dreamwell.server.mcp import render
+from dreamwell.server.mcp.projects import caller_project
 from dreamwell.server.runtime import Runtime, Tenant
 from dreamwell.stores import (
     MAX_CONTENT_CHARS,
@@ -142,9 +143,12 @@ def _save_memory(mcp: MCPServer, runtime: Runtime, call: Call) -> None:
         category: CategoryArg = None,
         tags: TagsArg = None,
     ) -> CallToolResult:
+        project = await caller_project(runtime, ctx)
+        scope = runtime.projects.scope_metadata(project, category)
+
         def work(t: Tenant, ns: str) -> str:
             kept, redacted = private_content(visible(content, "content"))
-            saved = t.longterm.save(kept, category, tags, caller=ns)
+            saved = t.longterm.save(kept, category, tags, metadata=scope, caller=ns)
             if runtime.enriching and not saved.reinforced:
                 from dreamwell.dream.enrichment import enqueue
 
@@ -154,7 +158,7 @@ def _save_memory(mcp: MCPServer, runtime: Runtime, call: Call) -> None:
         return await call(ctx, work)
 
 
-def _search_memory(mcp: MCPServer, _runtime: Runtime, call: Call) -> None:
+def _search_memory(mcp: MCPServer, runtime: Runtime, call: Call) -> None:
     @mcp.tool(
         description="Search long-term memory (keywords + meaning). No query: most recent.",
         structured_output=False,
@@ -167,8 +171,11 @@ def _search_memory(mcp: MCPServer, _runtime: Runtime, call: Call) -> None:
         ] = None,
         tags: TagsArg = None,
     ) -> CallToolResult:
+        project = await caller_project(runtime, ctx)
+        key = project.key if project is not None else None
+
         def work(t: Tenant, ns: str) -> str:
-            hits = t.longterm.search(query, category, tags, limit=20)
+            hits = t.longterm.search(query, category, tags, limit=20, project=key)
             if query and hits:  # which memories each caller was shown: the dream's scoring input
                 try:
                     asked = redact(query)[:500]  # no secret reaches the log

@@ -19,6 +19,8 @@ from dreamwell.server.hooks.stats import hook_activity
 from dreamwell.stores import (
     ANY,
     MAX_CONTENT_CHARS,
+    PROJECT,
+    PROJECT_NAME,
     DataDir,
     LongTermStore,
     MemoryEntry,
@@ -67,15 +69,27 @@ def _page_size(limit: str) -> int:
         raise BadRequest(400, "limit must be a whole number") from None
 
 
+GLOBAL = "(global)"  # the project filter's value for the memories of no project
+
+
+def _in_project(e: MemoryEntry, project: str) -> bool:
+    """The browser's project filter: '' every memory, GLOBAL the global ones, else exactly
+    that project's (the browser sees every project, SPEC §11)."""
+    own = e.metadata.get(PROJECT, "")
+    return not project or own == ("" if project == GLOBAL else project)
+
+
 def find(store: LongTermStore, params: dict[str, str]) -> dict[str, Any]:
     """params: q, category, uncategorised ('1'), tags, archived ('live', 'archived', 'all'),
-    limit. Answers the memories shown, how many match in all, and whether there are more."""
+    project ('' every one, '(global)', or a key), limit. Answers the memories shown, how
+    many match in all, and whether there are more."""
     q, archived = params.get("q", ""), params.get("archived", "live")
     category = check_category(params.get("category") or None)
     tags = check_tags(params.get("tags") or None)
     limit = _page_size(params.get("limit", ""))
     bare = params.get("uncategorised") == "1"
-    if q and archived == "live" and not bare:
+    project = params.get("project", "")
+    if q and archived == "live" and not bare and not project:
         hits = store.search(q, category, tags, limit + 1)
         shown = [entry_json(h.entry, h.score) for h in hits[:limit]]
         return {"memories": shown, "total": None, "more": len(hits) > limit}
@@ -89,7 +103,7 @@ def find(store: LongTermStore, params: dict[str, str]) -> dict[str, Any]:
             continue
         if category and not (cat == category or cat.startswith(category + "/")):
             continue
-        if not all(t in e.tags for t in tags):
+        if not all(t in e.tags for t in tags) or not _in_project(e, project):
             continue
         if all(w in fold_text(e.content) for w in words):
             chosen.append(e)
@@ -99,15 +113,27 @@ def find(store: LongTermStore, params: dict[str, str]) -> dict[str, Any]:
 
 
 def categories(store: LongTermStore) -> dict[str, Any]:
+    """The live memories per category, and per project (with the project's name)."""
     counts: Counter[str] = Counter()
+    projects: Counter[str] = Counter()
+    names: dict[str, str] = {}
     bare = 0
     for e in store.entries():
         if e.category:
             counts[e.category] += 1
         else:
             bare += 1
+        key = e.metadata.get(PROJECT, "")
+        projects[key] += 1
+        if key:
+            names[key] = e.metadata.get(PROJECT_NAME) or key.rsplit("/", 1)[-1]
     rows = [{"category": c, "count": n} for c, n in sorted(counts.items())]
-    return {"categories": rows, "uncategorised": bare}
+    own = [
+        {"project": k, "name": names[k], "count": n}
+        for k, n in sorted(projects.items(), key=lambda kv: names.get(kv[0], "").casefold())
+        if k
+    ]
+    return {"categories": rows, "uncategorised": bare, "projects": own, "global": projects[""]}
 
 
 def _importance(value: Any) -> float:

@@ -24,7 +24,13 @@ from dreamwell.stores.layout import DataDir
 from dreamwell.stores.longterm.log import Record
 from dreamwell.stores.longterm.state import StateFile
 from dreamwell.stores.longterm.wal import Wal, WalGap
-from dreamwell.stores.model import MemoryEntry, entry_from_dict, entry_to_dict, fold_text
+from dreamwell.stores.model import (
+    PROJECT,
+    MemoryEntry,
+    entry_from_dict,
+    entry_to_dict,
+    fold_text,
+)
 
 _CANDIDATES = 100
 _MAX_OVERLAY = 2000  # log records over the snapshot past which a new snapshot is asked for
@@ -138,34 +144,42 @@ class QuickRecall:
                 out[entry.id] = entry
         return out
 
-    def recent(self, limit: int, prefixes: Sequence[str] = ()) -> list[MemoryEntry]:
-        """The most recently seen live entries (in categories under `prefixes`, if given)."""
+    def recent(
+        self, limit: int, prefixes: Sequence[str] = (), project: str | None = None
+    ) -> list[MemoryEntry]:
+        """The most recently seen live entries (in categories under `prefixes`, if given; of
+        `project` or global, if given)."""
         found = [
             e
             for e in self._tail.overlay.values()
-            if e is not None and e.live and _under(e.category, prefixes)
+            if e is not None and e.live and _under(e.category, prefixes) and _of(e, project)
         ]
         if self._db is not None:
-            where = " OR ".join("category = ? OR category LIKE ?" for _ in prefixes)
-            args = [a for p in prefixes for a in (p, p + "/%")]
-            sql = "SELECT body FROM entries" + (f" WHERE {where}" if where else "")
+            where = [" OR ".join("category = ? OR category LIKE ?" for _ in prefixes)]
+            args: list[object] = [a for p in prefixes for a in (p, p + "/%")]
+            if project is not None:  # filtered before the LIMIT, as the server's search
+                where.append("coalesce(json_extract(body, ?), '') IN ('', ?)")
+                args += [f"$.metadata.{PROJECT}", project]
+            clauses = " AND ".join(f"({w})" for w in where if w)
+            sql = "SELECT body FROM entries" + (f" WHERE {clauses}" if clauses else "")
             rows = self._db.execute(sql + " ORDER BY seen DESC LIMIT ?", [*args, limit * 2])
             found += [e for e in _entries(r[0] for r in rows) if e.id not in self._tail.overlay]
         found.sort(key=lambda e: e.last_seen_at, reverse=True)
         return found[:limit]
 
     # ---- search -------------------------------------------------------------------------------
-    def search(self, text: str, limit: int) -> list[MemoryEntry]:
-        """Live entries for `text`, BM25 × importance as the server ranks with keywords only;
-        entries with the same folded text once."""
+    def search(self, text: str, limit: int, project: str | None = None) -> list[MemoryEntry]:
+        """Live entries for `text` (of `project` or global, if given), BM25 × importance as
+        the server ranks with keywords only; entries with the same folded text once."""
         pending = self._tail.pending
         hits: list[tuple[str, float]] = []
         if self._index is not None:
-            hits = [h for h in self._index.search(text, _CANDIDATES) if h[0] not in pending]
+            found = self._index.search(text, _CANDIDATES, project=project)
+            hits = [h for h in found if h[0] not in pending]
             docs = {
                 i: self._index.doc_terms(IndexDoc(e.id, e.content, e.category, e.tags))
                 for i in pending
-                if (e := self._tail.overlay.get(i)) is not None and e.live
+                if (e := self._tail.overlay.get(i)) is not None and e.live and _of(e, project)
             }
             hits += self._index.score_docs(text, docs)
         entries = self.get_many([i for i, _ in hits])
@@ -244,6 +258,11 @@ def _entries(bodies: Iterator[str]) -> Iterator[MemoryEntry]:
             continue
         if entry.live:
             yield entry
+
+
+def _of(entry: MemoryEntry, project: str | None) -> bool:
+    """Whether `entry` is seen from `project` (its own or global; every one without)."""
+    return project is None or (entry.metadata.get(PROJECT) or project) == project
 
 
 def _under(category: str | None, prefixes: Sequence[str]) -> bool:

@@ -15,6 +15,7 @@ the view takes its records as they are.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import struct
@@ -24,7 +25,7 @@ from dataclasses import fields
 from datetime import datetime, timedelta, timezone
 from typing import NamedTuple, TypeAlias, overload
 
-from dreamwell.stores.model import NO_METADATA, MemoryEntry, Metadata, text_hash
+from dreamwell.stores.model import NO_METADATA, PROJECT, MemoryEntry, Metadata, text_hash
 
 Packed: TypeAlias = "bytes | MemoryEntry"  # a record, or the entry itself when it cannot pack
 
@@ -199,12 +200,23 @@ def text_digest(record: Packed) -> str:
     return hashlib.sha256(text).hexdigest()[:16]
 
 
+@functools.lru_cache(maxsize=64)
+def project_mark(project: str) -> bytes:
+    """What a packed record's metadata holds when it belongs to `project` (`pack` writes the
+    metadata with json.dumps: a key is the only place a bare `"project": ` can appear)."""
+    return b'"' + PROJECT.encode() + b'": ' + json.dumps(project).encode()
+
+
+_ANY_PROJECT = b'"' + PROJECT.encode() + b'": '
+
+
 def filtered_importance(
-    record: bytes, category: bytes | None, tags: Sequence[bytes]
+    record: bytes, category: bytes | None, tags: Sequence[bytes], project: bytes | None = None
 ) -> float | None:
     """`live_importance` for an entry under `category` (a prefix at a segment boundary)
-    carrying every one of `tags`, else None: compared as UTF-8 bytes, nothing decoded."""
-    archived, importance, cat_len, tag_len, _ = _BRIEF.unpack_from(record)
+    carrying every one of `tags` and, with `project` (a `project_mark`), of that project or
+    global, else None: compared as UTF-8 bytes, nothing decoded."""
+    archived, importance, cat_len, tag_len, meta_len = _BRIEF.unpack_from(record)
     if archived != _NONE:
         return None
     at = _HEAD.size
@@ -215,6 +227,11 @@ def filtered_importance(
     if tags:
         held_tags = record[at + cat_len : at + cat_len + tag_len].split(b"\0")
         if not all(t in held_tags for t in tags):
+            return None
+    if project is not None and meta_len:
+        at += cat_len + tag_len
+        meta = record[at : at + meta_len]
+        if _ANY_PROJECT in meta and project not in meta:
             return None
     return float(importance)
 

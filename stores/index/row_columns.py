@@ -1,5 +1,6 @@
 """The columns of `Rows` (stores/index/rows.py): one row per entry this process has seen, in
-preallocated numpy columns (live flag, last-seen time, category id, has-a-vector, tags), and
+preallocated numpy columns (live flag, last-seen time, category id, project id, has-a-vector,
+tags), and
 the contextual links between rows (the row an entry follows, saved just before it by the same
 caller, and the row that follows it), so filters are boolean masks and a row's neighbours are
 a few array reads.
@@ -19,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dreamwell.stores.index.tagsets import TagSets
-from dreamwell.stores.model import FOLLOWS, MemoryEntry
+from dreamwell.stores.model import FOLLOWS, PROJECT, MemoryEntry
 
 RADIUS = 2  # contextual links followed each way for the contextual vector (up to 4 neighbours)
 TEXT_RADIUS = 1  # ... and for the contextual keyword field: two links there doubled what the
@@ -50,6 +51,10 @@ class RowColumns:
         self.linked = 0
         self.cat_names: list[str] = []
         self._cat_id: dict[str, int] = {}
+        # the project of each row (-1: global), as ids into proj_names
+        self.proj: npt.NDArray[Any] = np.full(capacity, -1, dtype=np.int32)
+        self.proj_names: list[str] = []
+        self._proj_id: dict[str, int] = {}
         self.tags = TagSets(capacity)
 
     @property
@@ -80,6 +85,7 @@ class RowColumns:
         self.live = grown(self.live, False)
         self.seen = grown(self.seen, 0.0)
         self.cat = grown(self.cat, -1)
+        self.proj = grown(self.proj, -1)
         self.has_vec = grown(self.has_vec, False)
         self.prev = grown(self.prev, -1)
         self.next = grown(self.next, -1)
@@ -100,11 +106,21 @@ class RowColumns:
                 self.cat_names.append(entry.category)
                 self._cat_id[entry.category] = cat
         self.cat[row] = cat
+        self.proj[row] = self._project_id(entry.metadata.get(PROJECT))
         self.tags.put(row, entry.tags, self.n)
         self.live[row] = entry.live
         follows = entry.metadata.get(FOLLOWS)
         self._link(row, self._row(follows) if follows and follows != entry.id else -1)
         self._refresh(row)
+
+    def _project_id(self, key: str | None) -> int:
+        if not key:
+            return -1
+        found = self._proj_id.get(key)
+        if found is None:
+            found = self._proj_id[key] = len(self.proj_names)
+            self.proj_names.append(key)
+        return found
 
     def _link(self, row: int, prev: int) -> None:
         old = int(self.prev[row])
@@ -148,10 +164,16 @@ class RowColumns:
             self._refresh(row)
 
     # ---- reads ----------------------------------------------------------------------------
-    def mask(self, category: str | None, tags: Sequence[str]) -> npt.NDArray[np.bool_]:
-        """Live rows under the category prefix (segment boundary) carrying every tag."""
+    def mask(
+        self, category: str | None, tags: Sequence[str], project: str | None = None
+    ) -> npt.NDArray[np.bool_]:
+        """Live rows under the category prefix (segment boundary) carrying every tag, and,
+        with `project`, of that project or global."""
         n = self.n
         mask = self.live[:n].copy()
+        if project is not None:
+            known = self._proj_id.get(project, -1)
+            mask &= (self.proj[:n] == -1) | (self.proj[:n] == known)
         if category is not None:
             allowed = [
                 i

@@ -38,6 +38,7 @@ _AVG_LEN = 16.0  # a typical memory's length in tokens, until the overlay says o
 
 
 CONTEXT_BOOST = 0.5  # weight of a match in the neighbours' text against one in the memory's
+GLOBAL = "*"  # the project field of a global memory (no project key is "*")
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class IndexDoc:
     category: str | None
     tags: tuple[str, ...]
     context: str = ""  # the text of the memories saved just before and after (contextual)
+    project: str | None = None  # the key of its project (stores/projects.py); None: global
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,24 @@ def _schema() -> tantivy.Schema:
     builder.add_text_field("cat", stored=False, tokenizer_name="raw")
     builder.add_text_field("tag", stored=False, tokenizer_name="raw")
     builder.add_text_field("ctx", stored=False, tokenizer_name=_ANALYZER)
+    builder.add_text_field("proj", stored=False, tokenizer_name="raw")
     return builder.build()
+
+
+def _idf(total: int, df: int) -> float:
+    """BM25's IDF, as Tantivy computes it."""
+    return math.log(1 + (total - df + 0.5) / (df + 0.5))
+
+
+def _count(searcher: tantivy.Searcher, query: tantivy.Query) -> int:
+    """How many documents match `query` (the stubs do not name SearchResult.count)."""
+    found: object = searcher.search(query, 1, count=True)
+    return int(getattr(found, "count", 0) or 0)
+
+
+def _weighed(schema: tantivy.Schema, field: str, term: str, boost: float) -> tantivy.Query:
+    query = tantivy.Query.term_query(schema, field, term)
+    return query if boost == 1.0 else tantivy.Query.boost_query(query, boost)
 
 
 class IndexWriter:
@@ -104,6 +123,7 @@ class IndexWriter:
                 cat=category_prefixes(doc.category),
                 tag=list(doc.tags),
                 ctx=_prepare(doc.context),
+                proj=doc.project or GLOBAL,
             )
         )
 
@@ -240,15 +260,42 @@ class TextIndex:
         context = self._analyzer.analyze(_prepare(doc.context)) if doc.context else []
         return DocTerms(Counter(tokens), len(tokens), Counter(context), len(context))
 
+    def project_weights(self, query: str, project: str) -> dict[str, float]:
+        """Per query term, the ratio of its IDF among `project`'s and the global memories to
+        its IDF in the whole index: a project's search weighs its terms as if the index held
+        only what that search can return, so one data directory of many projects ranks each
+        as a directory of its own would (a name frequent in one project is no rarity there).
+        Empty when the index is (the pending entries are weighed by the index alone)."""
+        searcher = self._index.searcher()
+        total = searcher.num_docs
+        terms = self.terms(query)
+        if not total or not terms:
+            return {}
+        schema = self._index.schema
+        scope = self._filters(schema, None, (), project)
+        in_scope = _count(searcher, tantivy.Query.boolean_query(scope))
+        weights: dict[str, float] = {}
+        for term in terms:
+            df = searcher.doc_freq("body", term)
+            held = tantivy.Query.term_query(schema, "body", term)
+            mine = _count(
+                searcher, tantivy.Query.boolean_query([(tantivy.Occur.Must, held), *scope])
+            )
+            overall = _idf(total, df)
+            weights[term] = _idf(in_scope, mine) / overall if overall > 0 and in_scope else 1.0
+        return weights
+
     def score_docs(
         self,
         query: str,
         docs: Mapping[str, DocTerms] | Postings,
         keep: Callable[[str], bool] | None = None,
+        weights: Mapping[str, float] | None = None,
     ) -> list[tuple[str, float]]:
         """BM25 of documents that are not in the index yet, with the index's own statistics
         (document frequencies and count) plus theirs, so the scores compare with search()'s.
-        Only the documents holding a query term are looked at; `keep` filters those."""
+        Only the documents holding a query term are looked at; `keep` filters those.
+        `weights` (`project_weights`) scale each term as `search` does."""
         terms = self.terms(query)
         if not terms or not len(docs):
             return []
@@ -263,7 +310,7 @@ class TextIndex:
                 if not holding:
                     continue
                 df = searcher.doc_freq(name, term) + len(holding)
-                idf = math.log(1 + (total - df + 0.5) / (df + 0.5))
+                idf = _idf(total, df) * (weights.get(term, 1.0) if weights else 1.0)
                 for doc_id, (count, length) in holding.items():
                     norm = _K1 * (1 - _B + _B * length / avg)
                     score = boost * idf * count * (_K1 + 1) / (count + norm)
@@ -310,9 +357,12 @@ class TextIndex:
         limit: int,
         category: str | None = None,
         tags: Iterable[str] = (),
+        project: str | None = None,
+        weights: Mapping[str, float] | None = None,
     ) -> list[tuple[str, float]]:
-        """(id, bm25) best first; filters apply before the top-k cut. No terms: no hits."""
-        return self.ids_of(self.lookup(query, limit, category, tags))
+        """(id, bm25) best first; filters apply before the top-k cut. No terms: no hits.
+        With `project`, only that project's memories and global ones."""
+        return self.ids_of(self.lookup(query, limit, category, tags, project, weights))
 
     def lookup(
         self,
@@ -320,6 +370,8 @@ class TextIndex:
         limit: int,
         category: str | None = None,
         tags: Iterable[str] = (),
+        project: str | None = None,
+        weights: Mapping[str, float] | None = None,
     ) -> Found:
         """The first half of `search`: Tantivy's top `limit` as document addresses. It holds
         the GIL only to build the query, so it can run on another thread beside numpy work;
@@ -329,19 +381,19 @@ class TextIndex:
         if not terms or limit <= 0:
             return Found(None, [])
         schema = self._index.schema
+        weight = weights or {}
         should = [
-            (tantivy.Occur.Should, tantivy.Query.term_query(schema, "body", term)) for term in terms
+            (tantivy.Occur.Should, _weighed(schema, "body", term, weight.get(term, 1.0)))
+            for term in terms
         ] + [
             (
                 tantivy.Occur.Should,
-                tantivy.Query.boost_query(
-                    tantivy.Query.term_query(schema, "ctx", term), CONTEXT_BOOST
-                ),
+                _weighed(schema, "ctx", term, CONTEXT_BOOST * weight.get(term, 1.0)),
             )
             for term in terms
         ]
         query_terms = tantivy.Query.boolean_query(should)
-        filters = self._filters(schema, category, tags)
+        filters = self._filters(schema, category, tags, project)
         # the terms alone when nothing filters: the same scores, and Tantivy prunes a plain
         # union of terms faster than one wrapped as a required clause (7.6 -> 6.1 ms a
         # LoCoMo question at a million memories)
@@ -371,9 +423,15 @@ class TextIndex:
 
     @staticmethod
     def _filters(
-        schema: tantivy.Schema, category: str | None, tags: Iterable[str]
+        schema: tantivy.Schema, category: str | None, tags: Iterable[str], project: str | None
     ) -> list[tuple[tantivy.Occur, tantivy.Query]]:
         out = []
+        if project is not None:  # the project's own memories, or global ones
+            either = [
+                (tantivy.Occur.Should, tantivy.Query.term_query(schema, "proj", value))
+                for value in (project, GLOBAL)
+            ]
+            out.append((tantivy.Occur.Must, tantivy.Query.boolean_query(either)))
         if category:
             out.append((tantivy.Occur.Must, tantivy.Query.term_query(schema, "cat", category)))
         for tag in tags:

@@ -24,10 +24,11 @@ from dreamwell.stores.index.packed_entries import (
     is_live,
     live_importance,
     pack,
+    project_mark,
     text_digest,
     unpack,
 )
-from dreamwell.stores.model import MemoryEntry, text_hash
+from dreamwell.stores.model import PROJECT, MemoryEntry, text_hash
 
 _FOLD_AT = 4096  # overlay size at which it is folded into a new base
 
@@ -75,16 +76,22 @@ class View:
         return None if record is None else text_digest(record)
 
     def filtered_importance(
-        self, entry_id: str, category: bytes | None, tags: Sequence[bytes]
+        self,
+        entry_id: str,
+        category: bytes | None,
+        tags: Sequence[bytes],
+        project: str | None = None,
     ) -> float | None:
         """`importance` for an entry under `category` (a prefix at a segment boundary)
-        carrying every one of `tags` (both UTF-8); None otherwise."""
+        carrying every one of `tags` (both UTF-8) and, with `project`, of that project or
+        global; None otherwise."""
         if entry_id in self.over:
-            return _entry_weight(self.over[entry_id], category, tags)
+            return _entry_weight(self.over[entry_id], category, tags, project)
         record = self.base.get(entry_id)
         if isinstance(record, bytes):
-            return filtered_importance(record, category, tags)
-        return _entry_weight(record, category, tags)  # None, or an entry kept as it is
+            mark = project_mark(project) if project is not None else None
+            return filtered_importance(record, category, tags, mark)
+        return _entry_weight(record, category, tags, project)  # None, or an entry as it is
 
     def values(self) -> Iterator[MemoryEntry]:
         for entry_id, record in self.base.items():
@@ -141,10 +148,15 @@ class View:
 
 
 def _entry_weight(
-    entry: MemoryEntry | None, category: bytes | None, tags: Sequence[bytes]
+    entry: MemoryEntry | None,
+    category: bytes | None,
+    tags: Sequence[bytes],
+    project: str | None = None,
 ) -> float | None:
     """`View.filtered_importance` of an entry held as an object."""
     if entry is None or not entry.live:
+        return None
+    if project is not None and (entry.metadata.get(PROJECT) or project) != project:
         return None
     if any(t.decode("utf-8", "surrogatepass") not in entry.tags for t in tags):
         return None

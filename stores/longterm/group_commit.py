@@ -42,11 +42,13 @@ class Scratch:
             return self._changed[entry_id]
         return self._view.get(entry_id)
 
-    def duplicate_of(self, category: str | None, content: str) -> MemoryEntry | None:
-        key = ops.dup_key(category, content)
+    def duplicate_of(
+        self, category: str | None, content: str, project: str | None = None
+    ) -> MemoryEntry | None:
+        key = ops.dup_key(category, content, project)
         found = self._dup_changes[key] if key in self._dup_changes else self._dups.get(key)
         entry = self.get(found) if found else None
-        if entry is None or not entry.live or not ops.same_text(entry, category, content):
+        if entry is None or not entry.live or not ops.same_text(entry, category, content, project):
             return None
         return entry
 
@@ -57,7 +59,7 @@ class Scratch:
                 self._forget(entry.id)
                 self._changed[entry.id] = entry
                 if entry.live:
-                    self._dup_changes[ops.dup_key(entry.category, entry.content)] = entry.id
+                    self._dup_changes[ops.entry_dup_key(entry)] = entry.id
             elif op["op"] == "del":
                 self._forget(op["id"])
                 self._changed[op["id"]] = None
@@ -65,7 +67,7 @@ class Scratch:
     def _forget(self, entry_id: str) -> None:
         old = self.get(entry_id)
         if old is not None and old.live:
-            self._dup_changes[ops.dup_key(old.category, old.content)] = None
+            self._dup_changes[ops.entry_dup_key(old)] = None
 
 
 Plan = Callable[[Scratch], tuple[list[Op], T]]

@@ -25,7 +25,7 @@ from dreamwell.stores.index.view import View
 from dreamwell.stores.longterm import operations as ops
 from dreamwell.stores.longterm.lance_table import StoredVector
 from dreamwell.stores.longterm.log import Op, Record
-from dreamwell.stores.model import MemoryEntry, text_hash
+from dreamwell.stores.model import PROJECT, MemoryEntry, text_hash
 
 Pending = Mapping[str, tuple[int, float]]  # id -> (seq of its last change, monotonic time)
 
@@ -78,7 +78,7 @@ class Mirror:
         for e in entries:
             self.rows.put(e)
             if e.live:
-                keys[live], ids[live] = ops.dup_key(e.category, e.content), e.id
+                keys[live], ids[live] = ops.entry_dup_key(e), e.id
                 live += 1
         self.dups = DupIndex(keys[:live], ids[:live])
 
@@ -157,7 +157,7 @@ class Mirror:
     def _change_one(self, entry_id: str, old: MemoryEntry | None, new: MemoryEntry | None) -> None:
         """The duplicate map, rows and vectors of one changed entry."""
         if old is not None and old.live:
-            key = ops.dup_key(old.category, old.content)
+            key = ops.entry_dup_key(old)
             if self.dups.get(key) == entry_id:
                 del self.dups[key]
         if new is None or not new.live or (old is not None and old.content != new.content):
@@ -168,7 +168,7 @@ class Mirror:
             return
         self.rows.put(new)
         if new.live:
-            self.dups[ops.dup_key(new.category, new.content)] = entry_id
+            self.dups[ops.entry_dup_key(new)] = entry_id
         if not new.live or (old is not None and old.content != new.content):
             self.rows.drop_vector(entry_id)
 
@@ -238,4 +238,6 @@ class Mirror:
             for i in self.rows.neighbours(entry.id)
             if (e := self.view.get(i)) is not None and e.live
         ]
-        return IndexDoc(entry.id, entry.content, entry.category, entry.tags, "\n".join(around))
+        context = "\n".join(around)
+        project = entry.metadata.get(PROJECT) or None
+        return IndexDoc(entry.id, entry.content, entry.category, entry.tags, context, project)

@@ -16,6 +16,7 @@ import numpy as np
 
 from dreamwell.stores.longterm.log import Op, Record
 from dreamwell.stores.model import (
+    PROJECT,
     MemoryEntry,
     entry_from_dict,
     entry_to_dict,
@@ -65,16 +66,28 @@ def split_record(record: Record) -> tuple[Changes, list[Op]]:
     return changes, vectors
 
 
-def dup_key(category: str | None, content: str) -> int:
-    """A 64-bit digest of the category and the folded text: one small int per live memory in
-    the duplicate map (a (category, 128-bit digest) tuple took 105 bytes). A hit is only a
-    candidate: `same_text` confirms it, so a collision can never merge two memories."""
+def dup_key(category: str | None, content: str, project: str | None = None) -> int:
+    """A 64-bit digest of the category, the project and the folded text: one small int per
+    live memory in the duplicate map (a (category, 128-bit digest) tuple took 105 bytes). A
+    hit is only a candidate: `same_text` confirms it, so a collision can never merge two
+    memories. The same text saved in two projects is two memories (SPEC §11)."""
     text = f"{category or ''}\0{fold_text(content) or content}"
+    if project:
+        text += f"\0{project}"
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
 
 
-def same_text(entry: MemoryEntry, category: str | None, content: str) -> bool:
-    """Whether `entry` is a duplicate of this category and text (what dup_key digests)."""
-    return (entry.category or "") == (category or "") and (
-        fold_text(entry.content) or entry.content
-    ) == (fold_text(content) or content)
+def entry_dup_key(entry: MemoryEntry) -> int:
+    return dup_key(entry.category, entry.content, entry.metadata.get(PROJECT))
+
+
+def same_text(
+    entry: MemoryEntry, category: str | None, content: str, project: str | None = None
+) -> bool:
+    """Whether `entry` is a duplicate of this category, text and project (what dup_key
+    digests)."""
+    return (
+        (entry.category or "") == (category or "")
+        and (entry.metadata.get(PROJECT) or None) == (project or None)
+        and (fold_text(entry.content) or entry.content) == (fold_text(content) or content)
+    )

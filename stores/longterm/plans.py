@@ -25,6 +25,7 @@ from dreamwell.stores.model import (
     CONTEXT_SECONDS,
     FOLLOWS,
     MAX_TAGS,
+    PROJECT,
     MemoryEntry,
     check_category,
     check_content,
@@ -103,13 +104,14 @@ class Writer:
         tag_list = check_tags(tags)
         now = now or utcnow()
         self.parts.follower.fresh()
-        known = self.parts.mirror.dups.get(ops.dup_key(category, content))
+        project = (metadata or {}).get(PROJECT)
+        known = self.parts.mirror.dups.get(ops.dup_key(category, content, project))
         vector = self._embed_one(content) if known is None else None
         save = _Save(content, category, tag_list, metadata, now, caller, vector)
         return self.group.commit(lambda s: self._plan_save(s, save))
 
     def _plan_save(self, s: Scratch, save: _Save) -> tuple[list[Op], SaveResult]:
-        old = s.duplicate_of(save.category, save.content)
+        old = s.duplicate_of(save.category, save.content, (save.metadata or {}).get(PROJECT))
         if old is not None:
             entry = replace(
                 old,

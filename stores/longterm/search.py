@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -22,7 +22,6 @@ import numpy.typing as npt
 
 from dreamwell.stores.index.embedders import Embedder, EmbedderError, Reranker
 from dreamwell.stores.index.hybrid_rank import CONTEXT_WEIGHT, rank_hits
-from dreamwell.stores.index.packed_entries import Brief
 from dreamwell.stores.index.postings import DocTerms
 from dreamwell.stores.index.relevance import (
     REFERENCES,
@@ -39,7 +38,13 @@ from dreamwell.stores.index.view import View
 from dreamwell.stores.longterm.components import Parts
 from dreamwell.stores.longterm.mirror import Pending
 from dreamwell.stores.longterm.vectors import Vectors
-from dreamwell.stores.model import MemoryEntry, check_category, check_query, check_tags
+from dreamwell.stores.model import (
+    PROJECT,
+    MemoryEntry,
+    check_category,
+    check_query,
+    check_tags,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -65,25 +70,41 @@ class Tuning:
     relevance: Rule | None  # which hits are relevant enough (None: every hit)
 
 
-def matches(e: MemoryEntry | Brief, category: str | None, tags: Sequence[str]) -> bool:
-    """Live, under the category prefix (segment boundary) and carrying every tag."""
-    if not e.live or not all(t in e.tags for t in tags):
+@dataclass(frozen=True)
+class Filter:
+    """What a search is limited to, before its top-k: a category prefix, tags that must all
+    be there, and a project (its memories and global ones; None: every project's)."""
+
+    category: str | None = None
+    tags: Sequence[str] = ()
+    project: str | None = None
+
+    def mask(self, rows: Rows) -> npt.NDArray[np.bool_]:
+        return rows.mask(self.category, self.tags, self.project)
+
+
+def matches(e: MemoryEntry, f: Filter) -> bool:
+    """Live, under the category prefix (segment boundary), carrying every tag, and of the
+    project or global."""
+    if not e.live or not all(t in e.tags for t in f.tags):
+        return False
+    if f.project is not None and (e.metadata.get(PROJECT) or f.project) != f.project:
         return False
     cat = e.category or ""
-    return category is None or cat == category or cat.startswith(category + "/")
+    return f.category is None or cat == f.category or cat.startswith(f.category + "/")
 
 
-def _weights(
-    view: View, candidates: Scored, category: str | None, tags: Sequence[str]
-) -> dict[str, float]:
+def _weights(view: View, candidates: Scored, f: Filter) -> dict[str, float]:
     """The importance of each candidate that is live and passes the filter, read from the
     view's packed records: only the hits are rebuilt as entries."""
-    if category is None and not tags:
+    if f.category is None and not f.tags and f.project is None:
         return {i: w for i, _ in candidates if (w := view.importance(i)) is not None}
-    cat = category.encode("utf-8", "surrogatepass") if category is not None else None
-    wanted = [t.encode("utf-8", "surrogatepass") for t in tags]
+    cat = f.category.encode("utf-8", "surrogatepass") if f.category is not None else None
+    wanted = [t.encode("utf-8", "surrogatepass") for t in f.tags]
     return {
-        i: w for i, _ in candidates if (w := view.filtered_importance(i, cat, wanted)) is not None
+        i: w
+        for i, _ in candidates
+        if (w := view.filtered_importance(i, cat, wanted, f.project)) is not None
     }
 
 
@@ -112,22 +133,20 @@ class Searcher:
         category: str | None = None,
         tags: str | Iterable[str] | None = None,
         limit: int = 20,
+        project: str | None = None,
     ) -> list[Hit]:
+        f = Filter(check_category(category), check_tags(tags), project)
         text = check_query(query)
-        category = check_category(category)
-        tag_list = check_tags(tags)
         self.parts.follower.fresh()
         m = self.parts.mirror
         view, rows = m.view, m.rows
         if not text:
-            found = (view.get(i) for i in rows.recent(limit * 2, rows.mask(category, tag_list)))
-            hits = [Hit(e, 0.0) for e in found if e is not None and matches(e, category, tag_list)]
+            found = (view.get(i) for i in rows.recent(limit * 2, f.mask(rows)))
+            hits = [Hit(e, 0.0) for e in found if e is not None and matches(e, f)]
             return hits[:limit]
         t = self.tuning
-        bm25, ok, cosine, context, floor = self._candidates(text, view, rows, category, tag_list)
-        ok.update(
-            _weights(view, [h for h in [*cosine, *context] if h[0] not in ok], category, tag_list)
-        )
+        bm25, ok, cosine, context, floor = self._candidates(text, view, rows, f)
+        ok.update(_weights(view, [h for h in [*cosine, *context] if h[0] not in ok], f))
         ranked = rank_hits(
             [h for h in bm25 if h[0] in ok],
             [h for h in cosine if h[0] in ok],
@@ -178,7 +197,7 @@ class Searcher:
         return keyword_share(weights, terms.counts, terms.context)
 
     def _candidates(
-        self, text: str, view: View, rows: Rows, category: str | None, tags: Sequence[str]
+        self, text: str, view: View, rows: Rows, f: Filter
     ) -> tuple[Scored, dict[str, float], Scored, Scored, Baseline]:
         """The keyword candidates with the weights of those that pass the filter, and the
         vector and contextual candidates of a query. With a vector search, the keyword side
@@ -187,12 +206,12 @@ class Searcher:
         as Tantivy does), so a search costs about the longest of them, not their sum. The
         embedding is this thread's own: it never waits for another thread to start it."""
         pending = self.parts.mirror.pending  # before the index: a checkpoint moves it there
-        keywords = functools.partial(self._keywords, text, view, pending, category, tags)
+        keywords = functools.partial(self._keywords, text, view, pending, f)
         if not self._vectors_wanted(view):
             return *keywords(), [], [], Baseline()
         found = _query_pool().submit(keywords)
         vector = self._query_vector(text)
-        cosine, context = self._cosine(vector, rows, category, tags)
+        cosine, context = self._cosine(vector, rows, f)
         return *found.result(), cosine, context, self._floor(vector, rows)
 
     def _floor(self, vector: list[float] | None, rows: Rows) -> Baseline:
@@ -228,15 +247,11 @@ class Searcher:
             return False
         return self.vectors.complete(view)
 
-    def _cosine(
-        self, vector: list[float] | None, rows: Rows, category: str | None, tags: Sequence[str]
-    ) -> tuple[Scored, Scored]:
+    def _cosine(self, vector: list[float] | None, rows: Rows, f: Filter) -> tuple[Scored, Scored]:
         """Vector candidates: by the entry's own vector, and by its contextual neighbours'."""
         if vector is None:
             return [], []
-        return rows.vector_top(
-            vector, CANDIDATES, rows.mask(category, tags), self.tuning.contextual
-        )
+        return rows.vector_top(vector, CANDIDATES, f.mask(rows), self.tuning.contextual)
 
     def _rerank(self, reranker: Reranker, text: str, ranked: Scored, view: View) -> Scored:
         """Deep search: the cross-encoder re-orders the top `rerank_depth` hits."""
@@ -257,8 +272,7 @@ class Searcher:
         text: str,
         view: View,
         pending: Pending,
-        category: str | None,
-        tags: Sequence[str],
+        f: Filter,
     ) -> tuple[Scored, dict[str, float]]:
         """Tantivy's best CANDIDATES plus the changes not checkpointed yet (`pending`, read
         before the index was searched), which override it; and the weights of those that
@@ -266,21 +280,29 @@ class Searcher:
         if self.tuning.keyword_weight <= 0:
             return [], {}
         index = self.parts.index
+        # a project's terms weighed by that project's statistics (`project_weights`)
+        w = index.project_weights(text, f.project) if f.project is not None else None
         # the index's version of a pending entry is overridden: fetch more only when some
         # of the best were (most pending entries are new saves the index has never held;
         # fetching 100 + 512 hits cost half a millisecond of every search after a burst)
-        hits = index.ids_of(index.lookup(text, CANDIDATES, category, tags))
+        hits = index.ids_of(index.lookup(text, CANDIDATES, f.category, f.tags, f.project, w))
         indexed = [h for h in hits if h[0] not in pending]
         if len(indexed) < len(hits) == CANDIDATES:
-            hits = index.search(text, CANDIDATES + len(pending), category, tags)
+            more = CANDIDATES + len(pending)
+            hits = index.search(text, more, f.category, f.tags, f.project, w)
             indexed = [h for h in hits if h[0] not in pending]
-        merged = indexed + self._pending(text, view, pending, category, tags)
+        merged = indexed + self._pending(text, view, pending, f, w)
         merged.sort(key=lambda h: (-h[1], h[0]))
         merged = merged[:CANDIDATES]
-        return merged, _weights(view, merged, category, tags)
+        return merged, _weights(view, merged, f)
 
     def _pending(
-        self, text: str, view: View, pending: Pending, category: str | None, tags: Sequence[str]
+        self,
+        text: str,
+        view: View,
+        pending: Pending,
+        f: Filter,
+        weights: Mapping[str, float] | None = None,
     ) -> Scored:
         """BM25 of the pending entries (as `view` has them) holding a query term. Their terms
         are analysed once and kept in the mirror's postings, unless the entry or a neighbour
@@ -301,7 +323,7 @@ class Searcher:
 
         def keep(entry_id: str) -> bool:
             entry = view.get(entry_id)
-            return entry_id in pending and entry is not None and matches(entry, category, tags)
+            return entry_id in pending and entry is not None and matches(entry, f)
 
         with m.lock:  # no change drops terms while they are scored
             for entry_id in pending:
@@ -309,8 +331,8 @@ class Searcher:
                 known = entry_id in m.terms or entry_id in extra
                 if entry is not None and entry.live and not known:
                     extra[entry_id] = index.doc_terms(m.doc(entry))
-            scored = index.score_docs(text, m.terms, lambda i: i not in extra and keep(i))
-        return scored + index.score_docs(text, extra, keep) if extra else scored
+            scored = index.score_docs(text, m.terms, lambda i: i not in extra and keep(i), weights)
+        return scored + index.score_docs(text, extra, keep, weights) if extra else scored
 
     def _query_vector(self, text: str) -> list[float] | None:
         if self.embedder is None:

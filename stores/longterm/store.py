@@ -295,12 +295,15 @@ class LongTermStore:
         category: str | None = None,
         tags: str | Iterable[str] | None = None,
         limit: int = 20,
+        project: str | None = None,
     ) -> list[Hit]:
-        """Hybrid-ranked live entries for `query`; with no query, the most recently seen."""
-        hits = self._searcher.search(query, category, tags, limit)
+        """Hybrid-ranked live entries for `query`; with no query, the most recently seen.
+        With `project` (a key, stores/projects.py), only that project's memories and global
+        ones, filtered before the top-k as the category and tags are."""
+        hits = self._searcher.search(query, category, tags, limit, project)
         if self._parts.index.damaged:  # a search found a damaged index file: rebuild, again
             self._repair.index()
-            hits = self._searcher.search(query, category, tags, limit)
+            hits = self._searcher.search(query, category, tags, limit, project)
         return hits
 
     # ---- the parts, for tests that reach inside ------------------------------------------------

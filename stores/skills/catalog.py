@@ -86,6 +86,7 @@ class SkillChange:
     origin: str | None = None
     see_also: tuple[str, ...] | None = None
     created_at: str | None = None
+    project: str | None = None  # set the project it belongs to ('' makes it global)
     remove: bool = False
 
 
@@ -342,4 +343,6 @@ def _changed(change: SkillChange, current: Skill | None, folder: SkillFolder | N
         out = replace(out, see_also=tuple(change.see_also))
     if change.created_at is not None:
         out = replace(out, created_at=change.created_at)
+    if change.project is not None:
+        out = replace(out, project=change.project or None)
     return out

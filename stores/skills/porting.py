@@ -17,6 +17,7 @@ from dreamwell.stores.skills.catalog import (
     SkillConflict,
 )
 from dreamwell.stores.skills.folders import read_skills, write_folder
+from dreamwell.stores.skills.record import PROJECT_KEY
 from dreamwell.stores.skills.skill_md import SKILL_MD, add_bookkeeping
 from dreamwell.stores.skills.usage import UsageStats
 
@@ -41,6 +42,7 @@ def import_skills(
             dict(f.files),
             status=status,
             origin=None if f.name in existing else "import",
+            project=f.bookkeeping.get(PROJECT_KEY),
         )
         for f in folders
     ]

@@ -11,6 +11,10 @@ from typing import Any
 
 from dreamwell.stores.skills.skill_md import SKILL_MD, parse_skill_md
 
+# a skill's bookkeeping key on export: the project it belongs to (a skill sync writes such a
+# skill into that project's `.claude/skills/` only)
+PROJECT_KEY = "dreamwell-project"
+
 
 @dataclass(frozen=True)
 class Skill:
@@ -26,6 +30,7 @@ class Skill:
     front_matter: Mapping[str, Any] = field(repr=False)
     body: str = field(repr=False)
     see_also: tuple[str, ...] = ()  # related skills' names (the dream's consolidation fills it)
+    project: str | None = None  # the key of the project it belongs to (SPEC §11); None: global
 
     @property
     def description(self) -> str:
@@ -38,13 +43,17 @@ class Skill:
     def bookkeeping(self) -> dict[str, str]:
         """The `dreamwell-*` metadata keys export writes (usage keys are added by the caller,
         which has the usage log)."""
-        return {
-            "dreamwell-id": self.id,
-            "dreamwell-created": self.created_at,
-            "dreamwell-origin": self.origin,
-            "dreamwell-status": self.status,
-            "dreamwell-pinned": "true" if self.pinned else "false",
-        } | ({"dreamwell-see-also": " ".join(self.see_also)} if self.see_also else {})
+        return (
+            {
+                "dreamwell-id": self.id,
+                "dreamwell-created": self.created_at,
+                "dreamwell-origin": self.origin,
+                "dreamwell-status": self.status,
+                "dreamwell-pinned": "true" if self.pinned else "false",
+            }
+            | ({"dreamwell-see-also": " ".join(self.see_also)} if self.see_also else {})
+            | ({PROJECT_KEY: self.project} if self.project else {})
+        )
 
 
 # ---- records -------------------------------------------------------------------------------
@@ -69,6 +78,7 @@ def skill_to_json(skill: Skill) -> str:
         "created_at": skill.created_at,
         "updated_at": skill.updated_at,
         "see_also": list(skill.see_also),
+        **({"project": skill.project} if skill.project else {}),
         "files": _files_json(skill.files),
     }
     return json.dumps(record, ensure_ascii=False, indent=1)
@@ -94,4 +104,5 @@ def skill_from_json(text: str) -> Skill:
         front_matter=fm,
         body=body,
         see_also=tuple(str(n) for n in data.get("see_also", ())),
+        project=str(data["project"]) if data.get("project") else None,
     )

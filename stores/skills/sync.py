@@ -63,7 +63,10 @@ class SyncReport:
 
 
 def project_of(skill: Skill) -> str | None:
-    """The project key a skill belongs to (None: the user's, everywhere)."""
+    """The project key a skill belongs to (None: the user's, everywhere): its record's, else
+    its front matter's `metadata` (a folder imported from another machine)."""
+    if skill.project:
+        return skill.project
     metadata = skill.front_matter.get("metadata")
     found = metadata.get(PROJECT_KEY) if isinstance(metadata, Mapping) else None
     found = found or skill.bookkeeping().get(PROJECT_KEY)

@@ -110,8 +110,12 @@ async def warm(replicas: list[Replica]) -> None:
 
 
 @asynccontextmanager
-async def client(url: str, timeout: float = 60) -> AsyncIterator[Client]:
+async def client(url: str, timeout: float = 60, roots: Any = None) -> AsyncIterator[Client]:
+    """An MCP client of a replica; with `roots` (tests/support/repos.py's `Roots`) it speaks
+    the handshake era, where a server may ask for them."""
+    callback = roots.callback if roots is not None else None
+    mode = "legacy" if roots is not None else "auto"
     async with httpx2.AsyncClient(timeout=timeout) as http:
         transport = streamable_http_client(f"{url}/mcp", http_client=http)
-        async with Client(transport) as c:  # type: ignore[arg-type]
+        async with Client(transport, mode=mode, list_roots_callback=callback) as c:  # type: ignore[arg-type]
             yield c

@@ -9,6 +9,7 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
@@ -46,11 +47,14 @@ async def http_server(settings: Settings, runtime: Runtime | None = None) -> Asy
 
 @asynccontextmanager
 async def http(
-    url: str, headers: dict[str, str] | None = None, mode: str = "auto"
+    url: str, headers: dict[str, str] | None = None, mode: str = "auto", roots: Any = None
 ) -> AsyncIterator[Client]:
+    """A client of the streamable HTTP server at `url`; `roots` (tests/support/repos.py's
+    `Roots`) answers its `roots/list`."""
+    callback = roots.callback if roots is not None else None
     async with httpx2.AsyncClient(headers=headers or {}, timeout=30) as client:
         transport = streamable_http_client(f"{url}/mcp", http_client=client)
-        async with Client(transport, mode=mode) as c:  # type: ignore[arg-type]
+        async with Client(transport, mode=mode, list_roots_callback=callback) as c:  # type: ignore[arg-type]
             yield c
 
 

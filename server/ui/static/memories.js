@@ -41,6 +41,11 @@ function card(m, query) {
   li.querySelector(".content").replaceWith(highlighted(m.content, query));
   const chips = li.querySelector(".chips");
   chips.append(el("span", m.category || "uncategorised", "chip"));
+  if (m.metadata.project) {
+    const own = el("span", m.metadata.project_name || m.metadata.project, "chip project");
+    own.title = "project " + m.metadata.project;
+    chips.append(own);
+  }
   for (const t of m.tags) chips.append(el("span", "#" + t, "chip tag"));
   li.querySelector(".age").textContent = ago(m.created_at);
   li.querySelector(".age").title = "added " + when(m.created_at);
@@ -196,16 +201,32 @@ function counted(found) {
   return plural(n, ...what);
 }
 
+// the project filter's choices: every project, global, then each project with its count
+function projectChoices(projects, global) {
+  const select = $("project");
+  const chosen = select.value;
+  const options = [new Option("every project", ""), new Option(`global (${global})`, "(global)")];
+  for (const p of projects) {
+    const option = new Option(`${p.name} (${p.count})`, p.project);
+    option.title = p.project;
+    options.push(option);
+  }
+  select.replaceChildren(...options);
+  select.value = [...select.options].some((o) => o.value === chosen) ? chosen : "";
+}
+
 async function refresh() {
   const current = turn("list");
   try {
     memories.category = $("category").value;
     const query = $("q").value;
     const params = new URLSearchParams({ q: query, category: memories.category, tags: $("tags").value,
-      archived: $("archived").value, limit: memories.limit, uncategorised: memories.bare ? "1" : "" });
+      archived: $("archived").value, limit: memories.limit, uncategorised: memories.bare ? "1" : "",
+      project: $("project").value });
     const [found, cats] = await Promise.all([api("/ui/api/memories?" + params), api("/ui/api/categories")]);
     if (!current()) return;
     tree(cats.categories, cats.uncategorised);
+    projectChoices(cats.projects || [], cats.global || 0);
     overview().catch(() => {}); // the list's own errors are the ones worth a status
     if ($("list").querySelector("[data-editing]")) {
       memories.stale = true; // never redraw under what a person is typing
@@ -277,6 +298,7 @@ views.memories = {
 };
 $("search").onsubmit = searched;
 $("archived").onchange = searched;
+$("project").onchange = searched;
 $("more").onclick = () => { memories.limit += 200; refresh(); };
 $("new").onclick = () => {
   const form = $("create"); form.hidden = !form.hidden;

@@ -67,6 +67,7 @@ def test_every_flag_comes_from_a_setting_and_reaches_it(name: str, tmp_path: Pat
         "dream_budget_tokens": "5000",
         "dream_auto_after": "12h",
         "dream_auto_sessions": "3",
+        "project": "github.com/acme/shop",
     }
     for command in flag_for(name):
         extra = {

@@ -13,7 +13,15 @@ import pytest
 
 from dreamwell.server.cli.formats import read_records
 from dreamwell.server.cli.porting import write_batches
-from dreamwell.stores import LongTermStore, MemoryEntry, OnnxE5, OnnxMiniLM, entry_to_dict, utcnow
+from dreamwell.stores import (
+    PROJECT,
+    LongTermStore,
+    MemoryEntry,
+    OnnxE5,
+    OnnxMiniLM,
+    entry_to_dict,
+    utcnow,
+)
 from tests.support.cli import exit_code
 
 T0 = datetime(2026, 3, 1, 12, 30, 15, 123456, tzinfo=timezone.utc)
@@ -299,3 +307,19 @@ def test_a_text_file_given_by_mistake_is_one_line(
     assert err.count("\n") == 1, err
     assert err.startswith(f"dreamwell: {source} is not JSON Lines: 41 lines are not JSON")
     assert "--skip-bad" not in err and not data.exists()
+
+
+def test_export_and_import_keep_each_memory_s_project_and_the_same_text_stays_two(
+    tmp_path: Path,
+) -> None:
+    a = store(tmp_path / "a")
+    shop = a.save("Run make check first", metadata={PROJECT: "github.com/acme/shop"}).entry
+    billing = a.save("run make check first", metadata={PROJECT: "github.com/acme/billing"}).entry
+    out = tmp_path / "out.jsonl"
+    assert exit_code("export", "--data-dir", str(tmp_path / "a"), "-o", str(out)) == 0
+    b = store(tmp_path / "b")
+    b.save("Run make check first", metadata={PROJECT: "github.com/acme/shop"})  # already there
+    assert exit_code("import", str(out), "--data-dir", str(tmp_path / "b")) == 0
+    projects = sorted(e.metadata.get(PROJECT, "") for e in b.entries())
+    assert projects == ["github.com/acme/billing", "github.com/acme/shop"]
+    assert store(tmp_path / "b").get(billing.id) is not None and shop.id

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dreamwell.server.cli.stats import FORMAT_VERSION
-from dreamwell.stores import RECALL, JsonlLog, LongTermStore
+from dreamwell.stores import PROJECT, PROJECT_NAME, RECALL, JsonlLog, LongTermStore
 from tests.support.cli import exit_code
 
 
@@ -160,3 +160,19 @@ def test_the_format_file_is_written_once_and_never_rewritten(tmp_path: Path) -> 
     (data / "format.json").write_text('{"format": 1, "note": "kept"}')
     assert exit_code("import", str(source), "--data-dir", str(data)) == 0
     assert "kept" in (data / "format.json").read_text()
+
+
+def test_stats_counts_memories_per_project(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = LongTermStore(tmp_path, embedder=None)
+    shop = {PROJECT: "github.com/acme/shop", PROJECT_NAME: "shop"}
+    store.save("Deploy with make ship", metadata=shop)
+    store.save("Tests run with pytest", metadata=shop)
+    store.save("Deploy with kubectl", metadata={PROJECT: "github.com/acme/billing"})
+    store.save("Prefers tea", category="user-preferences/drinks")
+    assert exit_code("stats", "--data-dir", str(tmp_path), "--embedder", "none") == 0
+    out = capsys.readouterr().out
+    assert "projects (2):" in out
+    assert "shop (github.com/acme/shop): 2" in out
+    assert "billing (github.com/acme/billing): 1" in out and "(global): 1" in out

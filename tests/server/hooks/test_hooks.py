@@ -214,6 +214,7 @@ def test_session_files_older_than_a_week_are_pruned(tmp_path: Path) -> None:
         {"RECORD_CONVERSATION": "False", "HOOK_MAX_CHARS": "900", "NAMESPACE": "patrol/x"},
         {"RECORD_CONVERSATION": "off", "HOOK_MAX_CHARS": "200"},
         {"DREAM_AUTO": "false", "DREAM_AUTO_AFTER": "12h", "DREAM_AUTO_SESSIONS": "2"},
+        {"PROJECT": "github.com/acme/shop"},
     ],
 )
 def test_the_hooks_fast_settings_agree_with_settings(

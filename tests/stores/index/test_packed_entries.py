@@ -6,6 +6,7 @@ what it gives back is equal to what was saved, and a store opened on 3,000 memor
 from __future__ import annotations
 
 import gc
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -22,8 +23,8 @@ from dreamwell.stores.index.packed_entries import (
     unpack,
 )
 from dreamwell.stores.index.view import View
-from dreamwell.stores.longterm.search import matches
-from dreamwell.stores.model import FOLLOWS, MemoryEntry, entry_to_dict, utcnow
+from dreamwell.stores.longterm.search import Filter, matches
+from dreamwell.stores.model import FOLLOWS, PROJECT, MemoryEntry, entry_to_dict, utcnow
 
 UTC = timezone.utc
 _times = st.datetimes(
@@ -68,11 +69,28 @@ def test_an_entry_packs_to_bytes_and_unpacks_equal_field_for_field(entry: Memory
     assert live_importance(record) == (entry.importance if entry.live else None)
 
 
+_project = st.sampled_from(["github.com/a/b", "github.com/a/bc", '"project": "x"', "é/\\"])
+
+
 @settings(max_examples=300, deadline=None)
-@given(entries(), st.none() | _category, _tags, st.booleans())
+@given(
+    entries(),
+    st.none() | _category,
+    _tags,
+    st.booleans(),
+    st.none() | _project,
+    st.none() | _project,
+)
 def test_a_filter_on_a_packed_record_or_a_held_entry_passes_what_matches_passes(
-    entry: MemoryEntry, category: str | None, tags: list[str], overlay: bool
+    entry: MemoryEntry,
+    category: str | None,
+    tags: list[str],
+    overlay: bool,
+    own: str | None,
+    project: str | None,
 ) -> None:
+    if own is not None:  # the entry belongs to a project (a key in its metadata)
+        entry = replace(entry, metadata={**entry.metadata, PROJECT: own})
     if entry.tags and tags:
         tags = [*tags[:1], entry.tags[0]]  # often a tag the entry has
     if entry.category and category is None and overlay:
@@ -80,9 +98,9 @@ def test_a_filter_on_a_packed_record_or_a_held_entry_passes_what_matches_passes(
     view = View.of([entry])
     if overlay:
         view = View().with_changes({entry.id: entry})
-    want = entry.importance if matches(entry, category, tags) else None
+    want = entry.importance if matches(entry, Filter(category, tags, project)) else None
     cat = category.encode() if category is not None else None
-    got = view.filtered_importance(entry.id, cat, [t.encode() for t in tags])
+    got = view.filtered_importance(entry.id, cat, [t.encode() for t in tags], project)
     assert got == want
     assert view.importance(entry.id) == (entry.importance if entry.live else None)
 

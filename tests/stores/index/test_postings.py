@@ -79,12 +79,14 @@ def test_a_search_looks_only_at_the_pending_entries_holding_a_query_term(tmp_pat
     index = store._parts.index
     score_docs = index.score_docs
 
-    def counting(query: str, docs: Postings, keep: object = None) -> list[tuple[str, float]]:
+    def counting(
+        query: str, docs: Postings, keep: object = None, weights: object = None
+    ) -> list[tuple[str, float]]:
         def noting(doc_id: str) -> bool:
             looked.append(doc_id)
             return keep(doc_id)  # type: ignore[operator,no-any-return]
 
-        return score_docs(query, docs, noting)
+        return score_docs(query, docs, noting, weights)  # type: ignore[arg-type]
 
     index.score_docs = counting  # type: ignore[method-assign]
     assert store.pending() == 301

@@ -384,7 +384,7 @@ def test_a_collision_of_the_duplicate_digest_never_merges_two_memories(
     every text collides."""
     from dreamwell.stores.longterm import operations as ops
 
-    monkeypatch.setattr(ops, "dup_key", lambda category, content: 7)
+    monkeypatch.setattr(ops, "dup_key", lambda category, content, project=None: 7)
     store = LongTermStore(tmp_path)
     first = store.save("The cat sleeps on the sofa", category="pets")
     other = store.save("Rent is due on the first of the month", category="pets")
