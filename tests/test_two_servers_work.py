@@ -154,11 +154,13 @@ def test_a_finished_dream_drops_what_it_read_and_keeps_what_came_meanwhile(
     seed_inputs(data)
     late = {"session": "s2", "role": "user", "content": "a turn said while the dream ran"}
 
-    def answer(_request: dict[str, Any]) -> str:  # the user goes on talking meanwhile
+    def answer(request: dict[str, Any]) -> str:  # the user goes on talking meanwhile
         if not (data / "late").exists():
             (data / "late").touch()
             JsonlLog(data, CONVERSATION).append(late)
-        return "{}"
+        # an empty plan in the question's own shape: every pass reads its inputs and runs
+        schema = request["response_format"]["json_schema"]["schema"]
+        return json.dumps({key: [] for key in schema.get("properties", {})})
 
     with fake_openai(answer) as (url, _script), dream_once(data, url) as proc:
         _out, err = proc.communicate(timeout=120)

@@ -25,6 +25,7 @@ from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
 from pydantic import ValidationError
 
 from dreamwell.server.mcp import sdk
+from dreamwell.server.mcp.handshake import ACKNOWLEDGED
 from dreamwell.server.transports.early import Handover, sent_key
 from dreamwell.server.transports.wire import PipeReader, claimed_stdin, claimed_stdout
 
@@ -125,6 +126,32 @@ def _long(item: Any) -> bool:
     ) in LONG_METHODS
 
 
+_LIST_CHANGED = {
+    "toolsListChanged": "notifications/tools/list_changed",
+    "promptsListChanged": "notifications/prompts/list_changed",
+    "resourcesListChanged": "notifications/resources/list_changed",
+}
+
+
+def _changed_meanwhile(ack: Any, body: dict[str, Any]) -> list[Any]:
+    """The list-changed notifications, on the acknowledged listen stream, of every kind the
+    acknowledgement `body` (of the message `ack`) honoured."""
+    params = body.get("params") or {}
+    meta = params.get("_meta") or {}
+    kinds = [k for k, on in (params.get("notifications") or {}).items() if on]
+    message = type(ack.message)
+    return [
+        SessionMessage(
+            message.model_validate(
+                {"jsonrpc": "2.0", "method": _LIST_CHANGED[k], "params": {"_meta": meta}}
+            ),
+            ack.metadata,
+        )
+        for k in kinds
+        if k in _LIST_CHANGED
+    ]
+
+
 class AnsweringWriteStream:
     """The transport's write stream, noting which requests have been answered; a reply to a
     request answered before the SDK loaded (`early`) is not sent twice."""
@@ -133,10 +160,12 @@ class AnsweringWriteStream:
         self._inner = inner
         self._pending = pending
         self._early = early
+        self._catch_up: list[Any] = []
 
     async def send(self, item: Any) -> None:
         if self._early is None or not self._early.answered or not self._answered_early(item):
             await self._inner.send(item)
+        await self.send_caught_up()
         self._pending.discard(_request_id_of(item, method=False))
 
     def _answered_early(self, item: Any) -> bool:
@@ -146,7 +175,17 @@ class AnsweringWriteStream:
         sent = self._early.take(sent_key(ours))
         if sent is not None and sent != ours:
             logger.warning("the handshake answered early differed from the SDK's: %s", ours)
+        if sent is not None and ours.get("method") == ACKNOWLEDGED:
+            self._catch_up = _changed_meanwhile(item, ours)
         return sent is not None
+
+    async def send_caught_up(self) -> None:
+        """After the SDK's own acknowledgement of a listen answered early: the client was told
+        it listens before the server could hear a change, so what changed meanwhile (a skill
+        written while the SDK loaded) is announced once, as the lists it asked to hear of."""
+        catch_up, self._catch_up = self._catch_up, []
+        for notification in catch_up:
+            await self._inner.send(notification)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)

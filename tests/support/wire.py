@@ -136,11 +136,16 @@ class Wire:
         await self.send(json.dumps(INITIALIZED).encode())
 
     async def reply(self) -> dict[str, Any]:
-        while "\n" not in self._buffered:
-            self._buffered += await self._lines.receive()
-        line, self._buffered = self._buffered.split("\n", 1)
-        answer: dict[str, Any] = json.loads(line)
-        return answer
+        """The server's next frame; its `roots/list` requests (it asks which project the client
+        is in) are answered as a client with no roots answers them, and skipped."""
+        while True:
+            while "\n" not in self._buffered:
+                self._buffered += await self._lines.receive()
+            line, self._buffered = self._buffered.split("\n", 1)
+            answer: dict[str, Any] = json.loads(line)
+            if answer.get("method") != "roots/list" or "id" not in answer:
+                return answer
+            await self.send_json({"jsonrpc": "2.0", "id": answer["id"], "result": {"roots": []}})
 
     async def close(self) -> list[dict[str, Any]]:
         """Close stdin, as a client that leaves does; every frame the server wrote after the

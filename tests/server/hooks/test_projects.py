@@ -8,6 +8,7 @@ from pathlib import Path
 
 from dreamwell.server.hooks.refresh import refresh
 from dreamwell.stores import NEW, PROJECT, DataDir, LongTermStore, SkillCatalog, SkillChange
+from dreamwell.stores.skills import enable_sync
 from tests.support.hooks import hook, prompt, turns
 from tests.support.repos import two_projects
 
@@ -89,9 +90,16 @@ def test_session_start_and_the_prompt_hook_list_a_project_s_skill_only_in_that_p
         "billing-release", NEW, {"SKILL.md": md}, status="active", project=BILLING[PROJECT]
     )
     SkillCatalog(data).apply([change])
+    user_skills = tmp_path / "home" / ".claude" / "skills"
+    enable_sync(DataDir(data), user_skills)  # as `install claude-code` does
     start = {"session_id": "s1", "hook_event_name": "SessionStart", "source": "startup"}
     in_shop = hook("session-start", start | {"cwd": str(shop)}, data)
     in_billing = hook("session-start", start | {"session_id": "s2", "cwd": str(billing)}, data)
     assert "billing-release" in in_billing.stdout and "billing-release" not in in_shop.stdout
+    # the seam with Claude Code's Skill tool: the folder is kept in that project's own
+    # .claude/skills/ only, never in the user's folder or another project's
+    assert (billing / ".claude" / "skills" / "billing-release" / "SKILL.md").is_file()
+    assert not (user_skills / "billing-release").exists()
+    assert not (shop / ".claude" / "skills" / "billing-release").exists()
     asked = hook("user-prompt", prompt("s3", "release billing", cwd=str(shop)), data)
     assert "billing-release" not in asked.stdout

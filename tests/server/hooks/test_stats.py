@@ -40,7 +40,7 @@ def test_a_first_session_on_an_empty_store_is_no_alarm(tmp_path: Path) -> None:
     hook("session-start", start, tmp_path)
     hook("user-prompt", prompt("s1", "what do you remember?"), tmp_path)
     out = stats(tmp_path)
-    assert "1 sessions, 1 turns recorded, 1 prompts recalled for, 0 memories injected" in out
+    assert "1 session, 1 turn recorded, 1 prompt recalled for, 0 memories injected" in out
     assert "no memory was injected" not in out and "NO MEMORY" not in out
 
 
@@ -66,7 +66,7 @@ def test_session_starts_are_not_counted_as_prompts(tmp_path: Path) -> None:
     hook("session-start", start | {"source": "clear"}, tmp_path)
     hook("user-prompt", prompt("s1", "deploy the api"), tmp_path)
     line = hook_lines(DataDir(tmp_path))[0]
-    assert "1 sessions, 1 turns recorded, 1 prompts recalled for" in line
+    assert "1 session, 1 turn recorded, 1 prompt recalled for" in line
 
 
 def test_only_the_last_day_counts(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ cannot start is reported with its cause. Few tests: each `claude` run costs seco
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 from tests.support.anthropic_api import AnthropicAPI, Turn
@@ -33,6 +34,7 @@ def test_claude_mcp_list_names_why_dreamwell_cannot_start(tmp_path: Path) -> Non
     Claude Code showed only a closed connection."""
     home = ClaudeHome(tmp_path)
     home.dreamwell("install", "claude-code")
+    shutil.rmtree(home.data_dir, ignore_errors=True)  # install made it (its skill folders' state)
     home.data_dir.parent.mkdir(parents=True, exist_ok=True)
     home.data_dir.write_text("not a directory")
     listed = home.run("mcp", "list")
