@@ -24,6 +24,7 @@ INSTRUCTIONS = (
 # the SDK's HANDSHAKE_PROTOCOL_VERSIONS and MODERN_PROTOCOL_VERSIONS (mcp 2.3)
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 MODERN_VERSIONS = ("2026-07-28",)
+MODERN = MODERN_VERSIONS[0]  # from this version on, no mid-request server requests
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT = "io.modelcontextprotocol/clientInfo"
 META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"

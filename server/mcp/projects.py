@@ -18,7 +18,7 @@ from mcp.types import NotificationParams
 from mcp_types.version import is_version_at_least
 
 from dreamwell.server.mcp import sdk
-from dreamwell.server.mcp.sampling import MODERN
+from dreamwell.server.mcp.handshake import MODERN
 from dreamwell.server.runtime import Runtime
 from dreamwell.stores import Project, Skill
 

@@ -26,9 +26,9 @@ from mcp_types.version import is_version_at_least
 
 from dreamwell.dream.llm import BadAnswer, LLMCancelled, LLMUnavailable
 from dreamwell.server.dream_llm import CONFIGURE_LLM
+from dreamwell.server.mcp.handshake import MODERN
 
 HOW_TO_CONFIGURE = f"configure one ({CONFIGURE_LLM}), or use a client that offers MCP sampling"
-MODERN = "2026-07-28"  # from this protocol version on, no mid-request server requests
 
 
 def offers_sampling(ctx: Context) -> bool:

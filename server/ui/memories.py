@@ -14,7 +14,7 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-from dreamwell.dream.report import Report, list_reports, load_report, spend
+from dreamwell.dream.report import NO_LLM, Report, list_reports, load_report, spend
 from dreamwell.server.hooks.stats import hook_activity
 from dreamwell.stores import (
     ANY,
@@ -270,8 +270,18 @@ def report_view(report: Report, store: LongTermStore) -> dict[str, Any]:
             if found is not None:
                 texts[i] = found.content
     summary = dream_summary(Counter(c.kind for c in report.changes()))
-    # which LLM ran and what it spent, worded as `dreamwell dream` words it
-    return report.to_json() | {"summary": summary, "texts": texts, "spend": spend(report)}
+    # which LLM ran and what it spent, worded as `dreamwell dream` words it; and, when passes
+    # were skipped for want of an LLM, the settings that would run them
+    from dreamwell.server.dream_llm import CONFIGURE_LLM
+
+    no_llm = any(p.reason.startswith(NO_LLM) for p in report.passes if p.status == "skipped")
+    configure = CONFIGURE_LLM if no_llm else None
+    return report.to_json() | {
+        "summary": summary,
+        "texts": texts,
+        "spend": spend(report),
+        "configure_llm": configure,
+    }
 
 
 def dreams(data_dir: Any, limit: int = 50) -> list[dict[str, Any]]:

@@ -45,6 +45,16 @@ class Scratch:
     def duplicate_of(
         self, category: str | None, content: str, project: str | None = None
     ) -> MemoryEntry | None:
+        """The live memory this save repeats: the project's own, else a global one (it is
+        seen in every project, so saving its text again there reinforces it)."""
+        found = self._duplicate(category, content, project)
+        if found is None and project is not None:
+            found = self._duplicate(category, content, None)
+        return found
+
+    def _duplicate(
+        self, category: str | None, content: str, project: str | None
+    ) -> MemoryEntry | None:
         key = ops.dup_key(category, content, project)
         found = self._dup_changes[key] if key in self._dup_changes else self._dups.get(key)
         entry = self.get(found) if found else None

@@ -105,7 +105,10 @@ class Writer:
         now = now or utcnow()
         self.parts.follower.fresh()
         project = (metadata or {}).get(PROJECT)
-        known = self.parts.mirror.dups.get(ops.dup_key(category, content, project))
+        dups = self.parts.mirror.dups
+        known = dups.get(ops.dup_key(category, content, project)) or (
+            dups.get(ops.dup_key(category, content, None)) if project is not None else None
+        )
         vector = self._embed_one(content) if known is None else None
         save = _Save(content, category, tag_list, metadata, now, caller, vector)
         return self.group.commit(lambda s: self._plan_save(s, save))

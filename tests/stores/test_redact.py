@@ -132,10 +132,12 @@ async def test_the_recall_prompt_records_redacted_turns_and_what_it_showed(tmp_p
     message = "deploy the api, key AKIAIOSFODNN7EXAMPLE <private>my salary</private>"
     async with Client(build_server(settings)) as client:
         await client.get_prompt("recall", {"message": message})
-        await ok(client, "search_memory", query="api sk-1234567890abcdefABCDEF1234567890abcdefAB")
+        await ok(
+            client, "search_memory", query="deploy api sk-1234567890abcdefABCDEF1234567890abcdefAB"
+        )
     [turn] = JsonlLog(tmp_path, CONVERSATION).read()
     assert turn["content"] == f"deploy the api, key {MARK} "
     prompt, search = JsonlLog(tmp_path, RECALL).read()
     assert prompt["ids"] == [saved.entry.id] and prompt["via"] == "prompt"
-    assert prompt["query"] == turn["content"] and search["query"] == f"api {MARK}"
+    assert prompt["query"] == turn["content"] and search["query"] == f"deploy api {MARK}"
     assert "AKIA" not in (tmp_path / RECALL).read_text() + (tmp_path / CONVERSATION).read_text()

@@ -177,7 +177,7 @@ function quietPasses(passes) {
 
 // first what ran, then what was skipped and why (the reason names the setting to add),
 // passes skipped for one reason on one line
-function ranAndSkipped(passes) {
+function ranAndSkipped(passes, configure) {
   const ran = passes.filter((p) => p.status === "ran").map((p) => p.name);
   const skipped = new Map();
   for (const p of passes.filter((p) => p.status !== "ran")) {
@@ -185,7 +185,10 @@ function ranAndSkipped(passes) {
     skipped.set(why, [...(skipped.get(why) || []), p.name]);
   }
   const lines = [el("p", ran.length ? `Ran: ${ran.join(", ")}.` : "No pass ran.", "ran")];
-  for (const [why, names] of skipped) lines.push(el("p", `Skipped ${names.join(", ")} — ${why}`, "skipped"));
+  for (const [why, names] of skipped) {
+    const fix = configure && why.startsWith("no LLM") ? `. To run them: ${configure}` : "";
+    lines.push(el("p", `Skipped ${names.join(", ")} — ${why}${fix}`, "skipped"));
+  }
   return lines;
 }
 
@@ -205,8 +208,8 @@ function report(r) {
   const state = `${r.dry_run ? " (preview, nothing changed)" : ""}${r.undone ? " — undone" : ""}`;
   const items = [el("h2", `${when(r.started)}${state}`)];
   if (r.summary) items.push(el("p", r.dry_run ? `Would change: ${r.summary}` : r.summary, "summary"));
+  items.push(...ranAndSkipped(r.passes, r.configure_llm));
   if (r.spend) items.push(el("p", `LLM: ${r.spend}`, "spend"));
-  items.push(...ranAndSkipped(r.passes));
   if (!r.dry_run && !r.undone) {
     const undo = el("button", "Undo this cycle"); undo.type = "button"; undo.id = "undo";
     undo.onclick = async () => {

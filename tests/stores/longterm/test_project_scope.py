@@ -36,7 +36,9 @@ def test_a_project_s_keyword_search_finds_its_memory_under_another_project_s_cro
 
 
 def test_a_project_s_vector_search_filters_before_the_top_k(tmp_path: Path) -> None:
-    store = LongTermStore(tmp_path, embedder=HashEmbedder(), embed_on_save=True, keyword_weight=0.0)
+    store = LongTermStore(  # every hit, relevant or not: the filter alone is what is checked
+        tmp_path, embedder=HashEmbedder(), embed_on_save=True, keyword_weight=0.0, relevance=None
+    )
     store.load_vectors()
     mine, shared = _crowded(store)
     assert mine not in {h.entry.id for h in store.search("deploy kubectl")}
