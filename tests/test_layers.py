@@ -29,6 +29,7 @@ HOMES = {
 }
 SDK_MODULE = "server/mcp/sdk.py"
 MAX_MODULES_AT_A_ROOT = 20
+MAX_CLASS_LINES, MAX_FUNCTION_LINES = 300, 60
 
 
 def sources() -> Iterator[Path]:
@@ -223,6 +224,33 @@ def test_every_package_has_a_door_and_at_most_twenty_modules_at_its_root() -> No
             if len(own) > MAX_MODULES_AT_A_ROOT:
                 wrong.append(f"{rel(folder)}: {len(own)} modules at its root")
     assert wrong == []
+
+
+def too_long(module: ast.Module) -> Iterator[str]:
+    """Each class over MAX_CLASS_LINES and function over MAX_FUNCTION_LINES in `module`."""
+    for node in ast.walk(module):
+        limit = (
+            MAX_CLASS_LINES
+            if isinstance(node, ast.ClassDef)
+            else MAX_FUNCTION_LINES
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            else None
+        )
+        if limit is not None and node.end_lineno is not None:
+            lines = node.end_lineno - node.lineno + 1
+            if lines > limit:
+                yield f"{node.name}: {lines} lines"
+
+
+def test_no_class_over_300_lines_and_no_function_over_60() -> None:
+    wrong = [f"{rel(path)}: {unit}" for path in sources() for unit in too_long(tree(path))]
+    assert wrong == []
+
+
+def test_the_size_check_sees_a_long_class_and_a_long_method() -> None:
+    body = "\n".join(f"        x = {i}" for i in range(61))
+    source = f"class Big:\n    def long(self):\n{body}\n" + "    y = 0\n" * 240
+    assert list(too_long(ast.parse(source))) == ["Big: 303 lines", "long: 62 lines"]
 
 
 def test_each_lazy_door_names_modules_that_define_its_public_names() -> None:

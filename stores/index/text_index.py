@@ -108,6 +108,32 @@ def _weighed(schema: tantivy.Schema, field: str, term: str, boost: float) -> tan
     return query if boost == 1.0 else tantivy.Query.boost_query(query, boost)
 
 
+def _distinct(analyzer: tantivy.TextAnalyzer, text: str) -> list[str]:
+    seen: dict[str, None] = {}
+    for term in analyzer.analyze(text):
+        seen.setdefault(term, None)
+        if len(seen) >= _MAX_QUERY_TERMS:
+            break
+    return list(seen)
+
+
+def _filters(
+    schema: tantivy.Schema, category: str | None, tags: Iterable[str], project: str | None
+) -> list[tuple[tantivy.Occur, tantivy.Query]]:
+    out = []
+    if project is not None:  # the project's own memories, or global ones
+        either = [
+            (tantivy.Occur.Should, tantivy.Query.term_query(schema, "proj", value))
+            for value in (project, GLOBAL)
+        ]
+        out.append((tantivy.Occur.Must, tantivy.Query.boolean_query(either)))
+    if category:
+        out.append((tantivy.Occur.Must, tantivy.Query.term_query(schema, "cat", category)))
+    for tag in tags:
+        out.append((tantivy.Occur.Must, tantivy.Query.term_query(schema, "tag", tag)))
+    return out
+
+
 class IndexWriter:
     """A writer held only for one batch of changes (Tantivy allows one writer per index)."""
 
@@ -272,7 +298,7 @@ class TextIndex:
         if not total or not terms:
             return {}
         schema = self._index.schema
-        scope = self._filters(schema, None, (), project)
+        scope = _filters(schema, None, (), project)
         in_scope = _count(searcher, tantivy.Query.boolean_query(scope))
         weights: dict[str, float] = {}
         for term in terms:
@@ -331,25 +357,14 @@ class TextIndex:
             df = searcher.doc_freq("body", term)
             if pending is not None:
                 df += len(pending.holding("body", term))
-            weights[term] = math.log(1 + (total - df + 0.5) / (df + 0.5))
+            weights[term] = _idf(total, df)
         return weights
 
     def terms(self, text: str) -> list[str]:
         """The distinct index terms of query `text`, in order, capped: English stop-words are
         dropped unless the query is made only of them (stored text keeps every word)."""
         prepared = _prepare(text)
-        return self._distinct(self._query_analyzer, prepared) or self._distinct(
-            self._analyzer, prepared
-        )
-
-    @staticmethod
-    def _distinct(analyzer: tantivy.TextAnalyzer, text: str) -> list[str]:
-        seen: dict[str, None] = {}
-        for term in analyzer.analyze(text):
-            seen.setdefault(term, None)
-            if len(seen) >= _MAX_QUERY_TERMS:
-                break
-        return list(seen)
+        return _distinct(self._query_analyzer, prepared) or _distinct(self._analyzer, prepared)
 
     def search(
         self,
@@ -393,7 +408,7 @@ class TextIndex:
             for term in terms
         ]
         query_terms = tantivy.Query.boolean_query(should)
-        filters = self._filters(schema, category, tags, project)
+        filters = _filters(schema, category, tags, project)
         # the terms alone when nothing filters: the same scores, and Tantivy prunes a plain
         # union of terms faster than one wrapped as a required clause (7.6 -> 6.1 ms a
         # LoCoMo question at a million memories)
@@ -420,20 +435,3 @@ class TextIndex:
     def _found_damage(self, exc: Exception) -> None:
         logger.error("the text index at %s is damaged (%s); it is rebuilt", self._path, exc)
         self.damaged = True
-
-    @staticmethod
-    def _filters(
-        schema: tantivy.Schema, category: str | None, tags: Iterable[str], project: str | None
-    ) -> list[tuple[tantivy.Occur, tantivy.Query]]:
-        out = []
-        if project is not None:  # the project's own memories, or global ones
-            either = [
-                (tantivy.Occur.Should, tantivy.Query.term_query(schema, "proj", value))
-                for value in (project, GLOBAL)
-            ]
-            out.append((tantivy.Occur.Must, tantivy.Query.boolean_query(either)))
-        if category:
-            out.append((tantivy.Occur.Must, tantivy.Query.term_query(schema, "cat", category)))
-        for tag in tags:
-            out.append((tantivy.Occur.Must, tantivy.Query.term_query(schema, "tag", tag)))
-        return out

@@ -53,7 +53,13 @@ from dreamwell.stores import CrossEncoderReranker, Embedder, OnnxE5, OnnxMiniLM,
 from dreamwell.stores.index import text_index
 from dreamwell.stores.index.hybrid_rank import CONTEXT_WEIGHT
 from dreamwell.stores.index.stopwords import ENGLISH_STOPWORDS
-from dreamwell.stores.index.text_index import CONTEXT_BOOST, IndexDoc, TextIndex, _prepare
+from dreamwell.stores.index.text_index import (
+    CONTEXT_BOOST,
+    IndexDoc,
+    TextIndex,
+    _distinct,
+    _prepare,
+)
 
 Hits = list[tuple[str, float]]
 # contextual window: weights of the neighbours at distance 1, 2, ... on both sides, or a pair
@@ -82,7 +88,7 @@ class KeepStopwords(TextIndex):
     """The analyser as it was before query stop-words were dropped (for 'today')."""
 
     def terms(self, text: str) -> list[str]:
-        return self._distinct(self._analyzer, _prepare(text))
+        return _distinct(self._analyzer, _prepare(text))
 
 
 @dataclass
