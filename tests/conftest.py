@@ -12,7 +12,15 @@ from mcp import Client
 
 from dreamwell.server.config import Settings
 from dreamwell.server.mcp.app import build_server
+from tests.support.claude_code import close_all
 from tests.support.s3server import SeaweedS3, weed_binary
+
+
+@pytest.fixture(autouse=True)
+def _stop_resident_hooks() -> Iterator[None]:
+    """The resident hook processes a test's Claude Code users started, stopped by pid."""
+    yield
+    close_all()
 
 
 @pytest.fixture

@@ -107,10 +107,22 @@ def _quoted(text: str, platform: str) -> str:
     return shlex.quote(text)
 
 
+def hook_runner(command: str, platform: str) -> list[str]:
+    """What each hook command starts with. On POSIX: this interpreter running the hooks'
+    lean client (server/hooks/client.py, -I -S: no site-packages to import), which hands
+    the hook to a resident process and falls back to `dreamwell hook` itself; on Windows,
+    which has no Unix sockets for it, `dreamwell hook`."""
+    if platform == "win32":
+        return [command, "hook"]
+    from dreamwell.server.hooks import client
+
+    return [sys.executable, "-I", "-S", str(Path(client.__file__))]
+
+
 def hook_command(
-    command: str, event: str, data_dir: Path | None, platform: str, dream: bool = False
+    runner: list[str], event: str, data_dir: Path | None, platform: str, dream: bool = False
 ) -> str:
-    parts = [_quoted(command, platform), "hook", event]
+    parts = [*(_quoted(p, platform) for p in runner), event]
     if data_dir is not None:
         parts += ["--data-dir", _quoted(str(data_dir), platform)]
     if dream and event == "session-end":  # the hook that starts the dream
@@ -119,8 +131,11 @@ def hook_command(
 
 
 def is_ours(hook: Any) -> bool:
+    """A hook install wrote: `dreamwell hook EVENT` (as written before the client, and on
+    Windows) or the client."""
     text = str(hook.get("command", "")) if isinstance(hook, dict) else ""
-    return "dreamwell" in text and " hook " in f"{text} "
+    words = f" {text} ".replace("\\", "/")
+    return "dreamwell" in text and (" hook " in words or "/hooks/client.py " in words)
 
 
 # ---- edits ------------------------------------------------------------------------------------
@@ -243,7 +258,8 @@ def plan(
             else where.app_config("Code", "User", "mcp.json")
         )
         return [Change(path, set_server("servers", entry, remove))]
-    commands = {e: hook_command(command, e, data_dir, where.platform, dream) for e in EVENTS}
+    runner = hook_runner(command, where.platform)
+    commands = {e: hook_command(runner, e, data_dir, where.platform, dream) for e in EVENTS}
     servers = project / ".mcp.json" if project else where.home / ".claude.json"
     settings = (project or where.home) / ".claude" / "settings.json"
     edits = [set_hooks(commands, remove)] + ([set_allow(remove)] if allow or remove else [])

@@ -1,9 +1,13 @@
-"""Claude Code's hooks (SPEC §8): `dreamwell hook EVENT`, a fresh process per event that
-must never break the user's prompt. entry.py parses the command, events.py runs each event,
+"""Claude Code's hooks (SPEC §8), which must never break the user's prompt. On POSIX install
+writes client.py as the hook command (standard library only, under `python -I -S`): it hands
+each hook to resident.py, a process per configuration that keeps the modules imported, or runs
+`dreamwell hook EVENT` itself when none answers (and starts one). entry.py parses that
+command, events.py runs each event (in the hook's process or the resident's),
 settings.py reads the few settings a hook needs without pydantic, skills.py picks the skills
 shown, transcript.py reads what is new in a transcript, refresh.py rebuilds the hooks'
 snapshot in the background, and stats.py says what the hooks did lately.
 
-Public: entry.hook_main, events.EVENTS and hook_command, stats.hook_lines and hook_activity.
+Public: entry.hook_main, events.EVENTS, hook_command and hook_output, stats.hook_lines and
+hook_activity; client.py and resident.py are run as scripts.
 May import: server.mcp.recall_text, server.flags, server.cli.parsing (entry.py only, for the
 arguments its own reading leaves to argparse), dreamwell.stores."""

@@ -321,23 +321,31 @@ def run_hook(event: str, dirs: DataDir, settings: HookSettings, raw: bytes) -> s
 
 
 def hook_command(settings: HookSettings, event: str, tenant: str | None) -> int:
-    """Run one hook: print its text on success; on any failure print nothing, log one line
-    to hooks.log and still exit 0."""
+    """Run one hook as a process: print its text on success; on any failure print nothing,
+    log one line to hooks.log and still exit 0."""
+    out = hook_output(settings, event, tenant, sys.stdin.buffer.read(MAX_INPUT))
+    if out:
+        sys.stdout.write(out)
+        sys.stdout.flush()
+    return 0
+
+
+def hook_output(
+    settings: HookSettings, event: str, tenant: str | None, raw: bytes, via: str = ""
+) -> str:
+    """What one hook prints for the hook JSON `raw` ("" on any failure, logged as one line
+    to hooks.log): run by the hook's own process or by the resident (resident.py, `via`)."""
     began = time.perf_counter()
     dirs = DataDir(settings.data_dir)
     try:
         dirs = dirs.tenant(tenant or "")
-        out = run_hook(event, dirs, settings, sys.stdin.buffer.read(MAX_INPUT))
+        out = run_hook(event, dirs, settings, raw)
     except Exception as exc:
         fail_log(dirs, f"{event} failed: {type(exc).__name__}: {exc}")
-        return 0
-    if out:
-        sys.stdout.write(out + "\n")
-        sys.stdout.flush()
-    hooks_log(
-        dirs, f"{event} ok: {len(out)} chars in {1000 * (time.perf_counter() - began):.0f} ms"
-    )
-    return 0
+        return ""
+    took = 1000 * (time.perf_counter() - began)
+    hooks_log(dirs, f"{event} ok: {len(out)} chars in {took:.0f} ms{via}")
+    return out + "\n" if out else ""
 
 
 def fail_log(dirs: DataDir, line: str) -> None:

@@ -33,7 +33,12 @@ from scale_bench import pct  # noqa: E402
 from search_scale_bench import build  # noqa: E402
 
 from tests.support.anthropic_api import AnthropicAPI, Turn  # noqa: E402
-from tests.support.claude_code import ClaudeHome, connected_in, hook_waits  # noqa: E402
+from tests.support.claude_code import (  # noqa: E402
+    ClaudeHome,
+    close_all,
+    connected_in,
+    hook_waits,
+)
 from tests.support.servers import from_mcp_json  # noqa: E402
 from tests.support.wire import CLAUDE_CODE  # noqa: E402
 
@@ -135,4 +140,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        close_all()  # the resident hook processes the runs started

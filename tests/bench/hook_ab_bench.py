@@ -38,7 +38,7 @@ from scale_bench import pct  # noqa: E402
 from search_scale_bench import build  # noqa: E402
 
 from tests.support.anthropic_api import AnthropicAPI, Turn  # noqa: E402
-from tests.support.claude_code import ClaudeHome, hook_waits  # noqa: E402
+from tests.support.claude_code import ClaudeHome, close_all, hook_waits  # noqa: E402
 
 HOOKS = {"SessionStart": "session-start", "UserPromptSubmit": "user-prompt", "Stop": "stop"}
 # the console script pip writes, with the code's folder first on sys.path
@@ -243,4 +243,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        close_all()  # the resident hook processes the runs started

@@ -19,6 +19,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -28,6 +29,7 @@ import pytest
 
 from tests.support import ROOT
 from tests.support.anthropic_api import AnthropicAPI
+from tests.support.hooks import stop_residents
 
 CLAUDE_CODE_VERSION = (ROOT / ".ci" / "claude-code-version").read_text().strip()
 DREAMWELL = Path(sys.executable).parent / "dreamwell"
@@ -105,6 +107,14 @@ def mcp_lines(timeline: list[str], server: str = "dreamwell") -> list[str]:
     return [line for line in timeline if f'MCP server "{server}"' in line]
 
 
+OPEN: list[ClaudeHome] = []  # closed after each test (tests/conftest.py)
+
+
+def close_all() -> None:
+    while OPEN:
+        OPEN.pop().close()
+
+
 class ClaudeHome:
     """A temp HOME for one Claude Code user: its config, its data directory, its projects."""
 
@@ -117,6 +127,14 @@ class ClaudeHome:
         self.data_dir = self.home / ".local" / "share" / "dreamwell"
         self.binary = claude_binary()
         self.extra_env: dict[str, str] = {}  # beats env()'s own values
+        # the hooks' resident processes (server/hooks/resident.py) keep their sockets here:
+        # a short path (a socket's has at most ~107 bytes); stopped after the test (close())
+        self.run_dir = Path(tempfile.mkdtemp(prefix="dw", dir="/tmp"))
+        OPEN.append(self)
+
+    def close(self) -> None:
+        """Stop the resident hook processes this user's hooks started."""
+        stop_residents(self.run_dir)
 
     def env(self, api: AnthropicAPI | None = None) -> dict[str, str]:
         keep = ("PATH", "LANG", "LC_ALL", "TMPDIR", "CI", "SYSTEMROOT")
@@ -133,6 +151,7 @@ class ClaudeHome:
             DISABLE_ERROR_REPORTING="1",
             TERM="dumb",
             DREAMWELL_EMBEDDER="none",
+            XDG_RUNTIME_DIR=str(self.run_dir),
         )
         env["PATH"] = f"{DREAMWELL.parent}{os.pathsep}{env.get('PATH', '')}"
         if api is not None:

@@ -3,8 +3,12 @@ transcript JSONL written like Claude Code's."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
+import signal
+import socket
 import subprocess
 import sys
 import time
@@ -12,6 +16,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from dreamwell.server.hooks import client as client_module
 from dreamwell.server.hooks.refresh import refresh
 from dreamwell.stores import CONVERSATION, RECALL, JsonlLog, LongTermStore, MemoryEntry, utcnow
 from dreamwell.stores.layout import DataDir
@@ -45,6 +50,71 @@ def hook(
     return subprocess.CompletedProcess(
         done.args, done.returncode, done.stdout.decode(), done.stderr.decode()
     )
+
+
+CLIENT = Path(client_module.__file__)
+
+
+def lean_hook(
+    event: str, payload: dict[str, Any] | bytes, data: Path, run: Path, *extra: str
+) -> subprocess.CompletedProcess[str]:
+    """The hook as install writes it on POSIX: the lean client (server/hooks/client.py) under
+    `python -I -S`, its residents' sockets in `run` (its XDG_RUNTIME_DIR)."""
+    raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    env = {**os.environ, "DREAMWELL_EMBEDDER": "none", "XDG_RUNTIME_DIR": str(run)}
+    command = [sys.executable, "-I", "-S", str(CLIENT), event, "--data-dir", str(data), *extra]
+    done = subprocess.run(command, input=raw, capture_output=True, timeout=60, env=env)
+    return subprocess.CompletedProcess(
+        done.args, done.returncode, done.stdout.decode(), done.stderr.decode()
+    )
+
+
+def residents(run: Path) -> list[int]:
+    """The pids of the resident hook processes started with `run` as their XDG_RUNTIME_DIR
+    (from /proc: also those starting, or giving up, that wrote no pid file)."""
+    wanted = f"XDG_RUNTIME_DIR={run}".encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            command = (proc / "cmdline").read_bytes()
+            environ = (proc / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"dreamwell.server.hooks.resident" in command and wanted in environ:
+            found.append(int(proc.name))
+    return sorted(pid for pid in found if _running(pid))
+
+
+def wait_for_resident(run: Path, timeout: float = 30.0) -> int:
+    """The pid of the one resident in `run`, once its socket answers."""
+    deadline = time.monotonic() + timeout
+    while True:
+        pids = residents(run)
+        if len(pids) == 1 and any(map(_answers, (run / "dreamwell").glob("*.sock"))):
+            return pids[0]
+        assert time.monotonic() < deadline, "no resident hook process started"
+        time.sleep(0.02)
+
+
+def _answers(path: Path) -> bool:
+    """Whether a process listens on the socket at `path` (a dead one's refuses)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+    return True
+
+
+def stop_residents(run: Path) -> None:
+    """Stop, by their pids, the resident hook processes of `run`, and remove it."""
+    for pid in residents(run):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        wait_for_pid(pid, timeout=10)
+    shutil.rmtree(run, ignore_errors=True)
 
 
 def prompt(session: str, text: str, cwd: str = "/work/proj", **more: Any) -> dict[str, Any]:

@@ -6,16 +6,21 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dreamwell.server.cli.install import InstallError, Where, apply, plan
+from dreamwell.server.hooks import client as hook_client
 from tests.support.cli import dreamwell
 
 CMD = "/opt/dw/bin/dreamwell"
+# a hook on POSIX: this interpreter runs the lean client (server/hooks/client.py)
+HOOK = f"{shlex.quote(sys.executable)} -I -S {shlex.quote(str(Path(hook_client.__file__)))}"
 EXPECTED = {  # (client, platform) -> the files written, relative to the home
     ("claude-code", "linux"): [".claude.json", ".claude/settings.json"],
     ("claude-code", "darwin"): [".claude.json", ".claude/settings.json"],
@@ -81,7 +86,7 @@ def test_claude_code_gets_the_five_hooks_with_a_timeout(tmp_path: Path) -> None:
     [[prompt]] = [g["hooks"] for g in hooks["UserPromptSubmit"]]
     assert prompt == {
         "type": "command",
-        "command": f"{CMD} hook user-prompt --data-dir '/data/my dw'",
+        "command": f"{HOOK} user-prompt --data-dir '/data/my dw'",
         "timeout": 10,
     }
     server = read(tmp_path / ".claude.json")["mcpServers"]["dreamwell"]
@@ -114,7 +119,7 @@ def test_merging_keeps_every_other_key_and_a_backup(tmp_path: Path) -> None:
     assert hooks["model"] == "opus"
     assert [h["command"] for g in hooks["hooks"]["Stop"] for h in g["hooks"]] == [
         "notify-send hi",
-        f"{CMD} hook stop",
+        f"{HOOK} stop",
     ]
 
 
@@ -270,3 +275,21 @@ def test_claude_code_keeps_the_skills_as_folders_until_uninstalled(tmp_path: Pat
     gone = install("claude-code", "--uninstall", home=tmp_path)
     assert gone.returncode == 0 and not folder.exists()
     assert f"removed 1 skill folders dreamwell wrote in {folder.parent}" in gone.stdout
+
+
+def test_hooks_written_before_the_lean_client_are_replaced_and_uninstalled(
+    tmp_path: Path,
+) -> None:
+    """`dreamwell hook EVENT` (what install wrote before, and still writes on Windows) is
+    ours: a new install replaces it with the client, --uninstall removes either."""
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    old = {"type": "command", "command": f"{CMD} hook stop", "timeout": 10}
+    mine = {"type": "command", "command": "notify-send hi"}
+    settings.write_text(json.dumps({"hooks": {"Stop": [{"hooks": [old]}, {"hooks": [mine]}]}}))
+    run("claude-code", tmp_path)
+    stop = [h["command"] for g in read(settings)["hooks"]["Stop"] for h in g["hooks"]]
+    assert stop == ["notify-send hi", f"{HOOK} stop"]
+    settings.write_text(json.dumps({"hooks": {"Stop": [{"hooks": [old]}, {"hooks": [mine]}]}}))
+    run("claude-code", tmp_path, remove=True)
+    assert read(settings)["hooks"] == {"Stop": [{"hooks": [mine]}]}

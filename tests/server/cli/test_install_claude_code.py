@@ -54,6 +54,12 @@ def test_a_memory_saved_in_one_session_reaches_the_next_sessions_first_request(
         opening = api.main_requests()[0]
     assert second.returncode == 0, second.stderr
     assert FACT in messages_text(opening)
+    # the first session's first hook found no resident and started one: the second session's
+    # hooks were answered by it (server/hooks/resident.py)
+    log = (home.data_dir / "hooks.log").read_text().splitlines()
+    assert not log[0].endswith("(resident)"), log
+    started = [line for line in log if " session-start ok: " in line]
+    assert len(started) == 2 and started[1].endswith("(resident)"), log
 
 
 RELEASE = (

@@ -36,11 +36,11 @@ def test_install_dream_turns_on_claude_code_as_the_llm_and_says_so(tmp_path: Pat
     assert "200,000 tokens a cycle" in said and "without --dream" in said
     server = read(tmp_path / ".claude.json")["mcpServers"]["dreamwell"]
     assert server["args"] == ["serve", "--llm-provider", "claude-code"]
-    assert session_end(tmp_path).endswith(" hook session-end --llm-provider claude-code")
+    assert session_end(tmp_path).endswith("client.py session-end --llm-provider claude-code")
     again = install("claude-code", home=tmp_path)
     assert "llm_provider" not in again.stdout
     assert read(tmp_path / ".claude.json")["mcpServers"]["dreamwell"]["args"] == ["serve"]
-    assert session_end(tmp_path).endswith(" hook session-end")
+    assert session_end(tmp_path).endswith("client.py session-end")
 
 
 def test_dream_is_for_claude_code_only(tmp_path: Path) -> None:
