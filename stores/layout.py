@@ -189,6 +189,12 @@ class DataDir:
         """The usage log's name (a JsonlLog in this directory)."""
         return "skill-usage.jsonl"
 
+    @property
+    def mcp_lists(self) -> Path:
+        """The MCP server's last answers to the list requests (tools, prompts, resources),
+        which the next stdio server answers from while it loads."""
+        return self.root / "mcp-lists.json"
+
     # ---- client hooks (`dreamwell hook`) ------------------------------------------------
     @property
     def hooks(self) -> Path:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from dreamwell.server.config import Settings
     from dreamwell.server.transports.early import EarlyStdio
+    from dreamwell.stores import DataDir
 
 logger = logging.getLogger("dreamwell")
 
@@ -94,6 +95,11 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     elif settings.transport != "stdio":
         sys.stderr.write(served_at(settings) + "\n")
     handover = early.hand_over() if early is not None else None
+    if handover is not None and handover.listed:
+        logger.info(
+            "answered %s before loading the server, as the last server did",
+            ", ".join(sorted(set(handover.listed.values()))),
+        )
     if handover is not None and handover.loaded_then is not None:
         logger.info(
             "answered the handshake before loading the server; of %s, loaded then: %s",
@@ -290,8 +296,14 @@ def _early_stdio(given: list[str]) -> EarlyStdio | None:
 
     if not early.wanted(_flag(given, "--transport")):
         return None
-    problem = _data_dir_problem(_flag(given, "--data-dir"))
-    started = early.EarlyStdio().start()
+    where = _local_data_dir(_flag(given, "--data-dir"))
+    problem = where.unusable() if where is not None else None
+    lists = None
+    if where is not None and problem is None:
+        from dreamwell.server.transports.early_lists import ListCache, cache_key
+
+        lists = ListCache(where.mcp_lists, cache_key())
+    started = early.EarlyStdio(lists=lists).start()
     if problem is not None:  # before the settings: the client hears this, whatever else
         raise SystemExit(refuse(started, problem))
     return started
@@ -308,15 +320,14 @@ def _flag(given: list[str], name: str) -> str | None:
     return found
 
 
-def _data_dir_problem(flag: str | None) -> str | None:
-    """Why the local data directory cannot be used (read the way a hook reads it)."""
+def _local_data_dir(flag: str | None) -> DataDir | None:
+    """The local data directory, read the way a hook reads it (None: an object store,
+    reached once the settings are read)."""
     from dreamwell.server.hooks.settings import data_dir
     from dreamwell.stores import DataDir
 
     given = flag or os.environ.get("DREAMWELL_DATA_DIR") or ""
-    if "://" in given:  # an object store: reached once the settings are read
-        return None
-    return DataDir(data_dir(flag)).unusable()
+    return None if "://" in given else DataDir(data_dir(flag))
 
 
 def refuse(early: EarlyStdio | None, message: str, code: int = 1) -> int:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dreamwell.server.mcp import handshake
+from dreamwell.server.transports import early_lists
 
 CHUNK = 1 << 16
 REFUSING_FOR = 30.0  # seconds a server that cannot start keeps answering before it leaves
@@ -49,6 +50,8 @@ class Handover:
     data: bytes = b""
     answered: dict[Any, list[dict[str, Any]]] = field(default_factory=dict)
     loaded_then: list[str] | None = None  # of HEAVY, loaded at the first reply (None: none sent)
+    lists: early_lists.ListCache | None = None  # for the SDK's answers to list requests
+    listed: dict[Any, str] = field(default_factory=dict)  # list requests answered: id -> method
 
     def take(self, key: Any) -> dict[str, Any] | None:
         """The early reply under `key` (see `sent_key`), once (None: the SDK's goes out)."""
@@ -93,14 +96,16 @@ def sent_key(message: dict[str, Any]) -> Any:
 
 
 class EarlyStdio:
-    """Reads stdin (fd 0) on a thread and answers handshake frames on stdout (fd 1).
+    """Reads stdin (fd 0) on a thread and answers handshake frames on stdout (fd 1), and,
+    to a client that listens for list changes, the list requests from `lists` (the last
+    server's answers, server/transports/early_lists.py).
 
     A handshake reply waits until the server has read its settings and checked its data
     directory (`ready`), so that a server that cannot start says why in its answer to the
     handshake (`refuse`), but never longer than `hold` seconds after `start`: then it is
     answered anyway, and a failure reaches the client as the answer to its next request."""
 
-    def __init__(self, hold: float = HOLD) -> None:
+    def __init__(self, hold: float = HOLD, lists: early_lists.ListCache | None = None) -> None:
         self._lines: list[bytes] = []  # whole frames read, newline included
         self._tail = b""  # the frame being read
         self._handled = 0  # frames of _lines answered or let through
@@ -115,6 +120,8 @@ class EarlyStdio:
         self._lock = threading.Lock()
         self._hold = hold
         self._deadline = 0.0
+        self._lists = lists
+        self._listed: dict[Any, str] = {}
         self._stop_r, self._stop_w = os.pipe()
         self._thread = threading.Thread(target=self._run, name="dreamwell-early-stdio", daemon=True)
 
@@ -165,6 +172,10 @@ class EarlyStdio:
                 found = None
             else:
                 key, found = early_reply(frame)
+                if found is None and self._lists is not None and self._listening():
+                    key, found = frame.get("id"), self._lists.reply(frame)
+                    if found is not None:
+                        self._listed[key] = frame["method"]
                 if found is not None and not self._decided and time.monotonic() < self._deadline:
                     return
                 self._legacy = found is not None and frame["method"] == "initialize"
@@ -175,6 +186,10 @@ class EarlyStdio:
             elif handshake.method(frame) is not None:
                 self._waiting.append(frame)  # for the SDK to answer (or `refuse`)
             self._handled += 1
+
+    def _listening(self) -> bool:
+        """Whether a `subscriptions/listen` was acknowledged here (see early_lists.py)."""
+        return any(isinstance(key, tuple) and key[0] == "ack" for key in self._sent)
 
     def _write(self, reply: dict[str, Any]) -> None:
         if self._loaded_then is None:
@@ -205,7 +220,9 @@ class EarlyStdio:
         with self._lock:
             kept = [line for line in self._lines if not self._superseded(line)]
             answered = {key: sent for key, sent in self._sent.items() if sent}
-            return Handover(b"".join(kept) + self._tail, answered, self._loaded_then)
+            return Handover(
+                b"".join(kept) + self._tail, answered, self._loaded_then, self._lists, self._listed
+            )
 
     def _superseded(self, line: bytes) -> bool:
         """A discover (or listen) answered here, when an `initialize` was answered here after

@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from dreamwell.server.mcp import sdk
 from dreamwell.server.mcp.handshake import ACKNOWLEDGED
 from dreamwell.server.transports.early import Handover, sent_key
+from dreamwell.server.transports.early_lists import of_request
 from dreamwell.server.transports.wire import PipeReader, claimed_stdin, claimed_stdout
 
 logger = logging.getLogger(__name__)
@@ -131,14 +132,20 @@ _LIST_CHANGED = {
     "promptsListChanged": "notifications/prompts/list_changed",
     "resourcesListChanged": "notifications/resources/list_changed",
 }
+_KIND_OF_LIST = {
+    "tools/list": "toolsListChanged",
+    "prompts/list": "promptsListChanged",
+    "resources/list": "resourcesListChanged",
+    "resources/templates/list": "resourcesListChanged",
+}
 
 
-def _changed_meanwhile(ack: Any, body: dict[str, Any]) -> list[Any]:
+def _changed_meanwhile(ack: Any, body: dict[str, Any], kinds: set[str] | None = None) -> list[Any]:
     """The list-changed notifications, on the acknowledged listen stream, of every kind the
-    acknowledgement `body` (of the message `ack`) honoured."""
+    acknowledgement `body` (of the message `ack`) honoured (of `kinds` only, when given)."""
     params = body.get("params") or {}
     meta = params.get("_meta") or {}
-    kinds = [k for k, on in (params.get("notifications") or {}).items() if on]
+    honoured = [k for k, on in (params.get("notifications") or {}).items() if on]
     message = type(ack.message)
     return [
         SessionMessage(
@@ -147,8 +154,8 @@ def _changed_meanwhile(ack: Any, body: dict[str, Any]) -> list[Any]:
             ),
             ack.metadata,
         )
-        for k in kinds
-        if k in _LIST_CHANGED
+        for k in honoured
+        if k in _LIST_CHANGED and (kinds is None or k in kinds)
     ]
 
 
@@ -156,33 +163,65 @@ class AnsweringWriteStream:
     """The transport's write stream, noting which requests have been answered; a reply to a
     request answered before the SDK loaded (`early`) is not sent twice."""
 
-    def __init__(self, inner: Any, pending: set[Any], early: Handover | None = None) -> None:
+    def __init__(
+        self,
+        inner: Any,
+        pending: set[Any],
+        early: Handover | None = None,
+        lists_asked: dict[Any, tuple[str, str]] | None = None,
+    ) -> None:
         self._inner = inner
         self._pending = pending
         self._early = early
         self._catch_up: list[Any] = []
+        self._lists_asked = lists_asked if lists_asked is not None else {}
+        self._ack: tuple[Any, dict[str, Any]] | None = None  # the SDK's listen acknowledgement
+        self._stale: set[str] = set()  # kinds answered early that the SDK answers otherwise
 
     async def send(self, item: Any) -> None:
         if self._early is None or not self._early.answered or not self._answered_early(item):
             await self._inner.send(item)
         await self.send_caught_up()
-        self._pending.discard(_request_id_of(item, method=False))
+        answered = _request_id_of(item, method=False)
+        self._pending.discard(answered)
+        if answered is not None and answered in self._lists_asked:
+            self._keep_list(self._lists_asked.pop(answered), item)
+
+    def _keep_list(self, wanted: tuple[str, str], item: Any) -> None:
+        """The SDK's answer to a list request, kept for the next server to answer from while
+        it loads (server/transports/early_lists.py)."""
+        if self._early is not None and self._early.lists is not None:
+            ours = json.loads(item.message.model_dump_json(by_alias=True, exclude_unset=True))
+            self._early.lists.record(wanted, ours.get("result"))
 
     def _answered_early(self, item: Any) -> bool:
         """Whether this message went out before the SDK loaded (then it is not sent again)."""
         assert self._early is not None
         ours = json.loads(item.message.model_dump_json(by_alias=True, exclude_unset=True))
         sent = self._early.take(sent_key(ours))
-        if sent is not None and sent != ours:
+        listed = self._early.listed.pop(ours.get("id"), None) if sent is not None else None
+        if listed is not None:  # answered from the last server's lists: announce a change
+            if sent != ours and self._ack is not None:
+                self._catch_up = _changed_meanwhile(*self._ack, {_KIND_OF_LIST[listed]})
+            elif sent != ours:  # before the SDK acknowledged the listen: announced then
+                self._stale.add(_KIND_OF_LIST[listed])
+        elif sent is not None and sent != ours:
             logger.warning("the handshake answered early differed from the SDK's: %s", ours)
         if sent is not None and ours.get("method") == ACKNOWLEDGED:
-            self._catch_up = _changed_meanwhile(item, ours)
+            self._ack = (item, ours)
+            # the lists answered early are compared with the SDK's own answers instead
+            early_kinds = {_KIND_OF_LIST[m] for m in self._early.listed.values()}
+            kinds = (set(_LIST_CHANGED) - early_kinds) | self._stale
+            self._catch_up = _changed_meanwhile(item, ours, kinds)
         return sent is not None
 
     async def send_caught_up(self) -> None:
         """After the SDK's own acknowledgement of a listen answered early: the client was told
         it listens before the server could hear a change, so what changed meanwhile (a skill
-        written while the SDK loaded) is announced once, as the lists it asked to hear of."""
+        written while the SDK loaded) is announced once, as the lists it asked to hear of;
+        a list answered early from the last server's (early_lists.py) is announced only when
+        the SDK's own answer differs (a client told of a change asks again, and Claude Code
+        asking while it stops a short session waited seconds for a server gone)."""
         catch_up, self._catch_up = self._catch_up, []
         for notification in catch_up:
             await self._inner.send(notification)
@@ -208,11 +247,13 @@ class ReplyingReadStream:
         write: Any,
         on_eof: Callable[[], None] | None = None,
         pending: set[Any] | None = None,
+        lists_asked: dict[Any, tuple[str, str]] | None = None,
     ) -> None:
         self._inner = inner
         self._write = write
         self._on_eof = on_eof
         self._pending = pending if pending is not None else set()
+        self._lists_asked = lists_asked if lists_asked is not None else {}
 
     async def _drain(self) -> None:
         with anyio.move_on_after(DRAIN_SECONDS):
@@ -235,11 +276,19 @@ class ReplyingReadStream:
             if not isinstance(item, Exception):
                 if (rid := _request_id_of(item, method=True)) is not None and not _long(item):
                     self._pending.add(rid)
+                    self._note_list(rid, item)
                 return item
             reply = error_reply(item)
             if reply is not None:
                 logger.info("answered an unreadable stdio frame: %s", reply.error.message)
                 await self._write.send(SessionMessage(reply))
+
+    def _note_list(self, rid: Any, item: Any) -> None:
+        message = item.message
+        frame = {"id": rid, "method": message.method, "params": getattr(message, "params", None)}
+        wanted = of_request(frame)
+        if wanted is not None:
+            self._lists_asked[rid] = wanted
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -276,13 +325,14 @@ async def run_stdio(
     `early`: what was read and answered before the SDK loaded (server/transports/early.py)."""
     lowlevel = sdk.lowlevel(mcp)
     pending: set[Any] = set()
+    lists_asked: dict[Any, tuple[str, str]] = {}  # list requests' ids (early_lists.py)
     first = early.data if early is not None else b""
     with claimed_stdin(first) as stdin, claimed_stdout() as stdout:
         if first and not isinstance(stdin, PipeReader):
             raise RuntimeError("stdin was read early, but the SDK's stdio cannot be served")
         async with stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream):
             await lowlevel.run(
-                ReplyingReadStream(read_stream, write_stream, on_eof, pending),
-                AnsweringWriteStream(write_stream, pending, early),
+                ReplyingReadStream(read_stream, write_stream, on_eof, pending, lists_asked),
+                AnsweringWriteStream(write_stream, pending, early, lists_asked),
                 lowlevel.create_initialization_options(),
             )

@@ -1,0 +1,80 @@
+"""The list requests answered while the server loads (SPEC §10 "Start fast"): Claude Code in
+print mode sends `tools/list`, `prompts/list`, `resources/list` and `resources/templates/list`
+right after the handshake and waits for the answers before its first model request, and the
+SDK needs ~1.7 s to import before it can give them. So the stdio server keeps its last answers
+(the SDK's own, as sent) in the data directory (`DataDir.mcp_lists`), and the next one answers
+from them while it loads (server/transports/early.py), for the same settings and version only.
+
+They are given only to a client that listens for list changes (a `subscriptions/listen`
+acknowledged early): when the SDK has loaded, that client is told that every list it listens
+to changed (server/transports/stdio.py) and asks again, so a skill added since the last
+session is seen at once. Standard library only (the early reader's rule)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from dreamwell.server.mcp.handshake import META_VERSION, VERSION
+
+METHODS = ("tools/list", "prompts/list", "resources/list", "resources/templates/list")
+
+
+def cache_key(argv: list[str] | None = None, env: dict[str, str] | None = None) -> str:
+    """What the lists depend on besides the store: this version, the command's flags and the
+    `DREAMWELL_*` settings (the tenant, the transport, the skills' settings, ...)."""
+    given = os.environ if env is None else env
+    settings = sorted(f"{k}={v}" for k, v in given.items() if k.startswith("DREAMWELL_"))
+    return json.dumps([VERSION, sys.argv[1:] if argv is None else argv, settings])
+
+
+def of_request(frame: Any) -> tuple[str, str] | None:
+    """(method, protocol version) of a list request that can be answered from the cache: no
+    cursor or other parameter, the version in its `_meta` (2026 era) or "" (None: another)."""
+    if not isinstance(frame, dict) or frame.get("method") not in METHODS or "id" not in frame:
+        return None
+    params = frame.get("params") or {}
+    if not isinstance(params, dict) or set(params) - {"_meta"}:
+        return None
+    meta = params.get("_meta") or {}
+    version = meta.get(META_VERSION, "") if isinstance(meta, dict) else ""
+    return (str(frame["method"]), str(version)) if isinstance(version, str) else None
+
+
+class ListCache:
+    """The last answers, per (method, protocol version), for one cache key."""
+
+    def __init__(self, path: Path, key: str) -> None:
+        self.path = path
+        self.key = key
+        self._answers: dict[str, Any] = {}
+        try:
+            found = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # none yet, or damaged: it is written anew
+            return
+        if isinstance(found, dict) and found.get("key") == key:
+            answers = found.get("answers")
+            self._answers = answers if isinstance(answers, dict) else {}
+
+    def reply(self, frame: Any) -> dict[str, Any] | None:
+        """The answer to list request `frame` as the SDK gave it last time (None: none)."""
+        wanted = of_request(frame)
+        result = self._answers.get(" ".join(wanted)) if wanted else None
+        if not isinstance(result, dict):
+            return None
+        return {"jsonrpc": "2.0", "id": frame["id"], "result": result}
+
+    def record(self, wanted: tuple[str, str], result: Any) -> None:
+        """The SDK's answer to a list request: kept when it differs from the one kept."""
+        name = " ".join(wanted)
+        if not isinstance(result, dict) or self._answers.get(name) == result:
+            return
+        self._answers[name] = result
+        from dreamwell.stores import write_atomic
+
+        with contextlib.suppress(OSError):  # a read-only data directory: answered later
+            write_atomic(self.path, json.dumps({"key": self.key, "answers": self._answers}))

@@ -1,0 +1,87 @@
+"""The list requests answered while the server loads (server/transports/early_lists.py):
+Claude Code waits for `tools/list`, `prompts/list` and `resources/list` before its first model
+request, and the SDK takes ~1.7 s to import. A client that listens for list changes gets the
+last server's answers at once; once the SDK has loaded, a list it answers otherwise is
+announced as changed, and one it answers alike is not (a client told of a change asks again:
+Claude Code, asking while it stopped a short session, waited seconds for a server gone)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.cli import dreamwell
+from tests.support.wire import CLAUDE_CODE, Wire
+
+pytestmark = pytest.mark.anyio
+
+ANSWERED = re.compile(r"answered (.+) before loading the server, as the last server did")
+LISTS = ("tools/list", "prompts/list")
+SKILL = "---\nname: go-release\ndescription: Cut a release of the Go service\n---\n\nmake it\n"
+
+
+async def session(data: Path, listen: bool = True) -> tuple[dict[str, Any], list[str], str]:
+    """Claude Code's opening (the probe, a listen, the lists), then a tool call answered by
+    the SDK, then the end: the list answers by method, the notifications, the server's log."""
+    async with Wire(data, "--log-level", "INFO") as wire:
+        await wire.send_json(CLAUDE_CODE.discover("probe"))
+        await wire.reply()
+        opening = [CLAUDE_CODE.listen("listen:0")] if listen else []
+        opening += [CLAUDE_CODE.request(i, m) for i, m in enumerate(LISTS, 1)]
+        call = CLAUDE_CODE.request(9, "tools/call", name="list_memory_categories", arguments={})
+        await wire.send_json(*opening, call)
+        frames = [await wire.reply()]
+        while frames[-1].get("id") != 9:
+            frames.append(await wire.reply())
+        frames += await wire.close()
+    answers = {LISTS[f["id"] - 1]: f["result"] for f in frames if f.get("id") in (1, 2)}
+    notified = [f["method"] for f in frames if f.get("method", "").endswith("/list_changed")]
+    return answers, notified, wire.stderr()
+
+
+async def test_the_lists_are_answered_before_the_sdk_loads_and_a_change_is_announced(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    first, _, log = await session(data)  # no answers kept yet: the SDK answers
+    assert ANSWERED.search(log) is None and len(first["tools/list"]["tools"]) == 8
+    again, notified, log = await session(data)
+    found = ANSWERED.search(log)
+    assert found is not None and found.group(1) == "prompts/list, tools/list", log
+    assert again == first  # the same answers, given before the SDK loaded
+    assert "notifications/tools/list_changed" not in notified
+    assert "notifications/prompts/list_changed" not in notified
+    source = tmp_path / "src" / "go-release"
+    source.mkdir(parents=True)
+    (source / "SKILL.md").write_text(SKILL)
+    assert (
+        dreamwell("skills", "import", str(source.parent), "--data-dir", str(data)).returncode == 0
+    )
+    stale, notified, _ = await session(data)  # answered early as before the skill came
+    assert stale["prompts/list"] == first["prompts/list"]
+    assert "notifications/prompts/list_changed" in notified  # so the client asks again
+    assert "notifications/tools/list_changed" not in notified
+    fresh, notified, _ = await session(data)
+    names = [p["name"] for p in fresh["prompts/list"]["prompts"]]
+    assert "go-release" in names and "notifications/prompts/list_changed" not in notified
+
+
+async def test_a_client_that_does_not_listen_gets_the_lists_from_the_sdk(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    await session(data)
+    answers, _, log = await session(data, listen=False)
+    assert ANSWERED.search(log) is None and len(answers["tools/list"]["tools"]) == 8
+
+
+async def test_answers_kept_for_other_settings_are_not_given(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    await session(data)
+    kept = json.loads((data / "mcp-lists.json").read_text())
+    kept["key"] = kept["key"].replace("DREAMWELL_", "DREAMWELL_OTHER_")
+    (data / "mcp-lists.json").write_text(json.dumps(kept))
+    _, _, log = await session(data)
+    assert ANSWERED.search(log) is None
