@@ -120,30 +120,11 @@ def maybe_start(data_dir: Path, tenant: str, auto: AutoDream) -> int | None:
 
 
 def _spawn(data_dir: Path, tenant: str, given: tuple[str, ...]) -> int:
-    import shutil  # here, not at the top: a hook with no dream due never pays for them
-    import subprocess
-    import threading
+    from dreamwell.server.detached import start_detached  # a hook with no dream due never pays
 
     command = [sys.executable, "-m", "dreamwell.server", "dream", "--once"]
     command += ["--data-dir", str(data_dir), *(["--tenant", tenant] if tenant else []), *given]
-    nice = shutil.which("nice") if os.name == "posix" else None
-    if nice:
-        command = [nice, "-n", "19", *command]
-    # Windows: the idle priority class, a process group of its own
-    flags = 0x00000040 | 0x00000200 if sys.platform == "win32" else 0
-    child = subprocess.Popen(
-        command,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        close_fds=True,
-        env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
-        creationflags=flags,
-    )
-    # a server reaps it when it ends (a hook exits first: init reaps it then)
-    threading.Thread(target=child.wait, name="auto-dream-reaper", daemon=True).start()
-    return child.pid
+    return start_detached(command, lowest_priority=True)
 
 
 def of_settings(settings: Settings) -> AutoDream:

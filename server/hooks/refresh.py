@@ -9,12 +9,11 @@ takes LanceDB's seconds, which the hook itself must never wait for. One refreshe
 from __future__ import annotations
 
 import contextlib
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
+from dreamwell.server.detached import start_detached
 from dreamwell.stores import DataDir
 
 RETRY_AFTER = 60.0  # seconds after a failed refresh before a hook starts another
@@ -30,19 +29,11 @@ def start_refresh(dirs: DataDir) -> None:
     except FileNotFoundError:
         pass
     dirs.hooks.mkdir(parents=True, exist_ok=True)
-    child = subprocess.Popen(
-        [sys.executable, "-m", "dreamwell.server.hooks.refresh", str(dirs.root)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        close_fds=True,
-        env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
-    )
+    pid = start_detached([sys.executable, "-m", "dreamwell.server.hooks.refresh", str(dirs.root)])
     pids = dirs.hook_refresh_pid
     mode = "a" if pids.exists() and pids.stat().st_size < 4096 else "w"
     with open(pids, mode, encoding="utf-8") as fh:  # for whoever waits for them (tests)
-        fh.write(f"{child.pid}\n")
+        fh.write(f"{pid}\n")
 
 
 def refresh(dirs: DataDir) -> bool:

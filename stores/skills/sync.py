@@ -62,7 +62,7 @@ class SyncReport:
     clashes: dict[str, str] = field(default_factory=dict)  # name -> why it was not written
 
 
-def project_of(skill: Skill) -> str | None:
+def skill_project(skill: Skill) -> str | None:
     """The project key a skill belongs to (None: the user's, everywhere): its record's, else
     its front matter's `metadata` (a folder imported from another machine)."""
     if skill.project:
@@ -185,9 +185,9 @@ def sync_skills(catalog: SkillCatalog, project: Project | None = None) -> list[S
         before = json.dumps(state, sort_keys=True)
         state["generation"] = catalog.generation()
         active = catalog.list("active")
-        wanted = {Path(home): [s for s in active if project_of(s) is None]}
+        wanted = {Path(home): [s for s in active if skill_project(s) is None]}
         if project is not None:
-            mine = [s for s in active if project_of(s) == project[0]]
+            mine = [s for s in active if skill_project(s) == project[0]]
             wanted[project_target(project[1])] = mine
         reports = [
             _sync_target(catalog, state, target, skills) for target, skills in wanted.items()
