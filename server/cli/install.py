@@ -419,8 +419,19 @@ def install_command(settings: Settings, args: argparse.Namespace) -> int:
         return code
     if args.client == "claude-code":
         code = skill_folders(settings.data_dir, where.home / ".claude" / "skills", args.uninstall)
+        if not args.uninstall:
+            prime_lists(server_entry(args.client, this_command(), data_dir, dream), where.home)
     _say(restart_line(args.client, args.uninstall))
     return code
+
+
+def prime_lists(entry: dict[str, Any], home: Path) -> None:
+    """The server, started as Claude Code will start it, answers its lists once, so that the
+    first session gets them while the server loads (server/transports/early_lists.py)."""
+    from dreamwell.server.transports.early_lists import prime
+
+    if prime(entry["args"], entry.get("env") or {}, home):
+        _say("the server answered its tools, prompts and resources once (kept for a fast start)\n")
 
 
 def skill_folders(data_dir: Path, target: Path, remove: bool) -> int:

@@ -78,3 +78,55 @@ class ListCache:
 
         with contextlib.suppress(OSError):  # a read-only data directory: answered later
             write_atomic(self.path, json.dumps({"key": self.key, "answers": self._answers}))
+
+
+PRIME_WAIT = 60.0  # seconds a priming server may take to load and answer
+
+
+def prime(args: list[str], env: dict[str, str], cwd: Path) -> bool:
+    """Have the server as a client's config starts it (`dreamwell ARGS`, `env` over this
+    environment, by this interpreter) answer the lists once, so that its answers are kept before the client's
+    first session: a short session (`claude -p` on a loaded machine) may end before the SDK
+    has loaded, and then nothing is ever kept. Whether the answers are kept now."""
+    import subprocess
+
+    from dreamwell.server.mcp.handshake import META_CAPABILITIES, META_CLIENT, MODERN
+
+    meta = {
+        META_VERSION: MODERN,
+        META_CLIENT: {"name": "dreamwell-install", "version": VERSION},
+        META_CAPABILITIES: {},
+    }
+    wanted = dict.fromkeys(("toolsListChanged", "promptsListChanged", "resourcesListChanged"), True)
+    frames = [
+        {
+            "jsonrpc": "2.0",
+            "id": "discover",
+            "method": "server/discover",
+            "params": {"_meta": meta},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": "listen",
+            "method": "subscriptions/listen",
+            "params": {"_meta": meta, "notifications": wanted},
+        },
+        *(
+            {"jsonrpc": "2.0", "id": i, "method": m, "params": {"_meta": meta}}
+            for i, m in enumerate(METHODS)
+        ),
+    ]
+    text = "".join(json.dumps(f) + "\n" for f in frames)
+    try:  # stdin ends after the lists: the server answers what it read, then leaves
+        done = subprocess.run(
+            [sys.executable, "-m", "dreamwell.server", *args],
+            input=text.encode(),
+            capture_output=True,
+            env={**os.environ, **env},
+            cwd=cwd,
+            timeout=PRIME_WAIT,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    answered = [json.loads(line) for line in done.stdout.splitlines() if line.startswith(b"{")]
+    return sum("result" in a and a.get("id") in range(len(METHODS)) for a in answered) == 4

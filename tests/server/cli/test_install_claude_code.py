@@ -5,9 +5,11 @@ Claude Code lets the model call dreamwell's tools without asking."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+from dreamwell.server.transports.early_lists import METHODS
 from dreamwell.stores import SkillUsage
 from tests.support.anthropic_api import (
     AnthropicAPI,
@@ -43,7 +45,11 @@ def test_a_memory_saved_in_one_session_reaches_the_next_sessions_first_request(
     tmp_path: Path,
 ) -> None:
     home = ClaudeHome(tmp_path)
-    home.dreamwell("install", "claude-code")
+    installed = home.dreamwell("install", "claude-code")
+    # the server answered its lists once, for the first session to get them while it loads
+    assert "answered its tools, prompts and resources once" in installed.stdout
+    kept = json.loads((home.data_dir / "mcp-lists.json").read_text())["answers"]
+    assert sorted(kept) == sorted(f"{m} 2026-07-28" for m in METHODS)
     with AnthropicAPI(saving_brain) as api:
         first = home.claude(api, "Remember how we deploy billing.")
     assert first.returncode == 0, first.stderr
