@@ -27,6 +27,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from dreamwell.dream import DreamBusy, run_cycle, undo
 from dreamwell.dream.report import load_report
 from dreamwell.server.config import LOOPBACK, Settings
+from dreamwell.server.flags import UI_PORT
 from dreamwell.server.hooks.stats import hooks_mark
 from dreamwell.server.runtime import TENANT_SCOPE_KEY, Runtime, Tenant
 from dreamwell.server.ui import memories as ui_data
@@ -288,9 +289,6 @@ def with_ui(
     inner = Split(app, ui.api(), app)
     inner_app: ASGIApp = auth(inner) if auth else inner
     return Split(ui.public(), inner_app, inner_app)
-
-
-UI_PORT = 8766  # `serve --transport http` takes the port setting's default, 8765
 
 
 def ui_command(settings: Settings) -> int:
