@@ -234,7 +234,8 @@ async function refresh() {
       return;
     }
     memories.stale = false;
-    $("count").textContent = counted(found);
+    $("count").textContent = found.empty ? "Nothing stored yet." : counted(found);
+    $("empty-store").hidden = !found.empty; // how memories arrive, not "0 matches"
     $("list").replaceChildren(...found.memories.map((m) => card(m, query)));
     $("more").hidden = !found.more;
   } catch (error) { if (current()) status(error.message); }
