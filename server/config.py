@@ -6,13 +6,14 @@ import contextlib
 import json
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from dreamwell.server.flags import COMMANDS, SETTINGS, parse_every
+from dreamwell.server.flags import COMMANDS, SETTINGS, parse_every, shown_default
 
 if TYPE_CHECKING:
     from dreamwell.stores.remote import Remote
@@ -69,11 +70,13 @@ def client_locations() -> tuple[Path, Path | None, Path | None]:
     return Path.home(), Path(appdata) if appdata else None, Path(xdg) if xdg else None
 
 
-def _setting(name: str, default: Any = None, **limits: Any) -> Any:
-    """A settings field described by its row in `flags.SETTINGS`."""
-    if callable(default):
-        return Field(default_factory=default, description=SETTINGS[name].meaning, **limits)
-    return Field(default=default, description=SETTINGS[name].meaning, **limits)
+def _setting(name: str, factory: Callable[[], Any] | None = None, **limits: Any) -> Any:
+    """A settings field described by its row in `flags.SETTINGS`, which holds its default
+    (`factory` computes one that depends on the environment, as that row's words say)."""
+    meta = SETTINGS[name]
+    if factory is not None:
+        return Field(default_factory=factory, description=meta.meaning, **limits)
+    return Field(default=meta.default, description=meta.meaning, **limits)
 
 
 class Settings(BaseSettings):
@@ -86,54 +89,54 @@ class Settings(BaseSettings):
     storage_options: dict[str, str] | None = _setting("storage_options")
     cache_dir: Path = _setting("cache_dir", default_cache_dir)
     store_uri: str | None = _setting("store_uri")
-    transport: Literal["stdio", "sse", "http"] = _setting("transport", "stdio")
-    host: str = _setting("host", "127.0.0.1")
-    port: int = _setting("port", 8765, ge=0, le=65535)
+    transport: Literal["stdio", "sse", "http"] = _setting("transport")
+    host: str = _setting("host")
+    port: int = _setting("port", ge=0, le=65535)
     namespace: str | None = _setting("namespace")
     token: str | None = _setting("token")
     tokens_file: Path | None = _setting("tokens_file")
-    stateless_http: bool = _setting("stateless_http", False)
-    wm_ttl_minutes: int = _setting("wm_ttl_minutes", 5, ge=1, le=10_080)
-    wm_max_per_namespace: int = _setting("wm_max_per_namespace", 50, ge=1, le=10_000)
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = _setting("log_level", "WARNING")
+    stateless_http: bool = _setting("stateless_http")
+    wm_ttl_minutes: int = _setting("wm_ttl_minutes", ge=1, le=10_080)
+    wm_max_per_namespace: int = _setting("wm_max_per_namespace", ge=1, le=10_000)
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = _setting("log_level")
     # recall
-    embedder: Literal["e5", "minilm", "ollama", "none"] = _setting("embedder", "e5")
-    ollama_embed_model: str = _setting("ollama_embed_model", "nomic-embed-text")
-    min_similarity: float | None = _setting("min_similarity", None, ge=-1.0, le=1.0)
+    embedder: Literal["e5", "minilm", "ollama", "none"] = _setting("embedder")
+    ollama_embed_model: str = _setting("ollama_embed_model")
+    min_similarity: float | None = _setting("min_similarity", ge=-1.0, le=1.0)
     # share of keywords in hybrid ranking: 1 = BM25 only, 0 = vectors only (for measuring);
     # None = tuned per embedder
-    keyword_weight: float | None = _setting("keyword_weight", None, ge=0.0, le=1.0)
-    contextual: bool = _setting("contextual", True)
+    keyword_weight: float | None = _setting("keyword_weight", ge=0.0, le=1.0)
+    contextual: bool = _setting("contextual")
     # deep search: re-order the top `rerank_depth` hits with the cross-encoder (~20 ms each)
-    rerank: bool = _setting("rerank", False)
-    rerank_depth: int = _setting("rerank_depth", 20, ge=2, le=100)
+    rerank: bool = _setting("rerank")
+    rerank_depth: int = _setting("rerank_depth", ge=2, le=100)
     # Ollama: embeddings, and the dream's LLM when llm_base_url is unset; no host = no LLM
     ollama_host: str | None = _setting("ollama_host")
-    ollama_model: str = _setting("ollama_model", "llama3.2")
-    ollama_timeout: float = _setting("ollama_timeout", 120.0, gt=0, le=3600)
+    ollama_model: str = _setting("ollama_model")
+    ollama_timeout: float = _setting("ollama_timeout", gt=0, le=3600)
     # the dream's LLM: ollama (Ollama's API) or openai (any OpenAI-compatible chat endpoint:
     # LM Studio, llama.cpp's server, vLLM, LocalAI, hosted APIs); the key is never shown
-    llm_provider: Literal["ollama", "openai", "claude-code"] = _setting("llm_provider", "ollama")
+    llm_provider: Literal["ollama", "openai", "claude-code"] = _setting("llm_provider")
     llm_base_url: str | None = _setting("llm_base_url")
     llm_model: str | None = _setting("llm_model")
     llm_api_key: SecretStr | None = _setting("llm_api_key")
-    llm_timeout: float = _setting("llm_timeout", 600.0, gt=0, le=7200)
-    llm_context: int = _setting("llm_context", 8192, ge=512, le=1_048_576)
-    llm_max_tokens: int = _setting("llm_max_tokens", 2048, ge=16, le=131_072)
-    claude_path: str = _setting("claude_path", "claude")
-    dream_budget_tokens: int = _setting("dream_budget_tokens", 200_000, ge=1, le=100_000_000)
-    record_conversation: bool = _setting("record_conversation", True)
-    hook_max_chars: int = _setting("hook_max_chars", 6000, ge=200, le=100_000)
-    enrich: bool = _setting("enrich", True)
+    llm_timeout: float = _setting("llm_timeout", gt=0, le=7200)
+    llm_context: int = _setting("llm_context", ge=512, le=1_048_576)
+    llm_max_tokens: int = _setting("llm_max_tokens", ge=16, le=131_072)
+    claude_path: str = _setting("claude_path")
+    dream_budget_tokens: int = _setting("dream_budget_tokens", ge=1, le=100_000_000)
+    record_conversation: bool = _setting("record_conversation")
+    hook_max_chars: int = _setting("hook_max_chars", ge=200, le=100_000)
+    enrich: bool = _setting("enrich")
     # dreaming inside `serve` (off unless set), e.g. "12h", "30m"
     dream_every: str | None = _setting("dream_every")
-    dream_auto: bool = _setting("dream_auto", True)
-    dream_auto_after: str = _setting("dream_auto_after", "24h")
-    dream_auto_sessions: int = _setting("dream_auto_sessions", 5, ge=0, le=100_000)
-    skills_auto_approve: bool = _setting("skills_auto_approve", False)
+    dream_auto: bool = _setting("dream_auto")
+    dream_auto_after: str = _setting("dream_auto_after")
+    dream_auto_sessions: int = _setting("dream_auto_sessions", ge=0, le=100_000)
+    skills_auto_approve: bool = _setting("skills_auto_approve")
     # projects (SPEC §11): pin the caller's project; categories global beside the built-in ones
     project: str | None = _setting("project")
-    global_categories: str = _setting("global_categories", "")
+    global_categories: str = _setting("global_categories")
 
     @field_validator("global_categories")
     @classmethod
@@ -298,10 +301,8 @@ def settings_table() -> str:
         if meta.commands:
             where = "every command" if meta.commands == COMMANDS else ", ".join(meta.commands)
             flag = f"`--{name.replace('_', '-')}` ({where})"
-        shown = meta.shown
-        if shown is None:
-            value = info.get_default(call_default_factory=False)
-            text = str(value).lower() if isinstance(value, bool) else str(value)
-            shown = "—" if value is None else f"`{text}`"
+        shown = meta.shown or shown_default(name)  # the words --help shows, as code here
+        if meta.shown is None and meta.default is not None:
+            shown = f"`{shown}`"
         rows.append(f"| `{name}` | {flag} | {shown} | {info.description} |")
     return "\n".join(rows) + "\n"

@@ -6,7 +6,7 @@ checks it names exactly the Settings fields."""
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from typing import NamedTuple, TypeAlias
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -35,14 +35,20 @@ COMMANDS = (
     "install",
 )
 STORE_COMMANDS = tuple(c for c in COMMANDS if c not in ("hook", "install"))  # open a store
+UI_PORT = 8766  # `ui`'s port unless given: `serve --transport http` takes 8765
+
+
+Default: TypeAlias = str | int | float | bool | None
 
 
 class Meta(NamedTuple):
     meaning: str
     commands: tuple[str, ...] = ()  # the commands that take it as `--name-with-dashes`
-    shown: str | None = None  # the default as the README shows it, where the value misleads
+    shown: str | None = None  # the default in words, where the value misleads or is computed
     switch: bool = False  # a flag without a value (a bool setting)
     choices: tuple[str, ...] = ()  # shown as the flag's metavar
+    default: Default = None  # the value Settings starts from (the one place it is defined)
+    own: tuple[tuple[str, Default], ...] = ()  # (command, default) where a command differs
 
 
 SETTINGS: dict[str, Meta] = {
@@ -66,29 +72,40 @@ SETTINGS: dict[str, Meta] = {
         "the object-store location; set by giving `data_dir` an `s3://` URI (then "
         "`data_dir` is this replica's cache of it)"
     ),
-    "transport": Meta("`stdio`, `sse` or `http`", ("serve",), choices=("stdio", "sse", "http")),
-    "host": Meta("bind address of HTTP transports", ("serve",)),
+    "transport": Meta(
+        "`stdio`, `sse` or `http`", ("serve",), choices=("stdio", "sse", "http"), default="stdio"
+    ),
+    "host": Meta("bind address of HTTP transports", ("serve",), default="127.0.0.1"),
     "port": Meta(
-        "port of HTTP transports; `ui` uses 8766 unless given (0 = any free port)", ("serve", "ui")
+        "port of HTTP transports; `ui` uses 8766 unless given (0 = any free port)",
+        ("serve", "ui"),
+        default=8765,
+        own=(("ui", UI_PORT),),
     ),
     "namespace": Meta("pin the working-memory namespace, e.g. `patrol/heartbeat`", ("serve",)),
     "token": Meta("bearer token for HTTP transports", ("serve",)),
     "tokens_file": Meta("JSON object of bearer token → tenant", ("serve",)),
-    "stateless_http": Meta("streamable HTTP without sessions", ("serve",), switch=True),
-    "wm_ttl_minutes": Meta("default working-memory TTL"),
-    "wm_max_per_namespace": Meta("working-memory entries per namespace"),
+    "stateless_http": Meta(
+        "streamable HTTP without sessions", ("serve",), switch=True, default=False
+    ),
+    "wm_ttl_minutes": Meta("default working-memory TTL", default=5),
+    "wm_max_per_namespace": Meta("working-memory entries per namespace", default=50),
     "log_level": Meta(
         "logs go to stderr",
         ("serve", "dream", "import", "ui"),
         choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+        default="WARNING",
     ),
     "embedder": Meta(
         "`e5` (embedded e5-small-v2, the default), `minilm` (embedded), `ollama` or `none` "
         "(BM25 only); switching re-embeds in the background",
         ("serve", "stats", "doctor"),
         choices=("e5", "minilm", "ollama", "none"),
+        default="e5",
     ),
-    "ollama_embed_model": Meta("embedding model when `embedder=ollama`"),
+    "ollama_embed_model": Meta(
+        "embedding model when `embedder=ollama`", default="nomic-embed-text"
+    ),
     "min_similarity": Meta(
         "cosine below this is ignored in hybrid ranking",
         shown="per embedder (e5 0.7, MiniLM 0.2, Ollama 0.5)",
@@ -102,25 +119,30 @@ SETTINGS: dict[str, Meta] = {
         "one, in the same category, is also found through its neighbours' words and meaning; "
         "`false` turns it off",
         switch=True,
+        default=True,
     ),
     "rerank": Meta(
         "deep search: re-order the top hits with the embedded cross-encoder (~130 ms a search)",
         switch=True,
+        default=False,
     ),
-    "rerank_depth": Meta("how many top hits the reranker re-orders"),
+    "rerank_depth": Meta("how many top hits the reranker re-orders", default=20),
     "ollama_host": Meta(
         "Ollama: embeddings with `embedder=ollama`, and the dream's LLM when `llm_base_url` is "
         "unset (no LLM at all: the LLM passes are skipped)",
         ("dream", "doctor", "ui"),
     ),
-    "ollama_model": Meta("the dream's model on Ollama when `llm_model` is unset", ("dream", "ui")),
-    "ollama_timeout": Meta("seconds per Ollama embedding call"),
+    "ollama_model": Meta(
+        "the dream's model on Ollama when `llm_model` is unset", ("dream", "ui"), default="llama3.2"
+    ),
+    "ollama_timeout": Meta("seconds per Ollama embedding call", default=120.0),
     "llm_provider": Meta(
         "the dream's LLM API: `ollama`, `openai` for any OpenAI-compatible endpoint "
         "(LM Studio, llama.cpp, vLLM, LocalAI, hosted), or `claude-code`: each question one "
         "`claude -p` on the user's own Claude login (no hooks, MCP servers, tools or sessions)",
         ("serve", "dream", "doctor", "ui", "hook"),
         choices=("ollama", "openai", "claude-code"),
+        default="ollama",
     ),
     "llm_base_url": Meta(
         "the LLM endpoint, e.g. `http://127.0.0.1:8081/v1` (ollama: falls back to `ollama_host`)",
@@ -134,31 +156,38 @@ SETTINGS: dict[str, Meta] = {
     "llm_api_key": Meta(
         "API key sent as a bearer token; never logged or shown", ("serve", "dream", "doctor", "ui")
     ),
-    "llm_timeout": Meta("seconds per LLM call (CPU-sized)"),
-    "llm_context": Meta("context window asked of Ollama (`num_ctx`)"),
-    "llm_max_tokens": Meta("output limit per LLM answer (`num_predict` / `max_tokens`)"),
+    "llm_timeout": Meta("seconds per LLM call (CPU-sized)", default=600.0),
+    "llm_context": Meta("context window asked of Ollama (`num_ctx`)", default=8192),
+    "llm_max_tokens": Meta(
+        "output limit per LLM answer (`num_predict` / `max_tokens`)", default=2048
+    ),
     "claude_path": Meta(
         "the `claude` program `llm_provider=claude-code` runs (a name on PATH or a path)",
         ("serve", "dream", "doctor", "ui", "hook"),
+        default="claude",
     ),
     "dream_budget_tokens": Meta(
         "a dream cycle's LLM spend, input + output tokens: the LLM passes left when it is "
         "spent are skipped and named in the report",
         ("serve", "dream", "ui", "hook"),
+        default=200_000,
     ),
     "record_conversation": Meta(
         "record the user messages the `recall` prompt receives (per caller, newest ~4 MiB) as "
         "the conversation log the dream reads, and the client hooks' user turns; `false` turns "
         "both off",
         switch=True,
+        default=True,
     ),
     "hook_max_chars": Meta(
-        "characters a client hook (`dreamwell hook`) adds to the context at most, per event"
+        "characters a client hook (`dreamwell hook`) adds to the context at most, per event",
+        default=6000,
     ),
     "enrich": Meta(
         "with an LLM configured, expand saved memories into atomic facts in the background "
         "(reported and undoable like a dream); `false` turns it off",
         switch=True,
+        default=True,
     ),
     "dream_every": Meta("dream inside `serve` on a timer, e.g. `12h`", ("serve",)),
     "dream_auto": Meta(
@@ -167,20 +196,24 @@ SETTINGS: dict[str, Meta] = {
         "older than `dream_auto_after` and `dream_auto_sessions` sessions were recorded since; "
         "`false` turns it off",
         switch=True,
+        default=True,
     ),
     "dream_auto_after": Meta(
         "the least time between two dreams that start by themselves, e.g. `24h`",
         ("serve", "hook"),
+        default="24h",
     ),
     "dream_auto_sessions": Meta(
         "client sessions recorded since the last cycle before a dream starts by itself",
         ("serve", "hook"),
+        default=5,
     ),
     "skills_auto_approve": Meta(
         "skills the dream creates are served at once instead of waiting as candidates for "
         "`dreamwell skills approve`",
         ("serve", "dream"),
         switch=True,
+        default=False,
     ),
     "project": Meta(
         "pin the project memories are saved in and recalled from: a directory (its git "
@@ -192,8 +225,27 @@ SETTINGS: dict[str, Meta] = {
         "comma-separated categories whose memories are global (seen from every project) "
         "besides `user-preferences`, `preferences`, `anti-patterns` and `people`",
         shown="none",
+        default="",
     ),
 }
+
+
+def default_of(name: str, command: str | None = None) -> Default:
+    """Setting `name`'s default, as `command` uses it when not given."""
+    meta = SETTINGS[name]
+    return dict(meta.own).get(command, meta.default) if command else meta.default
+
+
+def shown_default(name: str, command: str | None = None) -> str:
+    """Setting `name`'s default in the words `--help` and the README show: the value itself,
+    a boolean as on/off (what DREAMWELL_* also accepts), None as "not set"."""
+    meta = SETTINGS[name]
+    value = default_of(name, command)
+    if meta.shown is not None and value == meta.default:
+        return meta.shown.replace("`", "")
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return "not set" if value is None else str(value)
 
 
 def flag_for(name: str) -> tuple[str, ...]:

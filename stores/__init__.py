@@ -82,6 +82,7 @@ if TYPE_CHECKING:
         SaveResult,
         Write,
     )
+    from dreamwell.stores.progress import ProgressReport, progress_of, report_progress
     from dreamwell.stores.redact import redact, redact_counted
     from dreamwell.stores.skills.catalog import (
         ANY_REVISION,
@@ -186,6 +187,7 @@ _LAZY = {
         "skills.usage",
     ),
     "write_atomic": "files",
+    **dict.fromkeys(["ProgressReport", "progress_of", "report_progress"], "progress"),
     **dict.fromkeys(
         [
             "TOP_SEGMENTS",
@@ -240,6 +242,7 @@ __all__ = [
     "OllamaEmbedder",
     "OnnxE5",
     "OnnxMiniLM",
+    "ProgressReport",
     "Project",
     "ReportChanged",
     "SaveOutcome",
@@ -282,6 +285,7 @@ __all__ = [
     "newer_format",
     "normalise_remote",
     "pinned_project",
+    "progress_of",
     "project_of",
     "project_of_uri",
     "rank_hits",
@@ -289,6 +293,7 @@ __all__ = [
     "read_skills",
     "redact",
     "redact_counted",
+    "report_progress",
     "skill_from_json",
     "skill_md_parts",
     "skill_to_json",

@@ -19,6 +19,8 @@
     skills-sync.json         the skills kept as folders a client loads (~/.claude/skills/),
                              what dreamwell wrote there and the clashes; .skills-sync.lock
     enrich.lock, backfill.lock  held by the one process doing that background work
+    .import-progress.json    how far a running `dreamwell import` got, while it holds
+                             .import.lock (stores/progress.py)
     hooks/<session>.json     client hooks' state per client session; hooks.log their log
     hooks/entries.sqlite     the memories' text for hooks, which never open LanceDB
     tenants/<name>/          a tenant: the same layout again
@@ -151,6 +153,16 @@ class DataDir:
     def backfill_lock(self) -> Path:
         """Held by the one process embedding this store's memories that have no vector."""
         return self.root / "backfill.lock"
+
+    @property
+    def import_progress(self) -> Path:
+        """How far the running import got ({"done", "total", ...}), for the browser."""
+        return self.root / ".import-progress.json"
+
+    @property
+    def import_lock(self) -> Path:
+        """Held by the import that writes `import_progress`: free, its marker is stale."""
+        return self.root / ".import.lock"
 
     @property
     def activity(self) -> Path:

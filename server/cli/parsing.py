@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dreamwell.server.flags import COMMANDS as NAMES
-from dreamwell.server.flags import SETTINGS, settings_of
+from dreamwell.server.flags import SETTINGS, settings_of, shown_default
 
 if TYPE_CHECKING:
     from dreamwell.server.config import Settings
@@ -150,23 +150,23 @@ def _feedback_kind(value: str) -> str:
     raise argparse.ArgumentTypeError(f"{value!r} is not one of {', '.join(FEEDBACK_KINDS)}")
 
 
-class _Help(argparse.HelpFormatter):
+class DefaultsHelp(argparse.HelpFormatter):
     """Help that shows each flag's default where it is known without the Settings model."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
         if "%(default)" in text or action.help == argparse.SUPPRESS or not action.option_strings:
             return action.help
-        shown = _default_of(action)
+        words = self._prog.split()  # "dreamwell serve", "dreamwell skills list"
+        shown = _default_of(action, words[1] if len(words) > 1 else "")
         return f"{text} (default: {shown})" if shown else action.help
 
 
-def _default_of(action: argparse.Action) -> str:
-    """The default shown: a setting's as `flags.SETTINGS` words it (Settings itself needs
-    pydantic, which --help does not import), another argument's own."""
+def _default_of(action: argparse.Action, command: str) -> str:
+    """The default shown: a setting's from `flags.SETTINGS`, where Settings takes it from
+    (Settings itself needs pydantic, which --help does not import), another argument's own."""
     if action.dest in SETTINGS:
-        shown = SETTINGS[action.dest].shown
-        return shown.replace("`", "") if shown else ""
+        return shown_default(action.dest, command)
     if action.default in (None, False, argparse.SUPPRESS) or isinstance(action.default, list):
         return ""
     return str(action.default)
@@ -206,7 +206,7 @@ def parser() -> argparse.ArgumentParser:
             name,
             help=text,
             description=text[0].upper() + text[1:] + ".",
-            formatter_class=_Help,
+            formatter_class=DefaultsHelp,
         )
         add_arguments(name, command)
     return top

@@ -20,16 +20,19 @@ from dreamwell.server.cli.formats import FOREIGN, MAX_TAGS, read_records
 from dreamwell.server.cli.stats import ensure_format, no_store
 from dreamwell.stores import (
     PROJECT,
+    DataDir,
     LongTermStore,
     MemoryEntry,
     OnnxE5,
     OnnxMiniLM,
+    ProgressReport,
     StoreBusy,
     StoreError,
     VectorLike,
     Write,
     entry_to_dict,
     fold_text,
+    report_progress,
     utcnow,
 )
 
@@ -147,13 +150,18 @@ def interrupt_between_batches() -> Iterator[Callable[[], bool]]:
 
 
 def write_batches(
-    store: LongTermStore, records: Sequence[MemoryEntry], now: datetime, batch: int = BATCH
+    store: LongTermStore,
+    records: Sequence[MemoryEntry],
+    now: datetime,
+    batch: int = BATCH,
+    report: ProgressReport = lambda done, total: None,
 ) -> Plan:
     """Plan and write batch by batch. Each batch is one compare-and-set group (one log
     record, one fsync, then one checkpoint into LanceDB and Tantivy): if another process
     changed an entry the plan touches, nothing of the batch is written and it is planned
     again on a fresh snapshot, so a server's concurrent write is never overwritten. Ctrl-C
-    stops the import after the batch being written (ImportInterrupted)."""
+    stops the import after the batch being written (ImportInterrupted). `report(done, total)`
+    after each batch tells the browser (stores/progress.py)."""
     total = Plan()
     with progress(len(records), "importing") as bar, interrupt_between_batches() as stop:
         for start in range(0, len(records), batch):
@@ -176,6 +184,7 @@ def write_batches(
             for name in ("added", "reinforced", "updated", "unchanged"):
                 setattr(total, name, getattr(total, name) + getattr(plan, name))
             bar.update(len(chunk))
+            report(start + len(chunk), len(records))
             if bar.disable:
                 sys.stderr.write(f"imported {start + len(chunk)}/{len(records)}\n")
     return total
@@ -197,8 +206,11 @@ def import_file(data_dir: Path, text: str, skip_bad: bool) -> tuple[Plan, list[s
     if bad and not skip_bad:
         return Plan(), bad
     ensure_format(data_dir)
-    store = LongTermStore(data_dir, embedder=None)
-    return write_batches(store, records, now), bad
+    dirs = DataDir(data_dir)
+    with report_progress(dirs.import_progress, dirs.import_lock) as report:
+        report(0, len(records))  # opening the store can take a while: shown at once
+        store = LongTermStore(data_dir, embedder=None)
+        return write_batches(store, records, now, report=report), bad
 
 
 def import_command(data_dir: Path, args: argparse.Namespace) -> int:

@@ -91,7 +91,9 @@ def _parsed(argv: list[str]) -> dict[str, Any] | None:
 def _parser(cli: Any) -> argparse.ArgumentParser:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="dreamwell hook", description=cli.HELP["hook"])
+    parser = argparse.ArgumentParser(
+        prog="dreamwell hook", description=cli.HELP["hook"], formatter_class=cli.DefaultsHelp
+    )
     cli.add_arguments("hook", parser)
     return parser
 

@@ -27,12 +27,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from dreamwell.dream import DreamBusy, run_cycle, undo
 from dreamwell.dream.report import load_report
 from dreamwell.server.config import LOOPBACK, Settings
+from dreamwell.server.flags import UI_PORT
 from dreamwell.server.hooks.stats import hooks_mark
 from dreamwell.server.runtime import TENANT_SCOPE_KEY, Runtime, Tenant
 from dreamwell.server.ui import memories as ui_data
 from dreamwell.server.ui import skills as ui_skills
 from dreamwell.server.ui.memories import BadRequest
-from dreamwell.stores import DataDir, SkillCatalog, StoreError
+from dreamwell.stores import DataDir, SkillCatalog, StoreError, progress_of
 
 # a request body over this gets 413: room for a skill's largest SKILL.md (8 MiB) as JSON text
 MAX_BODY_BYTES = 12 * 1024 * 1024
@@ -145,8 +146,11 @@ class UI:
         tenant = await self.tenant(request)
         seq = await run_in_threadpool(tenant.longterm.change_seq)
         skills = await run_in_threadpool(self.catalog(tenant).generation)
-        hooks = hooks_mark(DataDir(tenant.data_dir))
-        return JSONResponse({"version": seq, "skills": skills, "hooks": hooks})
+        dirs = DataDir(tenant.data_dir)
+        importing = progress_of(dirs.import_progress, dirs.import_lock)  # another process's
+        return JSONResponse(
+            {"version": seq, "skills": skills, "hooks": hooks_mark(dirs), "importing": importing}
+        )
 
     async def overview(self, request: Request) -> Response:
         tenant = await self.tenant(request)
@@ -288,9 +292,6 @@ def with_ui(
     inner = Split(app, ui.api(), app)
     inner_app: ASGIApp = auth(inner) if auth else inner
     return Split(ui.public(), inner_app, inner_app)
-
-
-UI_PORT = 8766  # `serve --transport http` takes the port setting's default, 8765
 
 
 def ui_command(settings: Settings) -> int:

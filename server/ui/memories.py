@@ -82,7 +82,7 @@ def _in_project(e: MemoryEntry, project: str) -> bool:
 def find(store: LongTermStore, params: dict[str, str]) -> dict[str, Any]:
     """params: q, category, uncategorised ('1'), tags, archived ('live', 'archived', 'all'),
     project ('' every one, '(global)', or a key), limit. Answers the memories shown, how
-    many match in all, and whether there are more."""
+    many match in all, whether there are more, and whether the store holds none at all."""
     q, archived = params.get("q", ""), params.get("archived", "live")
     category = check_category(params.get("category") or None)
     tags = check_tags(params.get("tags") or None)
@@ -92,7 +92,8 @@ def find(store: LongTermStore, params: dict[str, str]) -> dict[str, Any]:
     if q and archived == "live" and not bare and not project:
         hits = store.search(q, category, tags, limit + 1)
         shown = [entry_json(h.entry, h.score) for h in hits[:limit]]
-        return {"memories": shown, "total": None, "more": len(hits) > limit}
+        empty = not shown and _nothing_stored(store)
+        return {"memories": shown, "total": None, "more": len(hits) > limit, "empty": empty}
     words = fold_text(q).split()
     chosen = []
     for e in store.entries(include_archived=archived != "live"):
@@ -109,7 +110,14 @@ def find(store: LongTermStore, params: dict[str, str]) -> dict[str, Any]:
             chosen.append(e)
     chosen.sort(key=lambda e: (e.last_seen_at, e.created_at), reverse=True)
     shown = [entry_json(e) for e in chosen[:limit]]
-    return {"memories": shown, "total": len(chosen), "more": len(chosen) > limit}
+    empty = not shown and _nothing_stored(store)
+    return {"memories": shown, "total": len(chosen), "more": len(chosen) > limit, "empty": empty}
+
+
+def _nothing_stored(store: LongTermStore) -> bool:
+    """No memory at all, live or archived: the page says how memories arrive, not that
+    nothing matches (asked only when nothing was found, so a full store never pays)."""
+    return not store.entries(include_archived=True)
 
 
 def categories(store: LongTermStore) -> dict[str, Any]:

@@ -234,7 +234,8 @@ async function refresh() {
       return;
     }
     memories.stale = false;
-    $("count").textContent = counted(found);
+    $("count").textContent = found.empty ? "Nothing stored yet." : counted(found);
+    $("empty-store").hidden = !found.empty; // how memories arrive, not "0 matches"
     $("list").replaceChildren(...found.memories.map((m) => card(m, query)));
     $("more").hidden = !found.more;
   } catch (error) { if (current()) status(error.message); }
@@ -287,11 +288,19 @@ function hooks(h) {
   if (focused) summary.focus(); // a refresh under the keyboard keeps its place
 }
 
+// an import running in another process (`dreamwell import`): how far it got, until it ends
+function importing(job) {
+  const line = $("importing"), n = (x) => x.toLocaleString("en");
+  line.hidden = !job;
+  line.textContent = job ? `Importing: ${n(job.done)} of ${n(job.total)} ${job.total === 1 ? "memory" : "memories"} written…` : "";
+}
+
 function searched(event) { event.preventDefault(); memories.limit = 200; refresh(); }
 
 
 views.memories = {
   show: refresh,
+  polled: (answer) => importing(answer.importing),
   // the memories moved: the list and the overview; only the hooks ran: the overview alone
   changed: (visible, moved) => (moved.includes("version") ? refresh()
     : moved.includes("hooks") ? overview().catch(() => {}) : undefined),

@@ -87,6 +87,7 @@ async function poll() {
   try {
     // memories' log, skills' generation, the client hooks' files: which of them moved
     const answer = await api("/ui/api/version");
+    for (const v of Object.values(views)) if (v.polled) v.polled(answer); // e.g. an import's progress
     const moved = version === null ? [] : ["version", "skills", "hooks"].filter((k) => answer[k] !== version[k]);
     version = answer;
     if (!moved.length) return;

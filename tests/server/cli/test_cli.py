@@ -220,3 +220,58 @@ def test_an_unknown_flag_names_the_nearest_and_help_shows_defaults(
         main(["serve", "--help"])
     shown = " ".join(capsys.readouterr().out.split())
     assert "(default: $XDG_DATA_HOME/dreamwell or ~/.local/share/dreamwell)" in shown
+
+
+def _help_entries(command: str, capsys: pytest.CaptureFixture[str]) -> dict[str, str]:
+    """`dreamwell COMMAND --help` as {flag: its help text on one line}."""
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    entries: dict[str, str] = {}
+    flag = ""
+    for line in capsys.readouterr().out.split("options:", 1)[1].splitlines():
+        if line.startswith("  -"):
+            flag = line.split()[0].rstrip(",")
+            entries[flag] = " ".join(line.split()[1:])
+        elif flag:
+            entries[flag] += " " + line.strip()
+    return entries
+
+
+def _as_help_shows(value: object) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return "not set" if value is None else str(value)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_names_every_setting_flag_default_and_it_is_the_one_settings_start_from(
+    command: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 44: only some flags showed a default (--port, --log-level, --dream-auto-after and
+    most others showed none)."""
+    from dreamwell.server.flags import UI_PORT
+
+    monkeypatch.setenv("COLUMNS", "100")
+    entries = _help_entries(command, capsys)
+    for name in (n for n in SETTINGS if command in SETTINGS[n].commands):
+        text = entries["--" + name.replace("_", "-")]
+        assert text.count("(default: ") == 1, (command, name, text)
+        shown = text.split("(default: ")[1].removesuffix(")")
+        field = Settings.model_fields[name]
+        if field.default_factory is not None:  # computed from the environment: named in words
+            assert shown == (SETTINGS[name].shown or "").replace("`", ""), (command, name)
+        elif (command, name) == ("ui", "port"):  # ui's own, so it never meets serve's
+            assert shown == str(UI_PORT) != str(field.default)
+        else:
+            want = SETTINGS[name].shown or _as_help_shows(field.default)
+            assert shown == want.replace("`", ""), (command, name, shown)
+    assert Settings().port == 8765 and Settings().enrich is True  # the table reached the model
+
+
+def test_the_settings_defaults_are_defined_once_in_the_flag_table() -> None:
+    """Settings reads each default from `flags.SETTINGS`: the two cannot disagree."""
+    for name, field in Settings.model_fields.items():
+        if field.default_factory is None:
+            assert field.default == SETTINGS[name].default, name
+        else:
+            assert SETTINGS[name].default is None and SETTINGS[name].shown, name

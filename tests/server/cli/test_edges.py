@@ -192,7 +192,7 @@ def test_serve_over_http_says_where_it_answers_and_the_browser_has_its_own_port(
     import socket
 
     from dreamwell.server.config import Settings
-    from dreamwell.server.ui.app import UI_PORT
+    from dreamwell.server.flags import UI_PORT
 
     assert Settings.model_fields["port"].default != UI_PORT
     with socket.socket() as probe:
