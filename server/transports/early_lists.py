@@ -85,9 +85,9 @@ PRIME_WAIT = 60.0  # seconds a priming server may take to load and answer
 
 def prime(args: list[str], env: dict[str, str], cwd: Path) -> bool:
     """Have the server as a client's config starts it (`dreamwell ARGS`, `env` over this
-    environment, by this interpreter) answer the lists once, so that its answers are kept before the client's
-    first session: a short session (`claude -p` on a loaded machine) may end before the SDK
-    has loaded, and then nothing is ever kept. Whether the answers are kept now."""
+    environment, by this interpreter) answer the lists once, so that its answers are kept
+    before the client's first session: a short session (`claude -p` on a loaded machine) may
+    end before the SDK has loaded, and then nothing is ever kept. Whether they are kept."""
     import subprocess
 
     from dreamwell.server.mcp.handshake import META_CAPABILITIES, META_CLIENT, MODERN
