@@ -76,7 +76,8 @@ class SkillChange:
     must not exist yet; ANY_REVISION: no check). `files` replaces every file (validated, the
     SKILL.md's name must be `name`); None fields stay as they are. `created_at` (ISO time)
     lets a merge keep the earliest creation. `remove` deletes the record: only for undoing
-    the creation of a skill (a skill is otherwise archived, never deleted)."""
+    the creation of a skill (a skill is otherwise archived, never deleted). `executable`: the
+    paths of `files` that are executable; None keeps the bit of each file that stays."""
 
     name: str
     expect: int | None
@@ -88,6 +89,7 @@ class SkillChange:
     created_at: str | None = None
     project: str | None = None  # set the project it belongs to ('' makes it global)
     remove: bool = False
+    executable: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -260,7 +262,8 @@ class SkillCatalog:
         _check_choice(change.origin, ORIGINS, "origin")
         if change.files is None:
             return None
-        return make_folder(change.name, change.files, f"skill {change.name!r}")
+        runnable = change.executable or ()
+        return make_folder(change.name, change.files, f"skill {change.name!r}", runnable)
 
     def _one(self, change: SkillChange) -> Skill:
         result = self.apply([change])
@@ -277,7 +280,15 @@ class SkillCatalog:
         status: str = "active",
     ) -> Skill:
         """Create (`expect=NEW`) or replace (`expect`: the revision read) one skill."""
-        change = SkillChange(folder.name, expect, dict(folder.files), status, None, origin)
+        change = SkillChange(
+            folder.name,
+            expect,
+            dict(folder.files),
+            status,
+            None,
+            origin,
+            executable=folder.executable,
+        )
         return self._one(change)
 
     def set_status(self, name: str, status: str, expect: int | None = ANY_REVISION) -> Skill:
@@ -330,8 +341,13 @@ def _changed(change: SkillChange, current: Skill | None, folder: SkillFolder | N
         current = Skill(new_id(), change.name, 0, "active", "user", False, now, now, {}, {}, "")
     out = replace(current, revision=current.revision + 1, updated_at=now)
     if folder is not None:
+        kept = current.executable if change.executable is None else change.executable
         out = replace(
-            out, files=dict(folder.files), front_matter=folder.front_matter, body=folder.body
+            out,
+            files=dict(folder.files),
+            front_matter=folder.front_matter,
+            body=folder.body,
+            executable=frozenset(p for p in kept if p in folder.files),
         )
     if change.status is not None:
         out = replace(out, status=change.status)

@@ -3,6 +3,10 @@
 Everything is read and validated before anything is written: a bad file anywhere refuses the
 whole import. Limits: MAX_FILE_BYTES per file, MAX_SKILL_BYTES and MAX_FILES per skill; a path
 must be relative, without `..`, and a symlink must stay inside its skill's folder.
+
+A file's mode travels as one bit, executable or not (`file_mode`): read from the folder or the
+zip's Unix mode, written back as the file's read bits made executable; never setuid, setgid or
+sticky, never writable by group or others.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 import os
 import stat
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path, PurePosixPath
 
 from dreamwell.stores.errors import InvalidInput
@@ -46,9 +50,27 @@ def check_path(path: str, where: str) -> str:
     return path
 
 
-def make_folder(name: str | None, files: Mapping[str, bytes], where: str) -> SkillFolder:
+def is_executable(mode: int) -> bool:
+    """Whether a file of this mode is kept as executable (its owner may execute it)."""
+    return bool(mode & stat.S_IXUSR)
+
+
+def file_mode(mode: int, executable: bool) -> int:
+    """The permission bits a written file gets from its present `mode`: setuid, setgid,
+    sticky and group/other write dropped, execute set where read is (or cleared)."""
+    bits = stat.S_IMODE(mode) & 0o755
+    return bits | (bits & 0o444) >> 2 if executable else bits & ~0o111
+
+
+def make_folder(
+    name: str | None,
+    files: Mapping[str, bytes],
+    where: str,
+    executable: Iterable[str] = (),
+) -> SkillFolder:
     """Validate a skill's files (`name`: the folder's name, None when there is none, as for
-    a skill written by the dream or the browser) into a SkillFolder."""
+    a skill written by the dream or the browser) into a SkillFolder; `executable`: the paths
+    among `files` that are executable (others are ignored)."""
     if SKILL_MD not in files:
         raise InvalidSkill(where, "a skill folder needs a SKILL.md", "skill-md-required")
     if len(files) > MAX_FILES:
@@ -72,11 +94,13 @@ def make_folder(name: str | None, files: Mapping[str, bytes], where: str) -> Ski
     stripped, bookkeeping = strip_bookkeeping(text)
     fm, body = parse_skill_md(stripped, where, name)
     kept = {**files, SKILL_MD: stripped.encode("utf-8")}
-    return SkillFolder(str(fm["name"]), kept, fm, body, bookkeeping)
+    runnable = frozenset(p for p in executable if p in files)
+    return SkillFolder(str(fm["name"]), kept, fm, body, bookkeeping, runnable)
 
 
 # ---- folders -------------------------------------------------------------------------------
-def _read_file(path: Path, root: Path, rel: str, where: str) -> bytes:
+def _read_file(path: Path, root: Path, rel: str, where: str) -> tuple[bytes, bool]:
+    """The file's bytes and whether it is executable."""
     if path.is_symlink():
         target = path.resolve()
         if not target.is_relative_to(root.resolve()):
@@ -89,7 +113,7 @@ def _read_file(path: Path, root: Path, rel: str, where: str) -> bytes:
             where, f"{rel} is {info.st_size:,} bytes; at most {MAX_FILE_BYTES:,}", "file-size"
         )
     with path.open("rb") as fh:
-        return fh.read(MAX_FILE_BYTES + 1)
+        return fh.read(MAX_FILE_BYTES + 1), is_executable(info.st_mode)
 
 
 def read_folder(folder: Path) -> SkillFolder:
@@ -97,6 +121,7 @@ def read_folder(folder: Path) -> SkillFolder:
     where = f"skill folder {folder}"
     root = folder.resolve()
     files: dict[str, bytes] = {}
+    executable: set[str] = set()
     for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
         here = Path(dirpath)
         for sub in list(dirnames):
@@ -111,10 +136,12 @@ def read_folder(folder: Path) -> SkillFolder:
             if name in _SKIPPED:
                 continue
             rel = (here / name).relative_to(folder).as_posix()
-            files[rel] = _read_file(here / name, root, rel, where)
+            files[rel], runnable = _read_file(here / name, root, rel, where)
+            if runnable:
+                executable.add(rel)
             if len(files) > MAX_FILES:
                 raise InvalidSkill(where, f"more than {MAX_FILES} files", "file-count")
-    return make_folder(folder.name, files, where)
+    return make_folder(folder.name, files, where, executable)
 
 
 def _skill_dirs(top: Path) -> list[Path]:
@@ -132,8 +159,10 @@ def _skill_dirs(top: Path) -> list[Path]:
 
 
 # ---- zip -----------------------------------------------------------------------------------
-def _zip_members(archive: zipfile.ZipFile, where: str) -> dict[str, bytes]:
+def _zip_members(archive: zipfile.ZipFile, where: str) -> tuple[dict[str, bytes], set[str]]:
+    """The archive's files and the paths whose Unix mode is executable."""
     members: dict[str, bytes] = {}
+    executable: set[str] = set()
     total = 0
     for info in archive.infolist():
         if info.is_dir():
@@ -155,7 +184,9 @@ def _zip_members(archive: zipfile.ZipFile, where: str) -> dict[str, bytes]:
         if total > 8 * MAX_SKILL_BYTES:
             raise InvalidSkill(where, "the archive holds too much data", "skill-size")
         members[info.filename] = data
-    return members
+        if is_executable(info.external_attr >> 16):
+            executable.add(info.filename)
+    return members, executable
 
 
 def read_zip(path: Path) -> list[SkillFolder]:
@@ -164,17 +195,18 @@ def read_zip(path: Path) -> list[SkillFolder]:
     where = f"archive {path.name}"
     try:
         with zipfile.ZipFile(path) as archive:
-            members = _zip_members(archive, where)
+            members, executable = _zip_members(archive, where)
     except (zipfile.BadZipFile, OSError, RuntimeError, EOFError) as exc:
         raise InvalidInput(f"{where}: not a readable zip file ({exc})") from exc
     if SKILL_MD in members:
-        return [make_folder(path.stem, members, where)]
+        return [make_folder(path.stem, members, where, executable)]
     roots = sorted(p.rsplit("/", 1)[0] for p in members if p.endswith("/" + SKILL_MD))
     roots = [r for r in roots if not any(r.startswith(o + "/") for o in roots if o != r)]
     out = []
     for root in roots:
         files = {p[len(root) + 1 :]: d for p, d in members.items() if p.startswith(root + "/")}
-        out.append(make_folder(root.rsplit("/", 1)[-1], files, f"{where}: {root}"))
+        runnable = {p[len(root) + 1 :] for p in executable if p.startswith(root + "/")}
+        out.append(make_folder(root.rsplit("/", 1)[-1], files, f"{where}: {root}", runnable))
     return out
 
 
@@ -198,11 +230,15 @@ def read_skills(path: Path) -> list[SkillFolder]:
     return skills
 
 
-def write_folder(dest: Path, name: str, files: Mapping[str, bytes]) -> Path:
-    """Write one skill as `dest/<name>/…` (replacing files of the same paths)."""
+def write_folder(
+    dest: Path, name: str, files: Mapping[str, bytes], executable: Collection[str] = ()
+) -> Path:
+    """Write one skill as `dest/<name>/…` (replacing files of the same paths), the paths in
+    `executable` executable and the others not (`file_mode`)."""
     folder = dest / name
     for rel, data in sorted(files.items()):
         target = folder / check_path(rel, f"skill {name}")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
+        target.chmod(file_mode(target.stat().st_mode, rel in executable))
     return folder

@@ -43,6 +43,7 @@ def import_skills(
             status=status,
             origin=None if f.name in existing else "import",
             project=f.bookkeeping.get(PROJECT_KEY),
+            executable=f.executable,
         )
         for f in folders
     ]
@@ -75,4 +76,4 @@ def export_skills(
     wanted = list(names)
     skills = [catalog.get(n) for n in wanted] if wanted else catalog.list(status)
     dest.mkdir(parents=True, exist_ok=True)
-    return [write_folder(dest, s.name, exported_files(s, usage)) for s in skills]
+    return [write_folder(dest, s.name, exported_files(s, usage), s.executable) for s in skills]

@@ -1,5 +1,6 @@
 """A skill's record (`skills/<name>.json`, docs/data-directory.md) and its JSON form: the
-files as text (or base64 when not UTF-8), the SKILL.md parsed again on reading."""
+files as text (or base64 when not UTF-8), `"executable": true` on an executable one (a record
+without it, older ones included, holds none), the SKILL.md parsed again on reading."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ class Skill:
     body: str = field(repr=False)
     see_also: tuple[str, ...] = ()  # related skills' names (the dream's consolidation fills it)
     project: str | None = None  # the key of the project it belongs to (SPEC §11); None: global
+    executable: frozenset[str] = frozenset()  # the paths of its executable files
 
     @property
     def description(self) -> str:
@@ -57,13 +59,17 @@ class Skill:
 
 
 # ---- records -------------------------------------------------------------------------------
-def _files_json(files: Mapping[str, bytes]) -> dict[str, dict[str, str]]:
-    out: dict[str, dict[str, str]] = {}
+def _files_json(
+    files: Mapping[str, bytes], executable: frozenset[str]
+) -> dict[str, dict[str, str | bool]]:
+    out: dict[str, dict[str, str | bool]] = {}
     for path, data in sorted(files.items()):
         try:
             out[path] = {"text": data.decode("utf-8")}
         except UnicodeDecodeError:
             out[path] = {"b64": base64.b64encode(data).decode("ascii")}
+        if path in executable:
+            out[path]["executable"] = True
     return out
 
 
@@ -79,7 +85,7 @@ def skill_to_json(skill: Skill) -> str:
         "updated_at": skill.updated_at,
         "see_also": list(skill.see_also),
         **({"project": skill.project} if skill.project else {}),
-        "files": _files_json(skill.files),
+        "files": _files_json(skill.files, skill.executable),
     }
     return json.dumps(record, ensure_ascii=False, indent=1)
 
@@ -105,4 +111,5 @@ def skill_from_json(text: str) -> Skill:
         body=body,
         see_also=tuple(str(n) for n in data.get("see_also", ())),
         project=str(data["project"]) if data.get("project") else None,
+        executable=frozenset(p for p, item in data["files"].items() if item.get("executable")),
     )

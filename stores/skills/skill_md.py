@@ -53,13 +53,15 @@ class InvalidSkill(InvalidInput):
 @dataclass(frozen=True)
 class SkillFolder:
     """A validated skill: its files (path → bytes; `SKILL.md` without dreamwell's keys) and
-    the parsed front matter. `bookkeeping` holds the `dreamwell-*` keys found on import."""
+    the parsed front matter. `bookkeeping` holds the `dreamwell-*` keys found on import;
+    `executable` the paths of the files with the executable bit (`scripts/run.sh`)."""
 
     name: str
     files: Mapping[str, bytes]
     front_matter: Mapping[str, Any]
     body: str
     bookkeeping: Mapping[str, str]
+    executable: frozenset[str] = frozenset()
 
     @property
     def description(self) -> str:

@@ -9,7 +9,8 @@ is written there as `<name>/` (the export format, stores/skills/porting.py).
     disable_sync(dirs) -> [removed]                turn it off, removing what it wrote
 
 `skills-sync.json` in the data directory records, per target folder, each skill written there
-with the revision and the SHA-256 of each of its files (SKILL.md without dreamwell's keys).
+with the revision and the SHA-256 of each of its files (SKILL.md without dreamwell's keys),
+marked `+x` when the file is executable: a `chmod +x` in the folder is an edit like any other.
 A sync, under `.skills-sync.lock`, for each active skill of the target:
 - no folder: written;
 - a folder dreamwell wrote, untouched: rewritten when the skill changed;
@@ -30,7 +31,7 @@ import hashlib
 import json
 import logging
 import shutil
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,7 @@ from dreamwell.stores.errors import InvalidInput, StoreBusy
 from dreamwell.stores.files import write_atomic
 from dreamwell.stores.layout import DataDir
 from dreamwell.stores.skills.catalog import Skill, SkillCatalog, SkillChange
-from dreamwell.stores.skills.folders import read_folder, write_folder
+from dreamwell.stores.skills.folders import is_executable, read_folder, write_folder
 from dreamwell.stores.skills.porting import exported_files
 
 logger = logging.getLogger(__name__)
@@ -77,8 +78,12 @@ def project_target(root: Path) -> Path:
     return root / ".claude" / "skills"
 
 
-def _digest(files: Mapping[str, bytes]) -> dict[str, str]:
-    return {path: hashlib.sha256(data).hexdigest() for path, data in sorted(files.items())}
+def _digest(files: Mapping[str, bytes], executable: Collection[str]) -> dict[str, str]:
+    """path -> SHA-256 of the bytes, `+x` after it when the file is executable."""
+    return {
+        path: hashlib.sha256(data).hexdigest() + ("+x" if path in executable else "")
+        for path, data in sorted(files.items())
+    }
 
 
 # ---- the record of what was written ---------------------------------------------------------
@@ -231,7 +236,7 @@ def _sync_one(
 ) -> dict[str, Any] | None:
     """The record of what is in `target/<name>` after this sync (None: not dreamwell's)."""
     folder = target / skill.name
-    mine = _digest(skill.files)
+    mine = _digest(skill.files, skill.executable)
     if not folder.exists():
         return _write(folder, skill, report)
     if record is not None and _raw_digest(folder) == record.get("raw"):
@@ -263,7 +268,8 @@ def _take_edit(
     """The user edited a folder dreamwell wrote: that edit is the skill's next revision."""
     edited = read_folder(folder)
     expect = int(record.get("revision") or 0)
-    result = catalog.apply([SkillChange(skill.name, expect, dict(edited.files))])
+    change = SkillChange(skill.name, expect, dict(edited.files), executable=edited.executable)
+    result = catalog.apply([change])
     if result.conflicts:
         why = "edited both here and in dreamwell; keeping the folder as it is"
         report.clashes[skill.name] = why
@@ -282,29 +288,38 @@ def _write(
     files = exported_files(skill)
     for stale in set((old or {}).get("files") or {}) - set(files):
         (folder / stale).unlink(missing_ok=True)
-    write_folder(folder.parent, skill.name, files)
+    write_folder(folder.parent, skill.name, files, skill.executable)
     if say:
         report.written.append(skill.name)
-    return {"revision": skill.revision, "files": _digest(skill.files), "raw": _digest(files)}
+    return {
+        "revision": skill.revision,
+        "files": _digest(skill.files, skill.executable),
+        "raw": _digest(files, skill.executable),
+    }
 
 
 def _raw_digest(folder: Path) -> dict[str, str] | None:
     """The SHA-256 of each file under `folder` as it is on disk (None: unreadable): the cheap
     check that a folder is as dreamwell wrote it, before any parse."""
     found: dict[str, bytes] = {}
+    executable: set[str] = set()
     try:
         for path in folder.rglob("*"):
             if path.is_file() and not path.is_symlink():
-                found[path.relative_to(folder).as_posix()] = path.read_bytes()
+                rel = path.relative_to(folder).as_posix()
+                found[rel] = path.read_bytes()
+                if is_executable(path.stat().st_mode):
+                    executable.add(rel)
     except OSError:
         return None
-    return _digest(found)
+    return _digest(found, executable)
 
 
 def _folder_digest(folder: Path) -> dict[str, str] | None:
     """The folder's files as a skill holds them (None: not a valid skill any more)."""
     try:
-        return _digest(read_folder(folder).files)
+        edited = read_folder(folder)
+        return _digest(edited.files, edited.executable)
     except (InvalidInput, OSError):
         return None
 

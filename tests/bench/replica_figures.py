@@ -21,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -232,12 +233,18 @@ def census(s3: Any, prefix: str) -> tuple[int, int, int, int]:
 
 
 def measure_growth(
-    s3: Any, prefix: str, total: int, replicas: int = 3, block: int = 1000
+    s3: Any,
+    prefix: str,
+    total: int,
+    on_row: Callable[[dict[str, float]], None],
+    replicas: int = 3,
+    block: int = 1000,
 ) -> list[dict[str, float]]:
     """`total` saves of ~450 B through `replicas` stores on one location (one thread each,
     each checkpointing every `block` of its own saves, as `serve` does every few seconds);
     per block of `block` saves: save p50/p95 (ms), objects and bytes under the location and
-    under log.lance/."""
+    under log.lance/, handed to `on_row` as each block ends. A KeyboardInterrupt (Ctrl-C, or
+    SIGTERM as scaleout_bench maps it) stops the saves and returns the blocks completed."""
     stores = [open_replica(s3, prefix) for _ in range(replicas)]
     times: list[float] = []
     lock = threading.Lock()
@@ -266,12 +273,19 @@ def measure_growth(
                 times.append(took)
                 if len(times) % block == 0:
                     rows.append(_block_row(s3, prefix, times[-block:], len(times)))
+                    on_row(rows[-1])
 
     threads = [threading.Thread(target=work, args=(k,)) for k in range(replicas)]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    try:
+        for t in threads:
+            t.join()
+    except KeyboardInterrupt:  # stopped early: no more saves, keep the blocks done
+        with lock:
+            counter[0] = total
+        for t in threads:
+            t.join()
     for line in sorted(set(failed)):
         sys.stdout.write(f"{failed.count(line)} saves failed: {line}\n")
     return rows

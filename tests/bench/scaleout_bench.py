@@ -19,7 +19,8 @@ average before and after. Measurements:
 With --growth N, instead: N saves through three replicas on one location, and per block of
 1,000 saves the save p50/p95, objects and bytes under the location and under log.lance/
 (goal: objects bounded, bytes per memory at most 5 KB, last block's p50 at most 1.5x the
-first's).
+first's). Each block's line is printed as it ends; `kill PID` (SIGTERM) stops the saves
+and keeps the blocks done.
 
     python tests/bench/scaleout_bench.py --growth 20000
 
@@ -30,6 +31,7 @@ returning per-call milliseconds and add it to MEASUREMENTS.
 from __future__ import annotations
 
 import argparse
+import signal
 import statistics
 import string
 import sys
@@ -212,22 +214,29 @@ def main() -> None:
     say(f"load after: {loadavg()}")
 
 
+def _stop(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def growth(total: int) -> None:
     """The growth run: objects, bytes and save latency per 1,000 saves (replica_figures.py)."""
     import replica_figures as rf
 
+    signal.signal(signal.SIGTERM, _stop)  # `kill PID` ends the run with the blocks done
     say(f"load before: {loadavg()}")
     began = time.monotonic()
-    with SeaweedS3(bucket="bench") as s3:
-        rows = rf.measure_growth(s3, f"growth-{uuid.uuid4().hex[:8]}", total)
-    say(f"\n{total:,} saves of ~450 B through 3 replicas, one thread each, on weed mini")
+    say(f"{total:,} saves of ~450 B through 3 replicas, one thread each, on weed mini")
     say("saves   | p50 ms | p95 ms | objects | bytes/memory | log.lance objects | log.lance MB")
-    for r in rows:
+
+    def show(r: dict[str, float]) -> None:
         say(
             f"{r['saves']:>7,} | {r['p50']:6.1f} | {r['p95']:6.1f} | {r['objects']:>7,} | "
             f"{r['bytes'] / r['saves']:>12,.0f} | {r['log_objects']:>17,} | "
-            f"{r['log_bytes'] / 1e6:>12.2f}"
+            f"{r['log_bytes'] / 1e6:>12.2f}   (load {loadavg()})"
         )
+
+    with SeaweedS3(bucket="bench") as s3:
+        rows = rf.measure_growth(s3, f"growth-{uuid.uuid4().hex[:8]}", total, show)
     if rows:
         say(f"last block p50 / first block p50: {rows[-1]['p50'] / rows[0]['p50']:.2f}")
     say(f"took {time.monotonic() - began:.0f} s; load after: {loadavg()}")

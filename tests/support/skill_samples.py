@@ -72,3 +72,30 @@ def content_of(skill: Skill) -> str:
     """A skill's whole record but its revision: an undo puts the content back under a new
     revision (a revision never comes back, so a writer holding an old one is refused)."""
     return skill_to_json(replace(skill, revision=0))
+
+
+RUN_SH = "#!/bin/sh\nset -eu\nexec make test\n"
+RUNNABLE_MD = simple_md("run-tests", "Run the test suite", "Run `scripts/run.sh`.\n")
+
+
+def runnable_skill(root: Path) -> Path:
+    """A skill whose `scripts/run.sh` is executable (and setuid, group- and other-writable,
+    none of which may travel) beside a plain `notes.md`."""
+    folder = write_skill(
+        root, "run-tests", RUNNABLE_MD, {"scripts/run.sh": RUN_SH.encode(), "notes.md": b"n\n"}
+    )
+    (folder / "scripts" / "run.sh").chmod(0o4777)
+    (folder / "notes.md").chmod(0o644)
+    return folder
+
+
+def assert_runnable(folder: Path) -> None:
+    """`scripts/run.sh` executable by its owner, `notes.md` by nobody, and neither setuid,
+    setgid, sticky nor writable by group or others."""
+    run, notes = (
+        (folder / "scripts" / "run.sh").stat().st_mode,
+        (folder / "notes.md").stat().st_mode,
+    )
+    assert run & 0o100, oct(run)
+    assert not notes & 0o111, oct(notes)
+    assert not (run | notes) & 0o7022, (oct(run), oct(notes))

@@ -27,10 +27,10 @@ from dreamwell.stores.remote.blobs import Blobs, attach
 from dreamwell.stores.skills.catalog import ApplyResult
 from dreamwell.stores.skills.folders import read_skills
 from dreamwell.stores.skills.object_storage import SWEEP_EVERY, BlobSkills
-from dreamwell.stores.skills.porting import import_skills
+from dreamwell.stores.skills.porting import export_skills, import_skills
 from tests.support.racing import eventually
 from tests.support.s3server import SeaweedS3
-from tests.support.skill_samples import simple_md, write_skill
+from tests.support.skill_samples import assert_runnable, runnable_skill, simple_md, write_skill
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 Replica = Callable[[], SkillCatalog]
@@ -94,6 +94,16 @@ def test_import_edit_and_archive_are_seen_by_another_replica(
     b.archive("cut-release")
     eventually(lambda: a.get("cut-release").status == "archived")
     assert a.list("active") == [] and a.generation() == b.generation() == 4
+
+
+def test_another_replica_exports_an_executable_script_executable(
+    replica: Replica, tmp_path: Path
+) -> None:
+    import_skills(replica(), runnable_skill(tmp_path / "src"))
+    fresh = replica()  # an empty cache: the record comes from the object store
+    assert fresh.get("run-tests").executable == {"scripts/run.sh"}
+    export_skills(fresh, tmp_path / "out")
+    assert_runnable(tmp_path / "out" / "run-tests")
 
 
 def test_racing_edits_of_one_skill_from_two_replicas_land_exactly_once(replica: Replica) -> None:

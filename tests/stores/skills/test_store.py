@@ -3,6 +3,7 @@ compare-and-set, several processes, hybrid search, usage."""
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import zipfile
@@ -28,8 +29,12 @@ from dreamwell.stores.skills.skill_md import InvalidSkill, strip_bookkeeping
 from dreamwell.stores.skills.usage import SkillUsage
 from tests.support.skill_samples import (
     RELEASE_MD,
+    RUN_SH,
+    RUNNABLE_MD,
+    assert_runnable,
     long_skill,
     release_skill,
+    runnable_skill,
     simple_md,
     write_skill,
 )
@@ -123,6 +128,71 @@ def test_a_zip_with_skill_folders_imports_them(tmp_path: Path) -> None:
     import_skills(catalog, archive)
     assert [s.name for s in catalog.list()] == ["one", "two"]
     assert catalog.get("one").files["scripts/run.py"] == b"print('hi')\n"
+
+
+def test_an_executable_script_stays_executable_through_import_and_export(
+    tmp_path: Path,
+) -> None:
+    catalog = SkillCatalog(tmp_path / "data")
+    import_skills(catalog, runnable_skill(tmp_path / "src"))
+    assert catalog.get("run-tests").executable == {"scripts/run.sh"}
+    export_skills(catalog, tmp_path / "out")
+    assert_runnable(tmp_path / "out" / "run-tests")
+    # exported over a folder whose modes are the other way round: put right
+    (tmp_path / "out" / "run-tests" / "scripts" / "run.sh").chmod(0o644)
+    (tmp_path / "out" / "run-tests" / "notes.md").chmod(0o775)
+    export_skills(catalog, tmp_path / "out")
+    assert_runnable(tmp_path / "out" / "run-tests")
+
+
+def test_a_zips_unix_modes_say_which_files_are_executable(tmp_path: Path) -> None:
+    archive = tmp_path / "skills.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for path, data, mode in [
+            ("run-tests/SKILL.md", RUNNABLE_MD, 0o644),
+            ("run-tests/scripts/run.sh", RUN_SH, 0o755),
+            ("run-tests/notes.md", "n\n", 0o644),
+        ]:
+            info = zipfile.ZipInfo(path)
+            info.external_attr = (0o100000 | mode) << 16
+            zf.writestr(info, data)
+    catalog = SkillCatalog(tmp_path / "data")
+    import_skills(catalog, archive)
+    export_skills(catalog, tmp_path / "out")
+    assert_runnable(tmp_path / "out" / "run-tests")
+
+
+def test_a_record_without_modes_loads_with_nothing_executable(tmp_path: Path) -> None:
+    catalog = SkillCatalog(tmp_path / "data")
+    import_skills(catalog, runnable_skill(tmp_path / "src"))
+    path = catalog.layout.skills / "run-tests.json"
+    record = json.loads(path.read_text())
+    assert record["files"]["scripts/run.sh"] == {"text": RUN_SH, "executable": True}
+    assert record["files"]["notes.md"] == {"text": "n\n"}
+    for item in record["files"].values():  # as records were written before modes travelled
+        item.pop("executable", None)
+    path.write_text(json.dumps(record))
+    catalog.layout.skills_generation.write_text("7")
+    old = SkillCatalog(tmp_path / "data").get("run-tests")
+    assert old.executable == frozenset() and old.files["scripts/run.sh"] == RUN_SH.encode()
+    export_skills(catalog, tmp_path / "out")
+    assert not (tmp_path / "out" / "run-tests" / "scripts" / "run.sh").stat().st_mode & 0o111
+
+
+def test_an_edit_of_the_text_keeps_the_executable_bits_and_revisions_carry_them(
+    tmp_path: Path,
+) -> None:
+    catalog = SkillCatalog(tmp_path / "data")
+    made = import_skills(catalog, runnable_skill(tmp_path / "src"))[0]
+    md = RUNNABLE_MD.replace("Run `scripts", "Always run `scripts").encode()
+    edited = catalog.apply(
+        [SkillChange("run-tests", made.revision, {**made.files, "SKILL.md": md})]
+    )
+    assert edited.written[0].executable == {"scripts/run.sh"}  # the browser's and dream's edits
+    chmod = SkillChange("run-tests", ANY_REVISION, dict(made.files), executable=frozenset())
+    assert catalog.apply([chmod]).written[0].executable == frozenset()
+    assert catalog.revert([("run-tests", 3, made)]).written[0].executable == {"scripts/run.sh"}
+    assert SkillCatalog(tmp_path / "data").get("run-tests").executable == {"scripts/run.sh"}
 
 
 def test_a_20_mb_file_is_refused(tmp_path: Path) -> None:

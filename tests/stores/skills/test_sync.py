@@ -18,6 +18,8 @@ from dreamwell.stores.skills import (
     sync_clashes,
     sync_skills,
 )
+from dreamwell.stores.skills.porting import import_skills
+from tests.support.skill_samples import assert_runnable, runnable_skill
 
 RELEASE = (
     "---\nname: go-release\ndescription: Cut a release of the Go service and tag it\n---\n\n"
@@ -109,6 +111,25 @@ def test_a_users_edit_comes_back_as_a_new_revision(tmp_path: Path) -> None:
     assert after.revision == before.revision + 1 and "tell #ops" in after.body
     assert after.files["notes.md"] == b"Ops channel: #ops\n"
     assert "dreamwell-id:" not in after.skill_md  # bookkeeping stays out of the record
+    assert sync_skills(catalog)[0].revised == []  # taken once
+
+
+def test_a_synced_folder_keeps_the_executable_bit_and_a_chmod_there_is_an_edit(
+    tmp_path: Path,
+) -> None:
+    catalog = SkillCatalog(tmp_path / "data")
+    import_skills(catalog, runnable_skill(tmp_path / "src"))
+    target = tmp_path / "skills"
+    on(catalog, target)
+    assert sync_skills(catalog)[0].written == ["run-tests"]
+    assert_runnable(target / "run-tests")
+    assert sync_skills(catalog)[0].revised == []  # as written: not an edit
+    (target / "run-tests" / "notes.md").chmod(0o755)  # the user's `chmod +x notes.md`
+    [report] = sync_skills(catalog)
+    assert report.revised == ["run-tests"] and report.clashes == {}
+    after = catalog.get("run-tests")
+    assert after.revision == 2 and after.executable == {"scripts/run.sh", "notes.md"}
+    assert (target / "run-tests" / "notes.md").stat().st_mode & 0o100
     assert sync_skills(catalog)[0].revised == []  # taken once
 
 
