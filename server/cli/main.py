@@ -107,7 +107,21 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
             ", ".join(handover.loaded_then) or "none",
         )
     anyio.run(serve, settings, handover if settings.transport == "stdio" else None)
+    if settings.transport == "stdio":
+        _leave_now()
     return 0
+
+
+def _leave_now() -> NoReturn:
+    """A stdio server that has stopped leaves without the interpreter's teardown, which took
+    ~0.8 s of CPU after serving ended (freeing what LanceDB, pyarrow and the SDK hold) while
+    its client waited for the process (Claude Code, at the end of every session): every
+    acknowledged write is in the fsynced log and file locks go with the process."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(0)
 
 
 def cmd_dream(settings: Settings, args: argparse.Namespace) -> int:

@@ -41,13 +41,14 @@ def _exit_soon(grace: float = STOP_GRACE) -> None:
     timer.start()
 
 
-async def _stop_on_signal(stop: Callable[[], None]) -> None:
-    """SIGTERM or SIGINT: stop serving and leave cleanly (every acknowledged write is already
-    in the fsynced log; no lock is held by an idle process)."""
+async def _stop_on_signal(stop: Callable[[], None], grace: float = STOP_GRACE) -> None:
+    """SIGTERM or SIGINT: stop serving and leave within `grace` seconds (every acknowledged
+    write is already in the fsynced log; file locks go with the process). A stdio server
+    then leaves without the interpreter's teardown (server/cli/main.py)."""
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async for received in signals:
             logger.info("received %s; stopping", signal.Signals(received).name)
-            _exit_soon()
+            _exit_soon(grace)
             stop()
             return
 
