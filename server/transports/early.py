@@ -122,6 +122,7 @@ class EarlyStdio:
         self._deadline = 0.0
         self._lists = lists
         self._listed: dict[Any, str] = {}
+        self._holding_list = False  # a list request waits for `ready` or `refuse`
         self._stop_r, self._stop_w = os.pipe()
         self._thread = threading.Thread(target=self._run, name="dreamwell-early-stdio", daemon=True)
 
@@ -147,7 +148,7 @@ class EarlyStdio:
     def _wait(self) -> float | None:
         """Seconds until a held frame must be answered; None when none is held."""
         with self._lock:
-            if self._decided or self._handled == len(self._lines):
+            if self._decided or self._handled == len(self._lines) or self._holding_list:
                 return None
             return max(0.0, self._deadline - time.monotonic())
 
@@ -172,11 +173,16 @@ class EarlyStdio:
                 found = None
             else:
                 key, found = early_reply(frame)
-                if found is None and self._lists is not None and self._listening():
-                    key, found = frame.get("id"), self._lists.reply(frame)
+                if found is None and self._listable(frame):
+                    # a list waits for the settings to be judged, however long: a server that
+                    # cannot start answers it with the cause, never with the last lists
+                    self._holding_list = not self._decided
+                    if self._holding_list:
+                        return
+                    key, found = frame["id"], self._lists.reply(frame) if self._lists else None
                     if found is not None:
                         self._listed[key] = frame["method"]
-                if found is not None and not self._decided and time.monotonic() < self._deadline:
+                elif found is not None and not self._decided and time.monotonic() < self._deadline:
                     return
                 self._legacy = found is not None and frame["method"] == "initialize"
                 if found is not None:
@@ -187,9 +193,11 @@ class EarlyStdio:
                 self._waiting.append(frame)  # for the SDK to answer (or `refuse`)
             self._handled += 1
 
-    def _listening(self) -> bool:
-        """Whether a `subscriptions/listen` was acknowledged here (see early_lists.py)."""
-        return any(isinstance(key, tuple) and key[0] == "ack" for key in self._sent)
+    def _listable(self, frame: Any) -> bool:
+        """Whether `frame` is a list request answered here from the last server's answers:
+        to a client whose `subscriptions/listen` was acknowledged here (see early_lists.py)."""
+        listening = any(isinstance(key, tuple) and key[0] == "ack" for key in self._sent)
+        return self._lists is not None and listening and early_lists.of_request(frame) is not None
 
     def _write(self, reply: dict[str, Any]) -> None:
         if self._loaded_then is None:

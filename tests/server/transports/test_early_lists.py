@@ -8,12 +8,16 @@ Claude Code, asking while it stopped a short session, waited seconds for a serve
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from dreamwell.server.mcp.handshake import VERSION
 from tests.support.cli import dreamwell
 from tests.support.wire import CLAUDE_CODE, Wire
 
@@ -85,3 +89,62 @@ async def test_answers_kept_for_other_settings_are_not_given(tmp_path: Path) -> 
     (data / "mcp-lists.json").write_text(json.dumps(kept))
     _, _, log = await session(data)
     assert ANSWERED.search(log) is None
+
+
+async def test_a_server_that_cannot_start_answers_the_lists_with_the_cause(tmp_path: Path) -> None:
+    """The lists wait for the server to know it can start: a data directory written by a
+    newer dreamwell is the answer to them, not the last server's lists."""
+    data = tmp_path / "data"
+    await session(data)
+    (data / "format.json").write_text('{"format": 999}')
+    async with Wire(data) as wire:
+        await wire.send_json(CLAUDE_CODE.discover("probe"))
+        await wire.reply()
+        opening = [CLAUDE_CODE.listen("listen:0")]
+        opening += [CLAUDE_CODE.request(i, m) for i, m in enumerate(LISTS, 1)]
+        await wire.send_json(*opening)
+        answers = [await wire.reply() for _ in range(3)]
+        await wire.close()
+    lists = [a for a in answers if a.get("id") in (1, 2)]
+    assert len(lists) == 2 and all("result" not in a for a in lists), answers
+    assert all(a["error"]["message"].startswith("dreamwell cannot start: ") for a in lists)
+
+
+WINDOW = """
+import json, os, sys, time
+from pathlib import Path
+from dreamwell.server.transports.early import EarlyStdio
+from dreamwell.server.transports.early_lists import ListCache, cache_key
+cache = ListCache(Path(sys.argv[1]), cache_key())
+early = EarlyStdio(hold=0.0, lists=cache).start()
+time.sleep(1.0)  # the handshake went out at once (no hold); the lists were asked meanwhile
+early.refuse("bad setting x", wait=0.5)
+"""
+
+
+def test_a_list_asked_before_the_server_knows_it_can_start_waits_to_be_refused(
+    tmp_path: Path,
+) -> None:
+    """The window: the handshake is answered (its hold is over) while the settings are still
+    being read, and the client asks for the lists; they wait, and a server that then finds
+    it cannot start answers them with the cause, never with the last server's lists."""
+    kept = tmp_path / "mcp-lists.json"
+    answer = {"tools": [], "_meta": {}}
+    key = json.dumps([VERSION, [str(kept)], []])  # as cache_key() reads it in that process
+    kept.write_text(json.dumps({"key": key, "answers": {"tools/list 2026-07-28": answer}}))
+    frames = [
+        CLAUDE_CODE.discover("probe"),
+        CLAUDE_CODE.listen("listen:0"),
+        CLAUDE_CODE.request(1, "tools/list"),
+    ]
+    done = subprocess.run(
+        [sys.executable, "-c", WINDOW, str(kept)],
+        input=b"".join(json.dumps(f).encode() + b"\n" for f in frames),
+        capture_output=True,
+        timeout=60,
+        env={k: v for k, v in os.environ.items() if not k.startswith("DREAMWELL_")},
+    )
+    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    [listed] = [r for r in replies if r.get("id") == 1]
+    assert "result" not in listed, replies
+    assert listed["error"]["message"] == "dreamwell cannot start: bad setting x"
