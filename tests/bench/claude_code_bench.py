@@ -136,6 +136,7 @@ def main() -> None:
         taken = [handshake_ms(data) for _ in range(args.handshakes)]
         sys.stdout.write(row("handshake: process start to the probe's answer", taken) + "\n")
         claude_runs(Path(tmp), args.pairs, args.n)
+        close_all()  # the resident hook processes, before their homes are removed
     sys.stdout.write(f"load after: {load()}\n")
 
 
