@@ -79,9 +79,15 @@ def connect(path: str) -> _socket.socket | None:
 
 
 def ask(sock: _socket.socket, event: str, raw: bytes) -> bytes:
-    """The resident's answer to one hook ("" when it fails or takes too long)."""
+    """The resident's answer to one hook ("" when it fails or takes too long): it is sent the
+    event, this process's directory (where Claude Code ran the hook: the project when the
+    hook's JSON names none) and the JSON, NUL-separated."""
     try:
-        sock.sendall(event.encode() + b"\n" + raw)
+        here = os.getcwd()
+    except OSError:  # removed meanwhile
+        here = ""
+    try:
+        sock.sendall(b"\0".join([event.encode(), os.fsencode(here), raw]))
         sock.shutdown(_socket.SHUT_WR)
         chunks = []
         while chunk := sock.recv(65536):

@@ -102,7 +102,8 @@ def listen(path: Path) -> socket.socket:
 
 
 def receive(conn: socket.socket) -> tuple[str, bytes] | None:
-    """(event, hook JSON) of one connection; None when it sends nothing in time or too much."""
+    """(event, hook JSON) of one connection, in the directory the hook ran in (this process
+    changes to it: one hook at a time); None when it sends nothing in time or too much."""
     conn.settimeout(CONN_WAIT)
     chunks, size = [], 0
     try:
@@ -113,7 +114,12 @@ def receive(conn: socket.socket) -> tuple[str, bytes] | None:
                 return None
     except OSError:
         return None
-    event, _, raw = b"".join(chunks).partition(b"\n")
+    event, _, rest = b"".join(chunks).partition(b"\0")
+    here, _, raw = rest.partition(b"\0")
+    try:
+        os.chdir(os.fsdecode(here) or "/")
+    except OSError:  # gone, or not a directory: no project from it
+        os.chdir("/")
     return event.decode("ascii", "replace"), raw
 
 

@@ -56,14 +56,19 @@ CLIENT = Path(client_module.__file__)
 
 
 def lean_hook(
-    event: str, payload: dict[str, Any] | bytes, data: Path, run: Path, *extra: str
+    event: str,
+    payload: dict[str, Any] | bytes,
+    data: Path,
+    run: Path,
+    *extra: str,
+    cwd: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """The hook as install writes it on POSIX: the lean client (server/hooks/client.py) under
     `python -I -S`, its residents' sockets in `run` (its XDG_RUNTIME_DIR)."""
     raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     env = {**os.environ, "DREAMWELL_EMBEDDER": "none", "XDG_RUNTIME_DIR": str(run)}
     command = [sys.executable, "-I", "-S", str(CLIENT), event, "--data-dir", str(data), *extra]
-    done = subprocess.run(command, input=raw, capture_output=True, timeout=60, env=env)
+    done = subprocess.run(command, input=raw, capture_output=True, timeout=60, env=env, cwd=cwd)
     return subprocess.CompletedProcess(
         done.args, done.returncode, done.stdout.decode(), done.stderr.decode()
     )

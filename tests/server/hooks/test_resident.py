@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 
 from dreamwell.server.hooks import client, resident
+from dreamwell.server.hooks.refresh import refresh
+from dreamwell.stores import PROJECT, DataDir, LongTermStore
 from tests.support.hooks import (
     CLIENT,
     DEPLOY,
@@ -36,6 +38,9 @@ from tests.support.hooks import (
     wait_for_pid,
     wait_for_resident,
 )
+from tests.support.repos import two_projects
+
+SHOP, BILLING = {PROJECT: "github.com/acme/shop"}, {PROJECT: "github.com/acme/billing"}
 
 
 @pytest.fixture
@@ -137,7 +142,7 @@ def test_an_idle_resident_removes_its_socket_and_still_answers_who_had_connected
     server = resident.listen(path)
     late = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     late.connect(str(path))  # connected as the resident reaches its idle limit
-    late.sendall(b"user-prompt\n{}")
+    late.sendall(b"user-prompt\0/\0{}")
     late.shutdown(socket.SHUT_WR)
     resident.serve(server, path, lambda event, raw: f"{event}:{raw.decode()}".encode(), idle=0)
     server.close()
@@ -204,3 +209,23 @@ def test_the_key_changes_with_the_data_directory_and_settings_not_the_event(
     assert client.key(["--data-dir", "/b"]) != base
     monkeypatch.setenv("DREAMWELL_HOOK_MAX_CHARS", "500")
     assert client.key(["--data-dir", "/a"]) != base
+
+
+def test_the_resident_runs_each_hook_in_the_directory_claude_code_ran_it_in(
+    tmp_path: Path, run: Path
+) -> None:
+    """A hook's JSON without `cwd` belongs to the project the hook ran in (its process's
+    directory), not to the one the resident was started from."""
+    shop, billing = two_projects(tmp_path / "src")
+    data = tmp_path / "data"
+    store = LongTermStore(data)
+    mine = store.save("Deploy the shop with make deploy-shop", metadata=SHOP).entry.id
+    theirs = store.save("Deploy billing with kubectl apply", metadata=BILLING).entry.id
+    assert store.checkpoint()
+    refresh(DataDir(data))
+    lean_hook("stop", {"session_id": "s0", "transcript_path": "/none"}, data, run, cwd=billing)
+    wait_for_resident(run)  # started in billing's directory
+    ask = {"session_id": "s1", "prompt": "how do I deploy?", "transcript_path": "/none"}
+    done = lean_hook("user-prompt", ask, data, run, cwd=shop)
+    assert mine in done.stdout and theirs not in done.stdout
+    assert len(via_resident(data)) == 1
