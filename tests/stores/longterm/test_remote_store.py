@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from dreamwell.server.config import Settings
+from dreamwell.stores import StoreBusy
 from dreamwell.stores.index.embedders import Embedder
 from dreamwell.stores.longterm import shared_log as lancelog
 from dreamwell.stores.longterm import snapshot
@@ -203,8 +204,8 @@ def test_a_command_on_object_storage_exits_without_finalising_the_interpreter(
     """LanceDB answers calls from threads of its own: one answering while the interpreter
     finalised aborted `dreamwell export` after its export (-6 or -11, 1 run in 200). The
     program exits once its output is flushed, never finalising: an exit handler, which runs
-    as finalising begins, never runs, and the status is the command's. A server still
-    leaves as before (a normal exit waits for its worker threads)."""
+    as finalising begins, never runs, and the status is the command's. A stdio server that
+    has stopped leaves the same way."""
     uri = s3.uri(s3_prefix)
     saved = saved_three(cli_store(s3, uri, tmp_path))
     child = textwrap.dedent(
@@ -227,7 +228,8 @@ def test_a_command_on_object_storage_exits_without_finalising_the_interpreter(
         assert "finalising" not in err, err
         if status == 0:
             assert {json.loads(line)["id"] for line in done.stdout.splitlines()} == saved
-    # a server leaves as Python leaves: its worker threads may be finishing a call
+    # a stdio server that has stopped leaves so too (server/cli/main.py `_leave_now`): the
+    # interpreter's teardown took ~0.8 s of CPU while its client waited for the process
     serve = ["serve", "--data-dir", str(tmp_path / "local")]
     done = subprocess.run(
         [sys.executable, "-c", child, *serve],
@@ -236,7 +238,7 @@ def test_a_command_on_object_storage_exits_without_finalising_the_interpreter(
         env=CLI_ENV,
         timeout=120,
     )
-    assert done.returncode == 0 and "finalising" in done.stderr.decode(errors="replace")
+    assert done.returncode == 0 and "finalising" not in done.stderr.decode(errors="replace")
 
 
 def test_export_on_a_new_machine_reads_the_location_and_names_a_wrong_one(
@@ -334,7 +336,9 @@ def test_the_shared_log_is_compacted_and_its_old_versions_removed(
             with lock:
                 acknowledged.append(result.entry.id)
 
-    assert race(stores, saver, threads=1) == []
+    # a save that kept losing the log's compare-and-set to the other replica says so and
+    # saves nothing (seen once in 400 on a loaded machine): refused, never lost
+    assert all(isinstance(e, StoreBusy) for e in race(stores, saver, threads=1))
     compactions = sum(s._wal.compactions for s in stores)  # type: ignore[union-attr]
     assert compactions > 0
     # 3 objects per version at most were kept (manifest, transaction, fragment) plus what
