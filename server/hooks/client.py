@@ -22,7 +22,7 @@ import os
 import sys
 
 TIMEOUT = 9.0  # seconds a resident has to answer (Claude Code waits 10 for a hook)
-MAX_INPUT = 1024 * 1024  # bytes of hook JSON passed on (as `dreamwell hook` reads)
+MAX_INPUT = 1024 * 1024  # bytes of hook JSON a hook reads from stdin (here and events.py)
 KEYED_ENV = ("HOME", "XDG_DATA_HOME")  # besides DREAMWELL_*: where the data directory is
 
 

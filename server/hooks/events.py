@@ -27,6 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dreamwell.server.hooks.client import MAX_INPUT
 from dreamwell.stores import DataDir, Project, pinned_project, project_of, redact
 from dreamwell.stores.hooks import HookSession, HookSessions, hooks_log
 
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
 
 EVENTS = ("session-start", "user-prompt", "stop", "pre-compact", "session-end")
 CLIENT = "claude-code"
-MAX_INPUT = 1024 * 1024  # bytes of hook JSON read from stdin
 MAX_TURN_CHARS = 16_000  # of one recorded turn (a log line holds 64 KiB; the dream reads 800)
 LOG_WAIT = 2.0  # seconds a hook waits for a log's lock before giving up (and logging that)
 PREFERENCES = ("user-preferences", "preferences", "anti-patterns")

@@ -6,10 +6,10 @@ imported, until it has been idle for IDLE seconds or another resident took its s
 
 One hook at a time, each exactly as `dreamwell hook` runs it (events.hook_output, so hooks.log
 and every record are the same; its line ends "(resident)"), with the flags it was started
-with and the settings read again for each hook. A connection that sends nothing for CONN_WAIT
-seconds is dropped. A second resident of the same key gives up at once (the key's lock), as
-does one whose flags only argparse could judge: it leaves `KEY.refused` so that hooks stop
-starting it, and they keep running as processes."""
+with and the settings they give (read once: flags and environment are fixed for its key).
+A connection that sends nothing for CONN_WAIT seconds is dropped. A second resident of the
+same key gives up at once (the key's lock), as does one whose flags only argparse could judge:
+it leaves `KEY.refused` so that hooks stop starting it, and they keep running as processes."""
 
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ from dreamwell.server.hooks.client import MAX_INPUT, private, run_dir
 
 IDLE = 3600.0  # seconds without a hook before the resident exits
 CONN_WAIT = 2.0  # seconds a connection may take to send its hook
-TICK = 30.0  # seconds between checks that the socket is still this resident's
+TICK = 30.0  # seconds between checks that the socket is still there
+HEAD = 8192  # bytes at most before the hook JSON: the event and the hook's directory
 
 
 def answerer(args: list[str]) -> Callable[[str, bytes], bytes] | None:
@@ -41,17 +42,13 @@ def answerer(args: list[str]) -> Callable[[str, bytes], bytes] | None:
         return None
     given = {k: v for k, v in parsed.items() if k not in ("event", "tenant", "data_dir")}
     try:
-        hook_settings.read(parsed["data_dir"], given)
+        settings = hook_settings.read(parsed["data_dir"], given)
     except hook_settings.NotPlain:
         return None
     _warm()
 
     def answer(event: str, raw: bytes) -> bytes:
         if event not in EVENTS:
-            return b""
-        try:
-            settings = hook_settings.read(parsed["data_dir"], given)
-        except hook_settings.NotPlain:
             return b""
         return hook_output(settings, event, parsed["tenant"], raw, " (resident)").encode()
 
@@ -110,7 +107,7 @@ def receive(conn: socket.socket) -> tuple[str, bytes] | None:
         while chunk := conn.recv(65536):
             chunks.append(chunk)
             size += len(chunk)
-            if size > MAX_INPUT + 64:
+            if size > MAX_INPUT + HEAD:
                 return None
     except OSError:
         return None
