@@ -10,6 +10,7 @@ reply path. What the plans of a save, delete or compare-and-set are is `stores/l
 
 from __future__ import annotations
 
+import logging
 import random
 import threading
 import time
@@ -26,6 +27,7 @@ from dreamwell.stores.model import MemoryEntry, entry_from_dict
 
 T = TypeVar("T")
 _CONFLICT_RETRIES = 20
+logger = logging.getLogger(__name__)
 
 
 class Scratch:
@@ -138,7 +140,7 @@ class GroupCommit:
         try:
             with p.log.locked():
                 self._decide_and_append(batch)
-                p.follower.catch_up()
+                self._take_own_records()
         except Exception as exc:  # StoreBusy, a read-only directory, ...: every caller hears it
             for request in batch:
                 if request.error is None:
@@ -147,6 +149,15 @@ class GroupCommit:
             for request in batch:
                 request.done.set()
                 request.wake.set()
+
+    def _take_own_records(self) -> None:
+        """Apply what was just appended to this process's view. The batch is in the log by
+        now, so its saves are acknowledged even when this read fails (an object store that
+        stopped answering, a version cleaned up meanwhile): the next read takes them."""
+        try:
+            self.parts.follower.catch_up()
+        except Exception as exc:
+            logger.warning("saved, but reading the log back failed (the next read will): %s", exc)
 
     def _decide_and_append(self, batch: list[_Request]) -> None:
         """Read to the end, plan, append. On object storage another replica may append first

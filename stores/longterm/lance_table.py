@@ -524,9 +524,9 @@ class LogTable:
         self._table.checkout_latest()
         return int(self._table.version)
 
-    def rows(self, where: str) -> list[dict[str, Any]]:
+    def rows(self, where: str, columns: Sequence[str] = _LOG_COLUMNS) -> list[dict[str, Any]]:
         """Rows matching `where` at the version checked out, in append order."""
-        found = self._table.search().where(where).select(_LOG_COLUMNS).to_arrow()
+        found = self._table.search().where(where).select(list(columns)).to_arrow()
         return list(found.sort_by("n").to_pylist())
 
     def extreme(self, column: str, low: bool) -> int | None:

@@ -190,6 +190,8 @@ class LanceLog:
         with self._write_lock, reaching(self.remote, "write to"):
             inserted, version = self._insert(row)
             if not inserted:
+                inserted, version = self._landed(row)
+            if not inserted:
                 with self._lock:
                     self._read_version = -1  # read the table itself next time
                     self.conflicts += 1
@@ -217,6 +219,16 @@ class LanceLog:
             logger.debug("appending on a version cleaned up meanwhile: %s", exc)
             self._table.latest()
             return False, -1
+
+    def _landed(self, row: dict[str, Any]) -> tuple[bool, int]:
+        """Whether row `n` holds our body after all: an insert whose commit landed but whose
+        answer was lost (the store answered too late, LanceDB retried the merge and then found
+        its own row) reports no insert; refusing that save would be a lie, and retrying it
+        would count it twice."""
+        version = self._table.latest()
+        found = self._table.rows(f"n = {row['n']}", ("n", "first", "at", "body"))
+        ours = (row["first"], row["at"], row["body"])  # another replica may log equal ops
+        return any((r["first"], r["at"], r["body"]) == ours for r in found), version
 
     def _appended_last(self, version: int) -> bool:
         return self._last_append_version == version

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from dreamwell.stores import LongTermStore
+from dreamwell.stores.errors import StoreUnreachable
 from dreamwell.stores.longterm import snapshot
 from dreamwell.stores.longterm.log import Log, LogGap, Op, Record
 
@@ -123,3 +124,39 @@ def test_a_reader_behind_dropped_records_recovers_them_from_lancedb(
     assert "catching up from LanceDB" in caplog.text  # the gap was heard, not skipped
     assert found == set(saved)
     assert lagging.pending() == 0
+
+
+class ReadBackFails(MemoryLog):
+    """A log whose first read after an append fails, as an object store that stops answering
+    right after acknowledging a commit does."""
+
+    def __init__(self, shared: Shared) -> None:
+        super().__init__(shared)
+        self.fail_next_read = False
+
+    def append(self, batches: Sequence[Sequence[Op]]) -> int:
+        self.fail_next_read = True
+        return super().append(batches)
+
+    def read_new(self) -> list[Record]:
+        if self.fail_next_read:
+            self.fail_next_read = False
+            raise StoreUnreachable("cannot read the log in s3://away: the store does not answer")
+        return super().read_new()
+
+
+def test_a_save_in_the_log_is_acknowledged_when_reading_it_back_fails(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The save's records were in the log, yet the failed read-back after the append was
+    handed to the caller as the save's error: a client told "nothing was saved" retried, and
+    a replica counted the memory its writer had refused (seen as a count that never matched
+    in the shared log's compaction race)."""
+    shared = Shared()
+    store = LongTermStore(tmp_path, log=ReadBackFails(shared))
+    with caplog.at_level(logging.WARNING, logger="dreamwell.stores.longterm.group_commit"):
+        saved = store.save("the ferry leaves at nine").entry
+    assert "saved, but reading the log back failed" in caplog.text
+    assert len(shared.records) == 1
+    assert store.get(saved.id) is not None  # the next read took it
+    assert store.count() == 1

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,6 +30,7 @@ from dreamwell.stores import StoreBusy
 from dreamwell.stores.index.embedders import Embedder
 from dreamwell.stores.longterm import shared_log as lancelog
 from dreamwell.stores.longterm import snapshot
+from dreamwell.stores.longterm.lance_table import LogTable
 from dreamwell.stores.longterm.store import LongTermStore, Write
 from dreamwell.stores.remote import location as remote
 from dreamwell.stores.remote.blobs import attach
@@ -338,12 +340,48 @@ def test_the_shared_log_is_compacted_and_its_old_versions_removed(
 
     # a save that kept losing the log's compare-and-set to the other replica says so and
     # saves nothing (seen once in 400 on a loaded machine): refused, never lost
-    assert all(isinstance(e, StoreBusy) for e in race(stores, saver, threads=1))
+    refused = race(stores, saver, threads=1)
+    assert all(isinstance(e, StoreBusy) for e in refused)
     compactions = sum(s._wal.compactions for s in stores)  # type: ignore[union-attr]
     assert compactions > 0
     # 3 objects per version at most were kept (manifest, transaction, fragment) plus what
     # the versions since the last compaction added: far below the 3 per append of before
     eventually(lambda: log_objects(s3, s3_prefix) < 3 * 4 * lancelog.COMPACT_EVERY, within=10.0)
     for store in stores:
-        eventually(lambda s=store: s.count() == len(acknowledged), within=10.0)  # type: ignore[misc]
+        try:
+            eventually(lambda s=store: s.count() == len(acknowledged), within=10.0)  # type: ignore[misc]
+        except AssertionError:  # say which side: a refused save that landed, or a lost one
+            held = {e.id for e in store.entries()}
+            raise AssertionError(
+                f"held {len(held)}, acknowledged {len(acknowledged)}; not held "
+                f"{sorted(set(acknowledged) - held)}; not acknowledged "
+                f"{sorted(held - set(acknowledged))}; refused {refused}"
+            ) from None
         assert {e.id for e in store.entries()} == set(acknowledged)
+
+
+def test_an_append_whose_answer_was_lost_is_settled_by_reading_its_row_back(
+    replica: Callable[..., LongTermStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The commit landed but the insert reported none (the answer came too late, LanceDB
+    merged again and found the row it had written): the save was decided again, logged a
+    second time and reinforced itself, and had the other replica kept winning it was refused
+    while saved. Now row `n` is read back: it holds our body, so the append landed once."""
+    store = replica()
+    real = LogTable.insert_if_absent
+    lost: list[int] = []
+
+    def answer_lost(table: LogTable, row: dict[str, Any]) -> tuple[bool, int]:
+        inserted, version = real(table, row)
+        if not lost:
+            lost.append(row["n"])
+            return False, version
+        return inserted, version
+
+    monkeypatch.setattr(LogTable, "insert_if_absent", answer_lost)
+    result = store.save("the ferry leaves at nine", "harbour")
+    assert lost and not result.reinforced
+    assert store.get(result.entry.id).reinforcement_count == 1  # type: ignore[union-attr]
+    log = store._wal
+    assert isinstance(log, lancelog.LanceLog)
+    assert log.conflicts == 0 and len(log._table.rows("n > 0")) == 1
