@@ -262,9 +262,6 @@ class DataDir:
         problem = self.unusable()
         if problem is not None:
             raise StoreError(problem)
-        found = self.format()
-        if found is not None and found > FORMAT:
-            raise StoreError(newer_format(self.root, found))
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             if not self.format_file.exists():
@@ -278,8 +275,9 @@ class DataDir:
             # a read-only directory still serves reads
 
     def unusable(self) -> str | None:
-        """Why this directory cannot hold a store, in a sentence that says what to do; None
-        when it can (or does not exist yet: it is created)."""
+        """Why this directory cannot hold a store (unreadable, a file, written by a newer
+        dreamwell), in a sentence that says what to do; None when it can (or does not exist
+        yet: it is created)."""
         try:
             with os.scandir(self.root) as entries:
                 next(entries, None)
@@ -297,7 +295,8 @@ class DataDir:
             )
         except OSError as exc:
             return f"the data directory {self.root} cannot be read ({exc.strerror}); check the disk"
-        return None
+        found = self.format()
+        return newer_format(self.root, found) if found is not None and found > FORMAT else None
 
     def format(self) -> int | None:
         """The recorded layout version (None: not recorded, e.g. made by v0.1)."""

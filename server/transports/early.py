@@ -103,7 +103,9 @@ class EarlyStdio:
     A handshake reply waits until the server has read its settings and checked its data
     directory (`ready`), so that a server that cannot start says why in its answer to the
     handshake (`refuse`), but never longer than `hold` seconds after `start`: then it is
-    answered anyway, and a failure reaches the client as the answer to its next request."""
+    answered anyway, and a failure reaches the client as the answer to its next request.
+    When the kept lists vouch for the settings (a server with the same ones answered them),
+    the handshake and the lists are answered at once."""
 
     def __init__(self, hold: float = HOLD, lists: early_lists.ListCache | None = None) -> None:
         self._lines: list[bytes] = []  # whole frames read, newline included
@@ -121,8 +123,8 @@ class EarlyStdio:
         self._hold = hold
         self._deadline = 0.0
         self._lists = lists
+        self._vouched = lists is not None and lists.vouches  # nothing to wait for
         self._listed: dict[Any, str] = {}
-        self._holding_list = False  # a list request waits for `ready` or `refuse`
         self._stop_r, self._stop_w = os.pipe()
         self._thread = threading.Thread(target=self._run, name="dreamwell-early-stdio", daemon=True)
 
@@ -148,7 +150,7 @@ class EarlyStdio:
     def _wait(self) -> float | None:
         """Seconds until a held frame must be answered; None when none is held."""
         with self._lock:
-            if self._decided or self._handled == len(self._lines) or self._holding_list:
+            if self._decided or self._handled == len(self._lines):
                 return None
             return max(0.0, self._deadline - time.monotonic())
 
@@ -174,15 +176,12 @@ class EarlyStdio:
             else:
                 key, found = early_reply(frame)
                 if found is None and self._listable(frame):
-                    # a list waits for the settings to be judged, however long: a server that
-                    # cannot start answers it with the cause, never with the last lists
-                    self._holding_list = not self._decided
-                    if self._holding_list:
-                        return
                     key, found = frame["id"], self._lists.reply(frame) if self._lists else None
                     if found is not None:
                         self._listed[key] = frame["method"]
-                elif found is not None and not self._decided and time.monotonic() < self._deadline:
+                elif (
+                    found is not None and not self._settled() and time.monotonic() < self._deadline
+                ):
                     return
                 self._legacy = found is not None and frame["method"] == "initialize"
                 if found is not None:
@@ -193,11 +192,17 @@ class EarlyStdio:
                 self._waiting.append(frame)  # for the SDK to answer (or `refuse`)
             self._handled += 1
 
+    def _settled(self) -> bool:
+        """Whether a handshake reply may go: the server will start, or a server with these
+        settings started before (`ListCache.vouches`)."""
+        return self._decided or self._vouched
+
     def _listable(self, frame: Any) -> bool:
-        """Whether `frame` is a list request answered here from the last server's answers:
-        to a client whose `subscriptions/listen` was acknowledged here (see early_lists.py)."""
+        """Whether `frame` is a list request answered here from the last server's answers
+        (kept for these settings) to a client whose `subscriptions/listen` was acknowledged
+        here (see early_lists.py)."""
         listening = any(isinstance(key, tuple) and key[0] == "ack" for key in self._sent)
-        return self._lists is not None and listening and early_lists.of_request(frame) is not None
+        return self._vouched and listening and early_lists.of_request(frame) is not None
 
     def _write(self, reply: dict[str, Any]) -> None:
         if self._loaded_then is None:

@@ -60,6 +60,14 @@ class ListCache:
             answers = found.get("answers")
             self._answers = answers if isinstance(answers, dict) else {}
 
+    @property
+    def vouches(self) -> bool:
+        """Whether a server with these very settings answered before: the settings are read
+        from the flags and `DREAMWELL_*` variables the key holds, so they are good again
+        (what else can stop a start, the data directory, is checked before the reader
+        starts), and the early reader need not wait for them to be judged."""
+        return bool(self._answers)
+
     def reply(self, frame: Any) -> dict[str, Any] | None:
         """The answer to list request `frame` as the SDK gave it last time (None: none)."""
         wanted = of_request(frame)

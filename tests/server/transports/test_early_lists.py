@@ -116,35 +116,56 @@ from pathlib import Path
 from dreamwell.server.transports.early import EarlyStdio
 from dreamwell.server.transports.early_lists import ListCache, cache_key
 cache = ListCache(Path(sys.argv[1]), cache_key())
-early = EarlyStdio(hold=0.0, lists=cache).start()
-time.sleep(1.0)  # the handshake went out at once (no hold); the lists were asked meanwhile
+early = EarlyStdio(hold=float(sys.argv[2]), lists=cache).start()
+time.sleep(1.0)  # the settings are being read: the client's frames arrive meanwhile
+print(json.dumps({"judged": True}), flush=True)
 early.refuse("bad setting x", wait=0.5)
 """
 
 
-def test_a_list_asked_before_the_server_knows_it_can_start_waits_to_be_refused(
+def test_lists_kept_for_these_settings_are_answered_before_they_are_judged(
     tmp_path: Path,
 ) -> None:
-    """The window: the handshake is answered (its hold is over) while the settings are still
-    being read, and the client asks for the lists; they wait, and a server that then finds
-    it cannot start answers them with the cause, never with the last server's lists."""
+    """The window: kept lists vouch for the settings (a server with the very same ones
+    answered them), so the handshake and the lists go out at once, not after the ~0.4 s the
+    settings take to read (the hold of 10 s here is not waited for); a server that then
+    cannot start after all answers the client's next request with the cause."""
     kept = tmp_path / "mcp-lists.json"
     answer = {"tools": [], "_meta": {}}
-    key = json.dumps([VERSION, [str(kept)], []])  # as cache_key() reads it in that process
+    key = json.dumps([VERSION, [str(kept), "10"], []])  # as cache_key() reads it there
     kept.write_text(json.dumps({"key": key, "answers": {"tools/list 2026-07-28": answer}}))
     frames = [
         CLAUDE_CODE.discover("probe"),
         CLAUDE_CODE.listen("listen:0"),
         CLAUDE_CODE.request(1, "tools/list"),
+        CLAUDE_CODE.request(2, "tools/call"),
     ]
     done = subprocess.run(
-        [sys.executable, "-c", WINDOW, str(kept)],
+        [sys.executable, "-c", WINDOW, str(kept), "10"],
         input=b"".join(json.dumps(f).encode() + b"\n" for f in frames),
         capture_output=True,
         timeout=60,
         env={k: v for k, v in os.environ.items() if not k.startswith("DREAMWELL_")},
     )
     replies = [json.loads(line) for line in done.stdout.splitlines()]
-    [listed] = [r for r in replies if r.get("id") == 1]
-    assert "result" not in listed, replies
-    assert listed["error"]["message"] == "dreamwell cannot start: bad setting x"
+    judged = replies.index({"judged": True})
+    assert [r["id"] for r in replies[:judged] if "id" in r] == ["probe", 1], replies
+    assert replies[judged - 1]["result"] == answer
+    [called] = [r for r in replies[judged:] if r.get("id") == 2]
+    assert called["error"]["message"] == "dreamwell cannot start: bad setting x"
+
+
+def test_without_kept_lists_the_handshake_waits_for_the_settings(tmp_path: Path) -> None:
+    """No lists kept (a first start, other settings): the handshake waits for the settings
+    (up to its hold), so that a server that cannot start says why in its answer."""
+    missing = tmp_path / "mcp-lists.json"
+    done = subprocess.run(
+        [sys.executable, "-c", WINDOW, str(missing), "10"],
+        input=json.dumps(CLAUDE_CODE.discover("probe")).encode() + b"\n",
+        capture_output=True,
+        timeout=60,
+        env={k: v for k, v in os.environ.items() if not k.startswith("DREAMWELL_")},
+    )
+    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    assert replies[0] == {"judged": True}, replies
+    assert replies[1]["error"]["message"] == "dreamwell cannot start: bad setting x"
