@@ -141,9 +141,9 @@ def wait_for_detached(tmp: Path, timeout: float = 120.0) -> None:
                 environ = (proc / "environ").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if proc.name.isdigit() and int(proc.name) != os.getpid():
-                if any(e.startswith(wanted) for e in environ):
-                    left.append(proc.name)
+            mine = proc.name.isdigit() and int(proc.name) != os.getpid()
+            if mine and any(e.startswith(wanted) for e in environ):
+                left.append(proc.name)
         if not left or time.monotonic() > deadline:
             return
         time.sleep(0.2)
