@@ -113,6 +113,12 @@ def main() -> None:
     say(f"  {len(slow)} saves over {args.slow_ms:.0f} ms, by the checkpoint phases they overlap:")
     for names, count in blame.most_common(8):
         say(f"    {count:5d}  {names}")
+    say("  the five slowest saves, with the phases they overlapped (ms into each):")
+    for a, b in sorted(saves, key=lambda ab: ab[0] - ab[1])[:5]:
+        inside = [
+            f"{n} {1000 * (min(b, e) - max(a, s)):.0f}" for n, s, e in spans if s < b and e > a
+        ]
+        say(f"    {1000 * (b - a):6.1f} ms  {', '.join(inside) or '(no checkpoint phase)'}")
     by_phase: dict[str, list[float]] = {}
     for n, s, e in spans:
         by_phase.setdefault(n, []).append(1000 * (e - s))
