@@ -5,8 +5,9 @@ not what stalls a save).
 
 A thread runs what `checkpoint_forever` runs (every 0.5 s, a checkpoint when one is due);
 each phase of a checkpoint (seal, fold into LanceDB, the Tantivy commit, the snapshot, the
-state file, compaction, the data files' checksums) is timed, and each slow save (over 25 ms)
-is attributed to the phases it overlapped: the timeline that says where the p99 goes.
+state file, compaction, the data files' checksums) is timed, and so is each run of the garbage
+collector; each slow save (over 25 ms) is attributed to the phases it overlapped, and the five
+slowest are shown with them: the timeline that says where the p99 and the max go.
 
 Run: python tests/bench/save_tail_bench.py [--saves 10000] [--slow-ms 25]
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gc
 import os
 import statistics
 import sys
@@ -68,6 +70,19 @@ def instrument(spans: list[Span]) -> None:
     timed(spans, "tantivy reload", text_index.TextIndex, "reload")
 
 
+def collections(spans: list[Span]) -> None:
+    """Record each of the garbage collector's runs as a span ("gc gen2", ...)."""
+    began: list[float] = []
+
+    def note(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            began.append(time.perf_counter())
+        elif began:
+            spans.append((f"gc gen{info['generation']}", began.pop(), time.perf_counter()))
+
+    gc.callbacks.append(note)
+
+
 def checkpoints(store: LongTermStore, stop: threading.Event) -> None:
     while not stop.wait(0.5):
         if store.checkpoint_due():
@@ -86,6 +101,7 @@ def main() -> None:
     args = parser.parse_args()
     spans: list[Span] = []
     instrument(spans)
+    collections(spans)
     say(f"save tail, {args.saves} saves; load average {os.getloadavg()[0]:.2f} at start")
     with tempfile.TemporaryDirectory() as tmp:
         store = LongTermStore(Path(tmp) / "d")
