@@ -236,10 +236,10 @@ def measure_growth(
     s3: Any,
     prefix: str,
     total: int,
-    on_row: Callable[[dict[str, float]], None],
+    on_row: Callable[[dict[str, Any]], None],
     replicas: int = 3,
     block: int = 1000,
-) -> list[dict[str, float]]:
+) -> list[dict[str, Any]]:
     """`total` saves of ~450 B through `replicas` stores on one location (one thread each,
     each checkpointing every `block` of its own saves, as `serve` does every few seconds);
     per block of `block` saves: save p50/p95 (ms), objects and bytes under the location and
@@ -248,7 +248,7 @@ def measure_growth(
     stores = [open_replica(s3, prefix) for _ in range(replicas)]
     times: list[float] = []
     lock = threading.Lock()
-    rows: list[dict[str, float]] = []
+    rows: list[dict[str, Any]] = []
     counter = [0]
     failed: list[str] = []
 
@@ -291,10 +291,53 @@ def measure_growth(
     return rows
 
 
-def _block_row(s3: Any, prefix: str, block: list[float], done: int) -> dict[str, float]:
+# what a save on object storage spends its time in, per block of the growth run: each call of
+# these, timed on whichever thread made it (the savers' and the log pollers')
+PHASES: dict[str, list[float]] = {}
+_PHASES_LOCK = threading.Lock()
+
+
+def time_phases() -> None:
+    """Time the shared log's steps into PHASES (ms), for the growth run."""
+    import functools
+
+    from dreamwell.stores.longterm import shared_log
+    from dreamwell.stores.longterm.lance_table import LogTable
+
+    steps = [
+        (LogTable, "insert_if_absent", "append (merge_insert)"),
+        (LogTable, "latest", "check out latest"),
+        (LogTable, "rows", "read rows"),
+        (LogTable, "compact", "compact + clean up"),
+        (shared_log.LanceLog, "read_new", "catch-up read"),
+    ]
+    for owner, attr, name in steps:
+        original = getattr(owner, attr)
+
+        def wrapper(*args: Any, _original: Any = original, _name: str = name, **kw: Any) -> Any:
+            began = time.perf_counter()
+            try:
+                return _original(*args, **kw)
+            finally:
+                with _PHASES_LOCK:
+                    PHASES.setdefault(_name, []).append(1000 * (time.perf_counter() - began))
+
+        setattr(owner, attr, functools.wraps(original)(wrapper))
+
+
+def _phases_since_last() -> dict[str, tuple[int, float]]:
+    """(calls, p50 ms) of each phase since the last block; the record starts anew."""
+    with _PHASES_LOCK:
+        taken = {k: sorted(v) for k, v in PHASES.items() if v}
+        PHASES.clear()
+    return {k: (len(v), v[len(v) // 2]) for k, v in taken.items()}
+
+
+def _block_row(s3: Any, prefix: str, block: list[float], done: int) -> dict[str, Any]:
     objects, size, log_objects, log_size = census(s3, prefix)
     ordered = sorted(block)
     return {
+        "phases": _phases_since_last(),
         "saves": done,
         "p50": ordered[len(ordered) // 2],
         "p95": ordered[int(len(ordered) * 0.95)],

@@ -228,13 +228,16 @@ def growth(total: int) -> None:
     say(f"{total:,} saves of ~450 B through 3 replicas, one thread each, on weed mini")
     say("saves   | p50 ms | p95 ms | objects | bytes/memory | log.lance objects | log.lance MB")
 
-    def show(r: dict[str, float]) -> None:
+    def show(r: dict[str, Any]) -> None:
         say(
             f"{r['saves']:>7,} | {r['p50']:6.1f} | {r['p95']:6.1f} | {r['objects']:>7,} | "
             f"{r['bytes'] / r['saves']:>12,.0f} | {r['log_objects']:>17,} | "
             f"{r['log_bytes'] / 1e6:>12.2f}   (load {loadavg()})"
         )
+        phases = "; ".join(f"{k} {n}x p50 {p50:.1f}" for k, (n, p50) in r["phases"].items())
+        say(f"        phases (ms): {phases}")
 
+    rf.time_phases()
     with SeaweedS3(bucket="bench") as s3:
         rows = rf.measure_growth(s3, f"growth-{uuid.uuid4().hex[:8]}", total, show)
     if rows:
