@@ -324,9 +324,9 @@ def _dream_all(runtime: Runtime, names: list[str], args: argparse.Namespace, out
 def _wait_for_next(period: float) -> None:
     """Sleep until the next cycle; Ctrl-C ends the wait as KeyboardInterrupt (one line and
     exit 130 in main). Python's own handler raised it wherever the main thread was, and one
-    that landed in a weakref callback of the event loop's start or teardown was printed and
-    ignored: the process slept on for the whole interval (seen once in a CI run). Here the
-    signal only sets a flag, which the wait sees whatever the main thread was running."""
+    that landed in a weakref callback (`WeakSet._remove`, seen once in a CI run) was printed
+    and dropped: the process slept on for the whole interval. Here the signal only sets a
+    flag, which the wait sees whatever the main thread was running."""
     import signal
 
     stop = threading.Event()
