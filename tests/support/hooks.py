@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -74,22 +75,29 @@ def lean_hook(
     )
 
 
-def residents(run: Path) -> list[int]:
-    """The pids of the resident hook processes started with `run` as their XDG_RUNTIME_DIR
-    (from /proc: also those starting, or giving up, that wrote no pid file)."""
-    wanted = f"XDG_RUNTIME_DIR={run}".encode()
+def processes(match: Callable[[bytes, list[bytes]], bool]) -> list[int]:
+    """The pids of the running processes (from /proc, this one left out) whose command line
+    and environment entries `match` accepts."""
     found = []
     for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
             continue
         try:
             command = (proc / "cmdline").read_bytes()
             environ = (proc / "environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"dreamwell.server.hooks.resident" in command and wanted in environ:
+        if match(command, environ):
             found.append(int(proc.name))
     return sorted(pid for pid in found if _running(pid))
+
+
+def residents(run: Path) -> list[int]:
+    """The pids of the resident hook processes started with `run` as their XDG_RUNTIME_DIR
+    (from /proc: also those starting, or giving up, that wrote no pid file)."""
+    wanted = f"XDG_RUNTIME_DIR={run}".encode()
+    command_of = b"dreamwell.server.hooks.resident"
+    return processes(lambda command, environ: command_of in command and wanted in environ)
 
 
 def wait_for_resident(run: Path, timeout: float = 30.0) -> int:

@@ -123,6 +123,18 @@ early.refuse("bad setting x", wait=0.5)
 """
 
 
+def window(kept: Path, frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What WINDOW's early reader (lists kept at `kept`, a hold of 10 s) wrote for `frames`."""
+    done = subprocess.run(
+        [sys.executable, "-c", WINDOW, str(kept), "10"],
+        input=b"".join(json.dumps(f).encode() + b"\n" for f in frames),
+        capture_output=True,
+        timeout=60,
+        env={k: v for k, v in os.environ.items() if not k.startswith("DREAMWELL_")},
+    )
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
 def test_lists_kept_for_these_settings_are_answered_before_they_are_judged(
     tmp_path: Path,
 ) -> None:
@@ -140,14 +152,7 @@ def test_lists_kept_for_these_settings_are_answered_before_they_are_judged(
         CLAUDE_CODE.request(1, "tools/list"),
         CLAUDE_CODE.request(2, "tools/call"),
     ]
-    done = subprocess.run(
-        [sys.executable, "-c", WINDOW, str(kept), "10"],
-        input=b"".join(json.dumps(f).encode() + b"\n" for f in frames),
-        capture_output=True,
-        timeout=60,
-        env={k: v for k, v in os.environ.items() if not k.startswith("DREAMWELL_")},
-    )
-    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    replies = window(kept, frames)
     judged = replies.index({"judged": True})
     assert [r["id"] for r in replies[:judged] if "id" in r] == ["probe", 1], replies
     assert replies[judged - 1]["result"] == answer
@@ -158,14 +163,6 @@ def test_lists_kept_for_these_settings_are_answered_before_they_are_judged(
 def test_without_kept_lists_the_handshake_waits_for_the_settings(tmp_path: Path) -> None:
     """No lists kept (a first start, other settings): the handshake waits for the settings
     (up to its hold), so that a server that cannot start says why in its answer."""
-    missing = tmp_path / "mcp-lists.json"
-    done = subprocess.run(
-        [sys.executable, "-c", WINDOW, str(missing), "10"],
-        input=json.dumps(CLAUDE_CODE.discover("probe")).encode() + b"\n",
-        capture_output=True,
-        timeout=60,
-        env={k: v for k, v in os.environ.items() if not k.startswith("DREAMWELL_")},
-    )
-    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    replies = window(tmp_path / "mcp-lists.json", [CLAUDE_CODE.discover("probe")])
     assert replies[0] == {"judged": True}, replies
     assert replies[1]["error"]["message"] == "dreamwell cannot start: bad setting x"
