@@ -292,45 +292,34 @@ def measure_growth(
 
 
 # what a save on object storage spends its time in, per block of the growth run: each call of
-# these, timed on whichever thread made it (the savers' and the log pollers')
-PHASES: dict[str, list[float]] = {}
-_PHASES_LOCK = threading.Lock()
+# the shared log's steps, as (step, start, end), on whichever thread made it (the savers' and
+# the log pollers'); save_tail_bench.py's `timed` records them
+SPANS: list[tuple[str, float, float]] = []
 
 
 def time_phases() -> None:
-    """Time the shared log's steps into PHASES (ms), for the growth run."""
-    import functools
+    """Time the shared log's steps into SPANS, for the growth run."""
+    from save_tail_bench import timed
 
     from dreamwell.stores.longterm import shared_log
     from dreamwell.stores.longterm.lance_table import LogTable
 
-    steps = [
-        (LogTable, "insert_if_absent", "append (merge_insert)"),
-        (LogTable, "latest", "check out latest"),
-        (LogTable, "rows", "read rows"),
-        (LogTable, "compact", "compact + clean up"),
-        (shared_log.LanceLog, "read_new", "catch-up read"),
-    ]
-    for owner, attr, name in steps:
-        original = getattr(owner, attr)
-
-        def wrapper(*args: Any, _original: Any = original, _name: str = name, **kw: Any) -> Any:
-            began = time.perf_counter()
-            try:
-                return _original(*args, **kw)
-            finally:
-                with _PHASES_LOCK:
-                    PHASES.setdefault(_name, []).append(1000 * (time.perf_counter() - began))
-
-        setattr(owner, attr, functools.wraps(original)(wrapper))
+    timed(SPANS, "append (merge_insert)", LogTable, "insert_if_absent")
+    timed(SPANS, "check out latest", LogTable, "latest")
+    timed(SPANS, "read rows", LogTable, "rows")
+    timed(SPANS, "compact + clean up", LogTable, "compact")
+    timed(SPANS, "catch-up read", shared_log.LanceLog, "read_new")
 
 
 def _phases_since_last() -> dict[str, tuple[int, float]]:
-    """(calls, p50 ms) of each phase since the last block; the record starts anew."""
-    with _PHASES_LOCK:
-        taken = {k: sorted(v) for k, v in PHASES.items() if v}
-        PHASES.clear()
-    return {k: (len(v), v[len(v) // 2]) for k, v in taken.items()}
+    """(calls, p50 ms) of each step since the last block; those spans are dropped (spans
+    recorded meanwhile go after them)."""
+    taken = SPANS[:]
+    del SPANS[: len(taken)]
+    by_step: dict[str, list[float]] = {}
+    for name, began, ended in taken:
+        by_step.setdefault(name, []).append(1000 * (ended - began))
+    return {k: (len(v), sorted(v)[len(v) // 2]) for k, v in by_step.items()}
 
 
 def _block_row(s3: Any, prefix: str, block: list[float], done: int) -> dict[str, Any]:
