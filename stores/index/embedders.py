@@ -34,6 +34,15 @@ E5_MAX_TOKENS = 512  # e5-small-v2 and the reranker were trained up to 512 posit
 # A batch's activations grow with its count x its longest text (attention with its square):
 # 64 texts of 512 tokens in batches of 32 took 2.3 GB. Long texts go in smaller batches.
 BATCH_CHARS = 16_384  # ~4,000 tokens of English
+# Each text is run alone (batches of one): the int8 models quantise their activations over
+# the whole batch, so a text batched beside others got another vector than alone (cosine
+# 0.9974 for a 38-character memory beside any other text), and whether a two-memory store
+# answered "which city does the person live in" with "The user is based in Chicago,
+# Illinois" depended on whether the backfill embedded both in one round (3.34 spreads above
+# the baseline) or one at a time (3.10; the relevance rule asks 3.25). Alone is as fast on
+# one thread: 256 LoCoMo turns (137 characters on average) took 18.7-22.0 ms a text for e5
+# and 10.1-11.0 for MiniLM, against 19.8-23.7 and 11.8-12.6 in batches of 32.
+BATCH_SIZE = 1
 # An embedder runs each call on the calling thread alone (no ORT pool): a query's embedding
 # then never waits behind a backfill batch in the same session, and a backfill on a thread of
 # lower priority (server/background.py) really runs at that priority. One e5 query: 4.7 ms
@@ -176,7 +185,7 @@ class _OnnxEmbedder:
     _max_tokens = MAX_TOKENS
 
     def __init__(
-        self, model_dir: Path, *, threads: int = EMBED_THREADS, batch_size: int = 32
+        self, model_dir: Path, *, threads: int = EMBED_THREADS, batch_size: int = BATCH_SIZE
     ) -> None:
         _check_sizes(threads, batch_size)
         self._model = _OnnxModel(model_dir, self.name, threads, self._max_tokens)
@@ -216,16 +225,18 @@ class _OnnxEmbedder:
 class OnnxMiniLM(_OnnxEmbedder):
     """all-MiniLM-L6-v2 (384-d), int8 ONNX via onnxruntime; loads lazily and thread-safely.
 
-    Activations are quantised per batch, so a text's vector moves slightly with the texts
-    batched beside it (cosine >= ~0.98 to the same text embedded alone); ``batch_size=1``
-    makes vectors batch-independent at about a third less throughput.  Symmetric: a query is
-    embedded like a memory.
+    Each text is run alone by default (``BATCH_SIZE``), so its vector never depends on the
+    texts embedded beside it.  Symmetric: a query is embedded like a memory.
     """
 
     name = "minilm-l6-v2-int8"
 
     def __init__(
-        self, model_dir: Path = MODEL_DIR, *, threads: int = EMBED_THREADS, batch_size: int = 32
+        self,
+        model_dir: Path = MODEL_DIR,
+        *,
+        threads: int = EMBED_THREADS,
+        batch_size: int = BATCH_SIZE,
     ) -> None:
         super().__init__(model_dir, threads=threads, batch_size=batch_size)
 
@@ -253,7 +264,11 @@ class OnnxE5(_OnnxEmbedder):
     _max_tokens = E5_MAX_TOKENS
 
     def __init__(
-        self, model_dir: Path = E5_DIR, *, threads: int = EMBED_THREADS, batch_size: int = 32
+        self,
+        model_dir: Path = E5_DIR,
+        *,
+        threads: int = EMBED_THREADS,
+        batch_size: int = BATCH_SIZE,
     ) -> None:
         super().__init__(model_dir, threads=threads, batch_size=batch_size)
 

@@ -29,7 +29,6 @@ from dreamwell.stores.index.relevance import (
     Baseline,
     Rule,
     Words,
-    baseline,
     keyword_share,
     select,
 )
@@ -181,7 +180,7 @@ class Searcher:
         return select(
             rule,
             ranked,
-            lambda i: (floor.above(cosine.get(i)), self._share(i, weights, view)),
+            lambda i: (floor.above(cosine.get(i), i), self._share(i, weights, view)),
             limit,
         )
 
@@ -221,10 +220,10 @@ class Searcher:
             return Baseline()
         q = np.asarray(vector, dtype=np.float32)
         refs = self._reference_vectors(len(q))
-        scores = [rows.sample_cosines(vector, SAMPLE)]
+        sampled, scores = rows.sample_cosines(vector, SAMPLE)
         if len(refs):
-            scores.append(refs @ q)
-        return baseline(np.concatenate(scores))
+            scores = np.concatenate([scores, refs @ q])
+        return Baseline(scores, sampled)
 
     def _reference_vectors(self, dim: int) -> npt.NDArray[np.float32]:
         """REFERENCES embedded once per searcher (none if the embedder fails now)."""

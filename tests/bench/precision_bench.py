@@ -104,6 +104,8 @@ RULES: dict[str, Rule | None] = {  # "today": every hit; "shipped": the default 
     "gate 4/0.5": Rule(vector_margin=4.0, keyword_share=0.5, hit_margin=2.0, hit_share=0.2),
     "gate 4/0.2": Rule(keyword_share=0.2),
     "hits 1/0.1": Rule(hit_margin=1.0),
+    "gate 3.0": Rule(vector_margin=3.0),
+    "gate 3.5": Rule(vector_margin=3.5),
 }
 
 

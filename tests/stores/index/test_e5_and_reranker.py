@@ -119,12 +119,16 @@ def test_a_question_ranks_its_answer_above_distractors(e5: OnnxE5) -> None:
     assert all(dot(query, answer) > dot(query, d) for d in distractors)
 
 
-def test_e5_batches_keep_each_vector_with_its_text(e5: OnnxE5) -> None:
+def test_e5_gives_a_text_the_same_vector_whatever_is_embedded_beside_it(e5: OnnxE5) -> None:
+    """Not merely close: int8 activations quantised over a batch moved a text's vector with
+    its batchmates (cosine 0.9974), enough to decide whether a question found its answer."""
     texts = [f"note {i}: " + "the meeting moved to Friday " * (i % 7) for i in range(40)]
     texts[5] = "The cat sat on the mat"
     batched = e5.embed(texts)
     (alone,) = e5.embed([texts[5]])
-    assert dot(batched[5], alone) > 0.97
+    assert batched[5] == alone
+    chicago, deploys = "The user is based in Chicago, Illinois", "Deploys happen on Tuesdays"
+    assert e5.embed([chicago, deploys])[0] == e5.embed([chicago])[0]
 
 
 @pytest.mark.parametrize(

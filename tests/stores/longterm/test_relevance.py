@@ -11,6 +11,7 @@ import pytest
 
 from dreamwell.stores import DataDir, LongTermStore, OnnxE5
 from dreamwell.stores.hooks import QuickRecall
+from dreamwell.stores.index.relevance import Baseline
 from tests.support.everyday import ANSWERABLE, GIBBERISH, UNANSWERABLE, everyday_memories
 
 
@@ -82,3 +83,30 @@ def test_the_hooks_recall_by_the_same_rule(tmp_path: Path) -> None:
         ]
     finally:
         recall.close()
+
+
+def test_a_memory_is_judged_against_the_others_not_against_itself(tmp_path: Path) -> None:
+    """A two-memory store, embedded one memory at a time as a server's backfill may: the
+    answer's own cosine sat in the baseline it was judged by (a tenth of it, beside the
+    reference sentences) and "which city does the person live in" found nothing (3.10
+    spreads above it, 3.25 asked); the stdio test failed in CI whenever the backfill did
+    not take both memories in one batch. Judged against the others, it stands 3.49 above."""
+    store = LongTermStore(tmp_path, embedder=OnnxE5(), min_similarity=0.7, keyword_weight=0.4)
+    for content in ("The user is based in Chicago, Illinois", "Deploys happen on Tuesdays"):
+        store.save(content)
+        while store.backfill():
+            pass
+    found = store.search("which city does the person live in")
+    assert [h.entry.content for h in found] == ["The user is based in Chicago, Illinois"]
+
+
+def test_a_sampled_memory_is_left_out_of_its_own_baseline() -> None:
+    import numpy as np
+
+    others = np.linspace(0.70, 0.80, 20, dtype=np.float32)
+    cosines = np.concatenate([np.asarray([0.95], dtype=np.float32), others])
+    floor = Baseline(cosines, ["answer"])
+    alone = Baseline(others)
+    assert floor.above(0.95, "answer") == pytest.approx(alone.above(0.95))
+    assert floor.above(0.95, "answer") > floor.above(0.95, "not sampled") > 0
+    assert Baseline(cosines[:7]).above(0.95) == float("-inf")  # too few to say
