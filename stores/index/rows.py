@@ -307,22 +307,16 @@ class Rows(RowColumns):
         rows = np.flatnonzero(live[:n] & ~has_vec[:n])[:limit]
         return [self.ids[row] for row in rows.tolist()]
 
-    def sample_cosines(
-        self, query: Sequence[float], sample: int
-    ) -> tuple[list[str], npt.NDArray[np.float32]]:
-        """The ids of up to `sample` live rows that have a vector, spread evenly over the
-        rows (the same rows for every query while the store is unchanged), and the query's
-        cosines with them: what the store's memories score against a query, most of them
-        unrelated to it."""
+    def sample_cosines(self, query: Sequence[float], sample: int) -> tuple[list[str], Matrix]:
+        """The ids of up to `sample` live rows with a vector, spread evenly over the rows (the
+        same while the store is unchanged), and the query's cosines with them: what the
+        store's memories, most of them unrelated to it, score against a query."""
         vec = self.vec
         live, has_vec = self.live, self.has_vec  # a writer growing them replaces them whole
         n = min(self.n, len(live), len(has_vec))
-        if vec is None or n == 0 or vec.dim != len(query) or sample <= 0:
-            return [], np.zeros(0, dtype=np.float32)
-        step = max(1, n // (2 * sample))
-        picked = np.arange(0, n, step)
+        picked = np.arange(0, n, max(1, n // (2 * sample))) if sample > 0 else np.arange(0)
         picked = picked[live[picked] & has_vec[picked]][:sample]
-        if not len(picked):
+        if vec is None or vec.dim != len(query) or not len(picked):
             return [], np.zeros(0, dtype=np.float32)
         ids = [self.ids[r] for r in picked.tolist()]
         return ids, vec.dot(picked, np.asarray(query, dtype=np.float32))

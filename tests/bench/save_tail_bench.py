@@ -70,6 +70,25 @@ def instrument(spans: list[Span]) -> None:
     timed(spans, "tantivy reload", text_index.TextIndex, "reload")
 
 
+def fsyncs(spans: list[Span]) -> None:
+    """Record each fsync as a span named for its thread: a save's own ("fsync by the save")
+    or the checkpoint's. On ext4 (data=ordered) a save's fsync of the log commits the journal
+    with whatever data other files left dirty and allocated, such as what LanceDB and Tantivy
+    wrote during a checkpoint, so a save can wait for writes that are not its own."""
+    original = os.fsync
+    saver = threading.get_ident()
+
+    def fsync(fd: Any) -> None:
+        began = time.perf_counter()
+        try:
+            original(fd)
+        finally:
+            who = "save" if threading.get_ident() == saver else "checkpoint"
+            spans.append((f"fsync by the {who}", began, time.perf_counter()))
+
+    os.fsync = fsync
+
+
 def collections(spans: list[Span]) -> None:
     """Record each of the garbage collector's runs as a span ("gc gen2", ...)."""
     began: list[float] = []
@@ -102,6 +121,7 @@ def main() -> None:
     spans: list[Span] = []
     instrument(spans)
     collections(spans)
+    fsyncs(spans)
     say(f"save tail, {args.saves} saves; load average {os.getloadavg()[0]:.2f} at start")
     with tempfile.TemporaryDirectory() as tmp:
         store = LongTermStore(Path(tmp) / "d")
