@@ -87,7 +87,7 @@ def test_the_hooks_recall_by_the_same_rule(tmp_path: Path) -> None:
 
 def test_a_memory_is_judged_against_the_others_not_against_itself(tmp_path: Path) -> None:
     """A two-memory store, embedded one memory at a time as a server's backfill may: the
-    answer's own cosine sat in the baseline it was judged by (a tenth of it, beside the
+    answer's own cosine sat in the baseline it was judged by (one of 44 cosines, beside the
     reference sentences) and "which city does the person live in" found nothing (3.10
     spreads above it, 3.25 asked); the stdio test failed in CI whenever the backfill did
     not take both memories in one batch. Judged against the others, it stands 3.49 above."""
