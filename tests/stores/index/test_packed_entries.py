@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dreamwell.stores import LongTermStore
+from dreamwell.stores.index import view as view_module
 from dreamwell.stores.index.packed_entries import (
     PackedEntries,
     brief,
@@ -164,3 +165,30 @@ def test_a_store_opened_on_3000_memories_holds_no_entry_object_per_memory(
     assert hits and hits[0].entry == saved[1234]
     assert reopened.entries() == saved
     assert _live_entry_objects() - before < 100  # what reads built is gone with them
+
+
+def test_a_view_changed_across_folds_holds_what_the_changes_say() -> None:
+    """The overlay is folded into a new base every `_FOLD_AT` changes (copied through the
+    base's own copy(), not key by key); views made before a fold keep what they held."""
+    now = utcnow()
+
+    def entry(i: int, text: str) -> MemoryEntry:
+        return MemoryEntry(f"{i:012d}", text, f"c/{i % 3}", (), now, now, now)
+
+    want = {f"{i:012d}": entry(i, f"first {i}") for i in range(300)}
+    view = View.of(list(want.values()))
+    early = view
+    for step in range(3 * view_module._FOLD_AT + 7):  # three folds and an overlay
+        i = step % 500
+        if step % 5 == 4:
+            want.pop(f"{i:012d}", None)
+            view = view.with_changes({f"{i:012d}": None})
+        else:
+            want[f"{i:012d}"] = entry(i, f"step {step}")
+            view = view.with_changes({f"{i:012d}": want[f"{i:012d}"]})
+    assert {e.id: e for e in view.values()} == want
+    assert view.size == len(want) and view.live_count == len(want)
+    assert view.categories == {
+        c: sum(e.category == c for e in want.values()) for c in ("c/0", "c/1", "c/2")
+    }
+    assert early.size == 300 and early.get(f"{0:012d}") == entry(0, "first 0")
