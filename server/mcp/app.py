@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -18,7 +19,7 @@ from mcp.types import INVALID_PARAMS
 
 from dreamwell.server import background
 from dreamwell.server.config import Settings
-from dreamwell.server.heap import give_back_freed
+from dreamwell.server.heap import FULL_COLLECTION_EVERY, give_back_freed
 from dreamwell.server.mcp import handshake, sdk
 from dreamwell.server.mcp.arguments import check_prompt, tool_refusal
 from dreamwell.server.mcp.dream import register_dream
@@ -237,19 +238,29 @@ async def checkpoint_forever(
                 logger.exception("checkpoint of %s failed; will retry", tenant.data_dir)
 
 
-async def trim_when_idle(runtime: Runtime, quiet: float = TRIM_QUIET) -> None:
-    """Hand the heap back once requests have stopped for `quiet` seconds, once per pause.
-    A search's temporaries (its sign-bit scan and rescored rows: megabytes at 100,000
+async def trim_when_idle(
+    runtime: Runtime, quiet: float = TRIM_QUIET, every: float = FULL_COLLECTION_EVERY
+) -> None:
+    """Once requests have stopped for `quiet` seconds, once per pause: a full garbage
+    collection (`heap.quiet_collections` keeps them out of the requests), then hand the heap
+    back. A search's temporaries (its sign-bit scan and rescored rows: megabytes at 100,000
     memories) are freed into the heap, which glibc keeps mapped: 300 searches left the server
-    9 MiB above what it held (issue 24). Never between requests of a stream: a trim holds
-    the heap's locks for up to a millisecond."""
-    trimmed = runtime.served
+    9 MiB above what it held (issue 24). Never between requests of a stream (a trim holds
+    the heap's locks for up to a millisecond) unless a stream has gone on for `every`
+    seconds: garbage in cycles is not left to pile up for good."""
+    trimmed, tidied = runtime.served, time.monotonic()
     while True:
         await anyio.sleep(quiet)
-        idle = time.monotonic() - runtime.last_served
-        if runtime.served != trimmed and not runtime.serving and idle >= quiet:
-            trimmed = runtime.served
-            await background.run(give_back_freed)
+        now = time.monotonic()
+        paused = not runtime.serving and now - runtime.last_served >= quiet
+        if runtime.served != trimmed and (paused or now - tidied >= every):
+            trimmed, tidied = runtime.served, now
+            await background.run(_tidy)
+
+
+def _tidy() -> None:
+    gc.collect()
+    give_back_freed()
 
 
 async def sweep_forever(runtime: Runtime, period: float = SWEEP_SECONDS) -> None:

@@ -14,6 +14,7 @@ from mcp.server.mcpserver import MCPServer
 
 from dreamwell.server.auto_dream import dream_when_idle
 from dreamwell.server.config import Settings
+from dreamwell.server.heap import quiet_collections
 from dreamwell.server.mcp.app import (
     backfill_forever,
     build_server,
@@ -69,6 +70,7 @@ def _http_server(mcp: MCPServer[Runtime], settings: Settings, runtime: Runtime) 
 async def serve(settings: Settings, early: Handover | None = None) -> None:
     """Serve until stdin closes or a signal; `early`: the stdio frames read and answered
     before the SDK was loaded (server/transports/early.py)."""
+    quiet_collections()  # trim_when_idle, below, runs them
     runtime = Runtime(settings)
     mcp = build_server(settings, runtime)
     server = None if settings.transport == "stdio" else _http_server(mcp, settings, runtime)

@@ -456,6 +456,50 @@ def test_a_held_save_waits_hold_max_at_most(
     assert 0.25 <= _Slow.timed_save_beside_the_backfill(store) < 1.5
 
 
+class _Cycle:
+    """An object in a reference cycle: only the garbage collector frees it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+async def test_a_full_collection_waits_for_a_pause_in_the_requests(tmp_path: Path) -> None:
+    """Issue 44: a full collection stopped every thread for 88-103 ms at 100,000 memories,
+    inside whichever save was running. A server leaves them to its pauses: garbage in a
+    cycle outlives a stream of saves and is freed once the requests stop."""
+    import gc
+    import weakref
+
+    from mcp import Client
+
+    from dreamwell.server.heap import quiet_collections
+    from dreamwell.server.mcp.app import build_server, trim_when_idle
+
+    runtime = Runtime(Settings(data_dir=tmp_path, embedder="none"))
+    server = build_server(runtime.settings, runtime)
+    thresholds = gc.get_threshold()
+    quiet_collections()  # as `serve` does
+    assert gc.get_threshold()[:2] == thresholds[:2]  # the young generations as before
+    try:
+        with anyio.fail_after(30):
+            async with Client(server) as client, anyio.create_task_group() as tg:
+                tg.start_soon(trim_when_idle, runtime, 0.5)
+                await client.call_tool("save_memory", {"content": "opens the store"})
+                await anyio.sleep(1.2)  # the pause after opening it is over
+                garbage = _Cycle()
+                gone = weakref.ref(garbage)
+                gc.collect(1)  # into the oldest generation, as a long-lived object would be
+                del garbage  # then garbage, which only a full collection frees
+                for i in range(40):  # 1.2 s of saves, one every 30 ms: no pause
+                    await client.call_tool("save_memory", {"content": f"harbour note {i}"})
+                    await anyio.sleep(0.03)
+                assert gone() is not None  # not collected within the stream
+                await until(lambda: gone() is None)  # collected in the pause after it
+                tg.cancel_scope.cancel()
+    finally:
+        gc.set_threshold(*thresholds)
+
+
 async def test_the_heap_is_handed_back_once_requests_pause_never_within_a_stream(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
