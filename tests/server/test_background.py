@@ -463,38 +463,51 @@ class _Cycle:
         self.me = self
 
 
-async def test_a_full_collection_waits_for_a_pause_in_the_requests(tmp_path: Path) -> None:
+async def test_a_full_collection_waits_for_a_pause_in_the_requests(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Issue 44: a full collection stopped every thread for 88-103 ms at 100,000 memories,
-    inside whichever save was running. A server leaves them to its pauses: garbage in a
-    cycle outlives a stream of saves and is freed once the requests stop."""
+    inside whichever save was running. A server leaves them out of reach of the collector's
+    own schedule and runs them in the pauses between requests (the heap trim's: never within
+    a stream, test below): garbage in a cycle in the oldest generation is freed there."""
     import gc
     import weakref
 
     from mcp import Client
 
+    import dreamwell.server.mcp.app as app
     from dreamwell.server.heap import quiet_collections
     from dreamwell.server.mcp.app import build_server, trim_when_idle
 
+    tidy = app._tidy
+    tidied: list[int] = []
+
+    def counted() -> None:
+        tidy()
+        tidied.append(runtime.served)
+
+    monkeypatch.setattr(app, "_tidy", counted)
     runtime = Runtime(Settings(data_dir=tmp_path, embedder="none"))
     server = build_server(runtime.settings, runtime)
     thresholds = gc.get_threshold()
     quiet_collections()  # as `serve` does
-    assert gc.get_threshold()[:2] == thresholds[:2]  # the young generations as before
     try:
+        assert gc.get_threshold()[:2] == thresholds[:2]  # the young generations as before
+        assert gc.get_threshold()[2] >= 2**31 - 1  # the oldest: never on its own
         with anyio.fail_after(30):
             async with Client(server) as client, anyio.create_task_group() as tg:
-                tg.start_soon(trim_when_idle, runtime, 0.5)
+                tg.start_soon(trim_when_idle, runtime, 0.3)
                 await client.call_tool("save_memory", {"content": "opens the store"})
-                await anyio.sleep(1.2)  # the pause after opening it is over
+                await until(lambda: len(tidied) == 1)  # the pause after it
                 garbage = _Cycle()
                 gone = weakref.ref(garbage)
                 gc.collect(1)  # into the oldest generation, as a long-lived object would be
                 del garbage  # then garbage, which only a full collection frees
-                for i in range(40):  # 1.2 s of saves, one every 30 ms: no pause
-                    await client.call_tool("save_memory", {"content": f"harbour note {i}"})
-                    await anyio.sleep(0.03)
-                assert gone() is not None  # not collected within the stream
-                await until(lambda: gone() is None)  # collected in the pause after it
+                await anyio.sleep(0.8)  # no request since the last pause: nothing runs
+                assert gone() is not None and len(tidied) == 1
+                await client.call_tool("save_memory", {"content": "a second note"})
+                await until(lambda: len(tidied) == 2)  # the pause after this request
+                assert gone() is None
                 tg.cancel_scope.cancel()
     finally:
         gc.set_threshold(*thresholds)
