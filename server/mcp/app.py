@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -19,7 +18,7 @@ from mcp.types import INVALID_PARAMS
 
 from dreamwell.server import background
 from dreamwell.server.config import Settings
-from dreamwell.server.heap import FULL_COLLECTION_EVERY, give_back_freed
+from dreamwell.server.heap import FULL_COLLECTION_EVERY, give_back_freed, tidy
 from dreamwell.server.mcp import handshake, sdk
 from dreamwell.server.mcp.arguments import check_prompt, tool_refusal
 from dreamwell.server.mcp.dream import register_dream
@@ -255,12 +254,7 @@ async def trim_when_idle(
         paused = not runtime.serving and now - runtime.last_served >= quiet
         if runtime.served != trimmed and (paused or now - tidied >= every):
             trimmed, tidied = runtime.served, now
-            await background.run(_tidy)
-
-
-def _tidy() -> None:
-    gc.collect()
-    give_back_freed()
+            await background.run(tidy)
 
 
 async def sweep_forever(runtime: Runtime, period: float = SWEEP_SECONDS) -> None:

@@ -479,14 +479,14 @@ async def test_a_full_collection_waits_for_a_pause_in_the_requests(
     from dreamwell.server.heap import quiet_collections
     from dreamwell.server.mcp.app import build_server, trim_when_idle
 
-    tidy = app._tidy
+    tidy = app.tidy
     tidied: list[int] = []
 
     def counted() -> None:
         tidy()
         tidied.append(runtime.served)
 
-    monkeypatch.setattr(app, "_tidy", counted)
+    monkeypatch.setattr(app, "tidy", counted)
     runtime = Runtime(Settings(data_dir=tmp_path, embedder="none"))
     server = build_server(runtime.settings, runtime)
     thresholds = gc.get_threshold()
@@ -526,7 +526,7 @@ async def test_the_heap_is_handed_back_once_requests_pause_never_within_a_stream
 
     trims: list[int] = []
     runtime = Runtime(Settings(data_dir=tmp_path, embedder="none"))
-    monkeypatch.setattr(app, "give_back_freed", lambda: trims.append(runtime.served))
+    monkeypatch.setattr(app, "tidy", lambda: trims.append(runtime.served))
     server = build_server(runtime.settings, runtime)
     with anyio.fail_after(30):
         async with Client(server) as client, anyio.create_task_group() as tg:
