@@ -224,6 +224,12 @@ class DataDir:
         return self.root / "hooks.log"
 
     @property
+    def hook_door(self) -> Path:
+        """Where Claude Code's `http` hooks reach the resident hook process: its port and
+        token (server/hooks/door.py), the user's only (0600)."""
+        return self.root / "hook-door.json"
+
+    @property
     def hook_entries(self) -> Path:
         """The memories' text as the hooks read it (a snapshot, refreshed in the background)."""
         return self.hooks / "entries.sqlite"

@@ -31,6 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dreamwell.server.hooks.door import CLAUDE_EVENT, Door
+from dreamwell.server.hooks.door import HOST as DOOR_HOST
+from dreamwell.server.hooks.door import PREFIX as DOOR_PREFIX
 from dreamwell.server.hooks.events import EVENTS
 
 if TYPE_CHECKING:
@@ -42,14 +45,7 @@ NAME = "dreamwell"
 HOOK_TIMEOUT = 10  # seconds Claude Code gives a hook before it goes on without it
 # Claude Code's permission rule for every tool of the `dreamwell` server (`mcp__<server>`)
 ALLOW_RULE = f"mcp__{NAME}"
-# Claude Code's event name for each `dreamwell hook EVENT`
-HOOK_EVENTS = {
-    "session-start": "SessionStart",
-    "user-prompt": "UserPromptSubmit",
-    "stop": "Stop",
-    "pre-compact": "PreCompact",
-    "session-end": "SessionEnd",
-}
+HOOK_EVENTS = CLAUDE_EVENT  # Claude Code's event name for each `dreamwell hook EVENT`
 assert tuple(HOOK_EVENTS) == EVENTS
 
 
@@ -130,10 +126,30 @@ def hook_command(
     return " ".join(parts)
 
 
+def hook_entry(command: str, door: Door | None, event: str, dream: bool) -> dict[str, Any]:
+    """The hook install writes for `event`: through the HTTP door when there is one (every
+    event but the session start, whose command starts the resident the others reach;
+    server/hooks/door.py), else the command."""
+    if door is None or event == "session-start":
+        return {"type": "command", "command": command, "timeout": HOOK_TIMEOUT}
+    extra = DREAM_FLAGS if dream and event == "session-end" else ()
+    return {
+        "type": "http",
+        "url": door.url(event, extra),
+        "headers": {"Authorization": f"Bearer {door.token}"},
+        "timeout": HOOK_TIMEOUT,
+    }
+
+
 def is_ours(hook: Any) -> bool:
     """A hook install wrote: `dreamwell hook EVENT` (as written before the client, and on
-    Windows) or the client."""
-    text = str(hook.get("command", "")) if isinstance(hook, dict) else ""
+    Windows), the client, or a post to the HTTP door."""
+    if not isinstance(hook, dict):
+        return False
+    url = str(hook.get("url", ""))
+    if hook.get("type") == "http":
+        return url.startswith(f"http://{DOOR_HOST}:") and DOOR_PREFIX in url
+    text = str(hook.get("command", ""))
     words = f" {text} ".replace("\\", "/")
     return "dreamwell" in text and (" hook " in words or "/hooks/client.py " in words)
 
@@ -173,15 +189,16 @@ def _put(config: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
     return out
 
 
-def set_hooks(commands: dict[str, str], remove: bool) -> Callable[[dict[str, Any]], dict[str, Any]]:
+def set_hooks(
+    entries: dict[str, dict[str, Any]], remove: bool
+) -> Callable[[dict[str, Any]], dict[str, Any]]:
     def edit(config: dict[str, Any]) -> dict[str, Any]:
         hooks = _object(config, "hooks")
         for event, name in HOOK_EVENTS.items():
             groups = [_without_ours(g) for g in hooks.get(name) or []]
             groups = [g for g in groups if not isinstance(g, dict) or g.get("hooks")]
             if not remove:
-                hook = {"type": "command", "command": commands[event], "timeout": HOOK_TIMEOUT}
-                groups.append({"hooks": [hook]})
+                groups.append({"hooks": [entries[event]]})
             if groups:
                 hooks[name] = groups
             else:
@@ -237,9 +254,11 @@ def plan(
     remove: bool,
     dream: bool = False,
     allow: bool = True,
+    door: Door | None = None,
 ) -> list[Change]:
     """The files to change for `client` and how (`allow`: Claude Code's permission rule
-    too; an uninstall removes it whatever `allow` says)."""
+    too; an uninstall removes it whatever `allow` says; `door`: Claude Code's hooks but the
+    session start's reach the resident through it)."""
     if dream and client != "claude-code":
         raise InstallError("--dream runs the dream with Claude Code's login: claude-code only")
     entry = server_entry(client, command, data_dir, dream)
@@ -259,10 +278,13 @@ def plan(
         )
         return [Change(path, set_server("servers", entry, remove))]
     runner = hook_runner(command, where.platform)
-    commands = {e: hook_command(runner, e, data_dir, where.platform, dream) for e in EVENTS}
+    entries = {
+        e: hook_entry(hook_command(runner, e, data_dir, where.platform, dream), door, e, dream)
+        for e in EVENTS
+    }
     servers = project / ".mcp.json" if project else where.home / ".claude.json"
     settings = (project or where.home) / ".claude" / "settings.json"
-    edits = [set_hooks(commands, remove)] + ([set_allow(remove)] if allow or remove else [])
+    edits = [set_hooks(entries, remove)] + ([set_allow(remove)] if allow or remove else [])
     return [
         Change(servers, set_server("mcpServers", entry, remove)),
         Change(settings, chain(edits)),
@@ -342,6 +364,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(llm_provider=claude-code); it spends your Claude usage",
     )
     parser.add_argument(
+        "--command-hooks",
+        action="store_true",
+        help="claude-code: every hook a command, none a post to the resident hook process on "
+        "127.0.0.1 (slower; for a machine shared with users you do not trust)",
+    )
+    parser.add_argument(
         "--no-allow",
         dest="allow",
         action="store_false",
@@ -406,8 +434,17 @@ def install_command(settings: Settings, args: argparse.Namespace) -> int:
         return 2
     try:
         dream = bool(args.dream) and not args.uninstall
+        door = _door(settings, args, where)
         changes = plan(
-            args.client, where, this_command(), data_dir, project, args.uninstall, dream, args.allow
+            args.client,
+            where,
+            this_command(),
+            data_dir,
+            project,
+            args.uninstall,
+            dream,
+            args.allow,
+            door,
         )
         code = apply(changes, args.dry_run, _say)
         if dream:
@@ -423,6 +460,22 @@ def install_command(settings: Settings, args: argparse.Namespace) -> int:
             prime_lists(server_entry(args.client, this_command(), data_dir, dream), where.home)
     _say(restart_line(args.client, args.uninstall))
     return code
+
+
+def _door(settings: Settings, args: argparse.Namespace, where: Where) -> Door | None:
+    """Claude Code's HTTP door to the resident hook process (server/hooks/door.py): made
+    once per data directory and kept (a dry run makes none: it shows the one it would)."""
+    if args.client != "claude-code" or args.uninstall or args.command_hooks:
+        return None
+    if where.platform == "win32":  # no resident there (client.py needs Unix sockets)
+        return None
+    from dreamwell.server.hooks import door
+    from dreamwell.stores import DataDir
+
+    path = DataDir(settings.data_dir).hook_door
+    if args.dry_run:
+        return door.read(path) or Door(door.PORTS[0], "<a new token>")
+    return door.ensure(path)
 
 
 def prime_lists(entry: dict[str, Any], home: Path) -> None:

@@ -9,8 +9,8 @@ With no resident answering it starts one, detached, and runs the hook itself as
 fallback gets the hook's input untouched. A resident that takes the input answers within
 TIMEOUT or the hook prints nothing (Claude Code gives a hook 10 s, then goes on without it).
 
-Only builtin modules (`os`, `sys`, `_socket`): with -S there is no site-packages, and whatever
-this file imports every hook pays. The resident's socket, lock and pid live in RUN_DIR (the
+Only builtin modules (`os`, `sys`, `time`, `_socket`): with -S there is no site-packages, and
+whatever this file imports every hook pays. The resident's socket, lock and pid live in RUN_DIR (the
 user's `$XDG_RUNTIME_DIR/dreamwell`, else `/tmp/dreamwell-UID`), a directory of the user's own
 with mode 0700 (anything else and the hook runs without a resident); the configuration's key
 names them (`key`)."""
@@ -20,8 +20,10 @@ from __future__ import annotations
 import _socket
 import os
 import sys
+import time
 
 TIMEOUT = 9.0  # seconds a resident has to answer (Claude Code waits 10 for a hook)
+AWAIT_RESIDENT = 3.0  # seconds a session start that started a resident waits for it
 MAX_INPUT = 1024 * 1024  # bytes of hook JSON a hook reads from stdin (here and events.py)
 KEYED_ENV = ("HOME", "XDG_DATA_HOME")  # besides DREAMWELL_*: where the data directory is
 
@@ -99,14 +101,14 @@ def ask(sock: _socket.socket, event: str, raw: bytes) -> bytes:
     return b"".join(chunks)
 
 
-def start_resident(where: str, name: str, args: list[str]) -> None:
+def start_resident(where: str, name: str, args: list[str]) -> bool:
     """A detached `python -m dreamwell.server.hooks.resident NAME ARGS` (it gives up at once
     when another holds the configuration's lock), its stdio on /dev/null so that Claude Code,
-    which reads the hook's output to its end, never waits for it."""
+    which reads the hook's output to its end, never waits for it; whether one was started."""
     if os.path.exists(os.path.join(where, name + ".refused")) or not private(where, make=True):
-        return
+        return False
     if os.fork():
-        return
+        return True
     try:  # the child
         os.setsid()
         null = os.open(os.devnull, os.O_RDWR)
@@ -123,10 +125,18 @@ def main(args: list[str]) -> int:
     name = key(args[1:])
     sock = connect(os.path.join(where, name + ".sock")) if args and private(where) else None
     if sock is None:
-        if args:
-            start_resident(where, name, args)
+        started = bool(args) and start_resident(where, name, args)
         hook = [sys.executable, "-m", "dreamwell.server", "hook", *args]
-        os.execv(sys.executable, hook)  # as `dreamwell hook` itself; never returns
+        if not (started and args[0] == "session-start"):
+            os.execv(sys.executable, hook)  # as `dreamwell hook` itself; never returns
+        # the session's other hooks post to the resident's HTTP door (door.py): the session
+        # start runs itself, then waits for the resident it started to be up (its pid file)
+        os.waitpid(os.posix_spawn(sys.executable, hook, os.environ), 0)
+        up = [os.path.join(where, name + end) for end in (".pid", ".refused")]
+        deadline = time.monotonic() + AWAIT_RESIDENT
+        while not any(map(os.path.exists, up)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return 0
     out = ask(sock, args[0], sys.stdin.buffer.read(MAX_INPUT))
     while out:
         out = out[os.write(1, out) :]

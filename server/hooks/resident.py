@@ -9,28 +9,40 @@ and every record are the same; its line ends "(resident)"), with the flags it wa
 with and the settings they give (read once: flags and environment are fixed for its key).
 A connection that sends nothing for CONN_WAIT seconds is dropped. A second resident of the
 same key gives up at once (the key's lock), as does one whose flags only argparse could judge:
-it leaves `KEY.refused` so that hooks stop starting it, and they keep running as processes."""
+it leaves `KEY.refused` so that hooks stop starting it, and they keep running as processes.
+
+It also listens at the data directory's HTTP door when one was made (door.py: 127.0.0.1, the
+door's port, its bearer token) and answers Claude Code's `http` hooks there the same way, the
+session's text as the `additionalContext` of Claude Code's JSON; a port another holds leaves
+it on its socket alone."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
+import select
 import socket
 import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from dreamwell.server.hooks import door as hook_door
 from dreamwell.server.hooks.client import MAX_INPUT, private, run_dir
 
 IDLE = 3600.0  # seconds without a hook before the resident exits
 CONN_WAIT = 2.0  # seconds a connection may take to send its hook
 TICK = 30.0  # seconds between checks that the socket is still there
+LEAVE_WAIT = 3.0  # seconds a new resident waits for an older one to leave the HTTP door
 HEAD = 8192  # bytes at most before the hook JSON: the event and the hook's directory
+# (and of an HTTP request's line and headers)
+
+Answer = Callable[[str, bytes], bytes]
 
 
-def answerer(args: list[str]) -> Callable[[str, bytes], bytes] | None:
+def answerer(args: list[str]) -> Answer | None:
     """How this resident answers a hook (event, hook JSON) -> output, with the flags it was
     started with; None when they are not the plain flags install writes."""
     from dreamwell.server.hooks import settings as hook_settings
@@ -113,34 +125,165 @@ def receive(conn: socket.socket) -> tuple[str, bytes] | None:
         return None
     event, _, rest = b"".join(chunks).partition(b"\0")
     here, _, raw = rest.partition(b"\0")
+    _enter(os.fsdecode(here))
+    return event.decode("ascii", "replace"), raw
+
+
+def _enter(here: str) -> None:
     try:
-        os.chdir(os.fsdecode(here) or "/")
+        os.chdir(here or "/")
     except OSError:  # gone, or not a directory: no project from it
         os.chdir("/")
-    return event.decode("ascii", "replace"), raw
+
+
+class Door:
+    """The HTTP door's side of this resident: Claude Code's `http` hooks, each answered as
+    the socket's are (`answers` gives the answer for a hook's extra flags; None: refused)."""
+
+    def __init__(
+        self, door: hook_door.Door, answers: Callable[[tuple[str, ...]], Answer | None]
+    ) -> None:
+        self.door = door
+        self.answers = answers
+        self.left = False  # asked to leave the door to a newer resident
+
+    def handle(self, conn: socket.socket) -> None:
+        with conn:
+            status, body = self.respond(conn)
+            reason = {200: "OK", 401: "Unauthorized", 404: "Not Found"}.get(status, "Bad Request")
+            head = (
+                f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+            )
+            with contextlib.suppress(OSError):
+                conn.sendall(head.encode() + body)
+
+    def respond(self, conn: socket.socket) -> tuple[int, bytes]:
+        got = _http_request(conn)
+        if isinstance(got, int):
+            return got, b""
+        target, headers, raw = got
+        if not self.door.authorized(headers.get("authorization", "")):
+            return 401, b""
+        found = hook_door.parse_target(target)
+        if found is None:
+            return 404, b""
+        event, extra = found
+        if event in (hook_door.PING, hook_door.LEAVE):
+            self.left = event == hook_door.LEAVE
+            return 200, b""
+        answer = self.answers(extra)
+        if answer is None or event not in hook_door.CLAUDE_EVENT:
+            return 404, b""
+        try:
+            here = json.loads(raw).get("cwd")
+        except (ValueError, AttributeError):
+            here = None
+        _enter(here if isinstance(here, str) else "")
+        text = answer(event, raw).decode().rstrip("\n")
+        if not text:
+            return 200, b""
+        name = hook_door.CLAUDE_EVENT[event]
+        out = {"hookSpecificOutput": {"hookEventName": name, "additionalContext": text}}
+        return 200, json.dumps(out).encode()
+
+
+def _http_request(conn: socket.socket) -> tuple[str, dict[str, str], bytes] | int:
+    """(target, headers by lower-cased name, body) of one POST, or the status refusing it:
+    the line and headers within HEAD bytes, a Content-Length body within MAX_INPUT, each
+    read within CONN_WAIT."""
+    conn.settimeout(CONN_WAIT)
+    data = b""
+    try:
+        while b"\r\n\r\n" not in data:
+            chunk = conn.recv(HEAD)
+            if not chunk or len(data) + len(chunk) > HEAD + MAX_INPUT:
+                return 400
+            data += chunk
+            if b"\r\n\r\n" not in data and len(data) > HEAD:
+                return 431
+        head, _, body = data.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        method, target, *_ = [*lines[0].split(" "), "", ""]
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        if method != "POST":
+            return 405
+        length = int(headers.get("content-length", "x"))
+        if length < 0:
+            return 400
+        if length > MAX_INPUT:
+            return 413
+        while len(body) < length:
+            chunk = conn.recv(min(65536, length - len(body)))
+            if not chunk:
+                return 400
+            body += chunk
+    except ValueError:
+        return 411
+    except OSError:
+        return 408
+    return target, headers, body[:length]
+
+
+def open_door(
+    data_dir: Path, answers: Callable[[tuple[str, ...]], Answer | None]
+) -> tuple[socket.socket, Door] | None:
+    """The listening socket at the data directory's HTTP door (None: no door was made, or
+    another process holds its port). A resident there (of another key: an older version,
+    other settings) is asked to leave it first: the newest resident answers the door."""
+    from dreamwell.stores import DataDir
+
+    found = hook_door.read(DataDir(data_dir).hook_door)
+    if found is None:
+        return None
+    asked = False
+    deadline = time.monotonic() + LEAVE_WAIT
+    while True:
+        server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            server.bind((hook_door.HOST, found.port))
+            server.listen(64)
+            return server, Door(found, answers)
+        except OSError:
+            server.close()
+        if time.monotonic() > deadline or not (asked or hook_door.ping(found, 1.0, "leave")):
+            return None
+        asked = True
+        time.sleep(0.05)
 
 
 def serve(
     server: socket.socket,
     path: Path,
-    answer: Callable[[str, bytes], bytes],
+    answer: Answer,
     idle: float = IDLE,
+    door: tuple[socket.socket, Door] | None = None,
 ) -> None:
     """Answer hooks one at a time until idle for `idle` seconds or the socket at `path` is
-    gone (a cleaner of /tmp); when idle, the socket is removed first (a hook from then on
-    runs as a process) and the hooks that connected meanwhile are still answered."""
+    gone (a cleaner of /tmp); when idle, the socket is removed and the door closed first (a
+    hook from then on runs as a process) and the hooks that connected meanwhile are still
+    answered."""
     last = time.monotonic()
-    server.settimeout(min(TICK, idle))
+    listeners = [server] + ([door[0]] if door else [])
     while time.monotonic() - last < idle:
-        try:
-            conn, _ = server.accept()
-        except TimeoutError:
+        ready, _, _ = select.select(listeners, [], [], min(TICK, idle))
+        if not ready:
             if not path.exists():
-                return
+                break
             continue
-        _answer_one(conn, answer)
+        for listener in ready:
+            _accept(listener, server, answer, door)
+        if door is not None and door[1].left:  # a newer resident opens it again
+            door[0].close()
+            listeners = [server]
         last = time.monotonic()
     path.unlink(missing_ok=True)
+    if door is not None:
+        door[0].close()  # connections it accepted meanwhile are refused: Claude Code goes on
     server.settimeout(0.0)
     while True:
         try:
@@ -150,7 +293,24 @@ def serve(
         _answer_one(conn, answer)
 
 
-def _answer_one(conn: socket.socket, answer: Callable[[str, bytes], bytes]) -> None:
+def _accept(
+    listener: socket.socket,
+    server: socket.socket,
+    answer: Answer,
+    door: tuple[socket.socket, Door] | None,
+) -> None:
+    try:
+        conn, _ = listener.accept()
+    except OSError:
+        return
+    conn.setblocking(True)
+    if listener is server:
+        _answer_one(conn, answer)
+    elif door is not None:
+        door[1].handle(conn)
+
+
+def _answer_one(conn: socket.socket, answer: Answer) -> None:
     with conn:
         got = receive(conn)
         if got is not None:
@@ -173,14 +333,38 @@ def main(argv: list[str]) -> int:
         path = where / (name + ".sock")
         pid = where / (name + ".pid")
         server = listen(path)
+        door = open_door(_data_dir(args), _extra_answers(args, answer))
         pid.write_text(f"{os.getpid()}\n", encoding="utf-8")
         try:
-            serve(server, path, answer)
+            serve(server, path, answer, door=door)
         finally:  # the lock is still held: what is at these paths is this resident's
             server.close()
+            if door is not None:
+                door[0].close()
             path.unlink(missing_ok=True)
             pid.unlink(missing_ok=True)
     return 0
+
+
+def _data_dir(args: list[str]) -> Path:
+    from dreamwell.server.hooks import settings as hook_settings
+    from dreamwell.server.hooks.entry import plain_arguments
+
+    parsed = plain_arguments(args) or {}
+    return hook_settings.data_dir(parsed.get("data_dir"))
+
+
+def _extra_answers(args: list[str], plain: Answer) -> Callable[[tuple[str, ...]], Answer | None]:
+    """The answer for an `http` hook's extra flags: this resident's own without any, else
+    one made with them added (kept: the session end's dream flags come every session)."""
+    made: dict[tuple[str, ...], Answer | None] = {(): plain}
+
+    def answers(extra: tuple[str, ...]) -> Answer | None:
+        if extra not in made:
+            made[extra] = answerer([*args, *extra]) if len(made) < 8 else None
+        return made[extra]
+
+    return answers
 
 
 if __name__ == "__main__":

@@ -67,6 +67,25 @@ def _http_server(mcp: MCPServer[Runtime], settings: Settings, runtime: Runtime) 
     return uvicorn_server(build_asgi(mcp, settings, runtime), settings)
 
 
+def _keep_hooks_resident(settings: Settings) -> None:
+    """A stdio server is one client session (Claude Code starts one per session): while it
+    lasts, the resident hook process its `http` hooks post to is kept up (door.keep_alive;
+    a daemon thread, gone with the process)."""
+    from dreamwell.server.config import default_data_dir
+    from dreamwell.server.hooks.door import keep_alive
+    from dreamwell.stores import DataDir
+
+    path = DataDir(settings.data_dir).hook_door
+    flags = (
+        []
+        if settings.data_dir == default_data_dir().resolve()
+        else ["--data-dir", str(settings.data_dir)]
+    )
+    threading.Thread(
+        target=keep_alive, args=(path, flags, threading.Event()), daemon=True, name="hooks"
+    ).start()
+
+
 async def serve(settings: Settings, early: Handover | None = None) -> None:
     """Serve until stdin closes or a signal; `early`: the stdio frames read and answered
     before the SDK was loaded (server/transports/early.py)."""
@@ -89,6 +108,7 @@ async def serve(settings: Settings, early: Handover | None = None) -> None:
         if settings.dream_auto:
             tg.start_soon(dream_when_idle, runtime)
         if server is None:
+            _keep_hooks_resident(settings)
             await run_stdio(mcp, on_eof=_exit_soon, early=early)
         else:
             await server.serve()

@@ -16,6 +16,8 @@ import pytest
 
 from dreamwell.server.cli.install import InstallError, Where, apply, plan
 from dreamwell.server.hooks import client as hook_client
+from dreamwell.server.hooks.door import Door
+from dreamwell.server.hooks.events import EVENTS
 from tests.support.cli import dreamwell
 
 CMD = "/opt/dw/bin/dreamwell"
@@ -293,3 +295,56 @@ def test_hooks_written_before_the_lean_client_are_replaced_and_uninstalled(
     settings.write_text(json.dumps({"hooks": {"Stop": [{"hooks": [old]}, {"hooks": [mine]}]}}))
     run("claude-code", tmp_path, remove=True)
     assert read(settings)["hooks"] == {"Stop": [{"hooks": [mine]}]}
+
+
+def test_claude_code_hooks_but_the_session_start_post_to_the_resident_s_door(
+    tmp_path: Path,
+) -> None:
+    """With a door (server/hooks/door.py) every hook but the session start is Claude Code's
+    `http` hook with the door's token: no process per hook; the session start stays the
+    command that starts the resident when none answers. Uninstall takes exactly ours away."""
+    door = Door(23456, "t" * 32)
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    theirs = {"type": "http", "url": "http://127.0.0.1:9000/audit"}
+    settings.write_text(json.dumps({"hooks": {"Stop": [{"hooks": [theirs]}]}}))
+    for remove in (False, False, True):  # twice: idempotent
+        changes = plan("claude-code", where("linux", tmp_path), CMD, None, None, remove, door=door)
+        apply(changes, False, lambda _: None)
+        if not remove:
+            hooks = read(settings)["hooks"]
+            [[start]] = [g["hooks"] for g in hooks["SessionStart"]]
+            assert start["type"] == "command" and start["command"] == f"{HOOK} session-start"
+            ours = [h for g in hooks["Stop"] for h in g["hooks"] if h != theirs]
+            assert ours == [
+                {
+                    "type": "http",
+                    "url": "http://127.0.0.1:23456/dreamwell/hook/stop",
+                    "headers": {"Authorization": f"Bearer {door.token}"},
+                    "timeout": 10,
+                }
+            ]
+            assert next(g["hooks"] for g in hooks["Stop"]) == [theirs]
+    assert read(settings)["hooks"] == {"Stop": [{"hooks": [theirs]}]}
+
+
+def test_install_makes_the_door_once_and_command_hooks_skips_it(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data")}
+    env["XDG_CONFIG_HOME"] = str(tmp_path / ".config")
+    settings = tmp_path / ".claude" / "settings.json"
+
+    def urls() -> list[str]:
+        hooks = read(settings)["hooks"]
+        return [h.get("url", "") for g in hooks.values() for x in g for h in x["hooks"]]
+
+    for _ in range(2):
+        done = dreamwell("install", "claude-code", env=env, unset=["DREAMWELL_DATA_DIR"])
+        assert done.returncode == 0, done.stderr
+    door = read(tmp_path / "data" / "dreamwell" / "hook-door.json")
+    assert sorted(urls()) == sorted(
+        ["", *(f"http://127.0.0.1:{door['port']}/dreamwell/hook/{e}" for e in EVENTS[1:])]
+    )
+    done = dreamwell(
+        "install", "claude-code", "--command-hooks", env=env, unset=["DREAMWELL_DATA_DIR"]
+    )
+    assert done.returncode == 0 and urls() == [""] * 5, done.stderr

@@ -110,10 +110,13 @@ def test_an_imported_skill_loads_through_claude_codes_skill_tool(tmp_path: Path)
 def test_claude_mcp_list_is_no_hook_failure(tmp_path: Path) -> None:
     home = ClaudeHome(tmp_path)
     home.dreamwell("install", "claude-code")
+    with AnthropicAPI(lambda r: Turn(text="OK" if is_main(r) else "A title")) as api:
+        assert home.claude(api, "Hello").returncode == 0  # its session start starts a resident
     listed = home.run("mcp", "list")
     assert listed.returncode == 0 and "dreamwell" in listed.stdout, listed.stderr
     log = (home.data_dir / "hooks.log").read_text()
-    assert "session-end ok" in log and "failed" not in log  # it ran, with no transcript
+    # it ran (through the HTTP door, as the session's did), with no transcript
+    assert log.count("session-end ok") == 2 and "failed" not in log, log
     stats = home.dreamwell("stats").stdout
     assert "failures" not in stats or ", 0 failures" in stats
 

@@ -14,7 +14,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,7 +32,6 @@ from tests.support.hooks import (
     prompt,
     residents,
     seeded,
-    stop_residents,
     turns,
     wait_for_pid,
     wait_for_resident,
@@ -41,15 +39,6 @@ from tests.support.hooks import (
 from tests.support.repos import two_projects
 
 SHOP, BILLING = {PROJECT: "github.com/acme/shop"}, {PROJECT: "github.com/acme/billing"}
-
-
-@pytest.fixture
-def run() -> Iterator[Path]:
-    """A short XDG_RUNTIME_DIR (a socket's path has at most ~107 bytes), its residents
-    stopped after the test."""
-    where = Path(tempfile.mkdtemp(prefix="dw", dir="/tmp"))
-    yield where
-    stop_residents(where)
 
 
 def via_resident(data: Path) -> list[str]:
