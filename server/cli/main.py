@@ -7,7 +7,6 @@ model (`flag_for` on each field), the rest are the command's own arguments."""
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -22,8 +21,6 @@ if TYPE_CHECKING:
     from dreamwell.server.config import Settings
     from dreamwell.server.transports.early import EarlyStdio
     from dreamwell.stores import DataDir
-
-logger = logging.getLogger("dreamwell")
 
 Command = Callable[["Settings", "argparse.Namespace"], int]
 
@@ -82,6 +79,8 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     early: EarlyStdio | None = args.early
     if early is not None:
         early.ready()  # the settings and the data directory are fine: answer the handshake
+    import logging
+
     import anyio
 
     from dreamwell.server.transports.early import HEAVY
@@ -95,6 +94,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     elif settings.transport != "stdio":
         sys.stderr.write(served_at(settings) + "\n")
     handover = early.hand_over() if early is not None else None
+    logger = logging.getLogger("dreamwell")
     if handover is not None and handover.listed:
         logger.info(
             "answered %s before loading the server, as the last server did",
@@ -117,6 +117,8 @@ def _leave_now() -> NoReturn:
     ~0.8 s of CPU after serving ended (freeing what LanceDB, pyarrow and the SDK hold) while
     its client waited for the process (Claude Code, at the end of every session): every
     acknowledged write is in the fsynced log and file locks go with the process."""
+    import logging
+
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):
@@ -250,11 +252,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     given = list(sys.argv[1:] if argv is None else argv)
     if given[:1] == ["hook"]:
         raise SystemExit(_hook(given))
+    early = _early_stdio(given)  # first: the client's handshake waits for nothing below
+    import logging
+
     from dreamwell.server.cli.parsing import BadSetting, read_settings
     from dreamwell.server.heap import steady_malloc
 
     steady_malloc()
-    early = _early_stdio(given)
     args = parser().parse_args(given)
     args.early = early
     command: str = args.command
@@ -388,6 +392,8 @@ def run() -> NoReturn:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # the reader left, or it was closed
             stream.flush()
+    import logging  # loaded already by any command that logged
+
     logging.shutdown()
     os._exit(code)
 
