@@ -27,6 +27,7 @@ import pytest
 
 from dreamwell.server.config import Settings
 from dreamwell.stores import StoreBusy
+from dreamwell.stores.errors import StoreUnreachable
 from dreamwell.stores.index.embedders import Embedder
 from dreamwell.stores.longterm import shared_log as lancelog
 from dreamwell.stores.longterm import snapshot
@@ -339,9 +340,11 @@ def test_the_shared_log_is_compacted_and_its_old_versions_removed(
                 acknowledged.append(result.entry.id)
 
     # a save that kept losing the log's compare-and-set to the other replica says so and
-    # saves nothing (seen once in 400 on a loaded machine): refused, never lost
+    # saves nothing (seen once in 400 on a loaded machine), as does one the store did not
+    # answer in time (a loaded machine: SeaweedFS's answers past the call time-out): refused,
+    # never lost, never saved behind the refusal (both checked below)
     refused = race(stores, saver, threads=1)
-    assert all(isinstance(e, StoreBusy) for e in refused)
+    assert all(isinstance(e, (StoreBusy, StoreUnreachable)) for e in refused), refused
     compactions = sum(s._wal.compactions for s in stores)  # type: ignore[union-attr]
     assert compactions > 0
     # 3 objects per version at most were kept (manifest, transaction, fragment) plus what
