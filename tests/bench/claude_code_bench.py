@@ -11,9 +11,12 @@ Prints, with the load average before and after:
   connected to dreamwell;
 - what Claude Code waited for each hook (session-start, user-prompt, stop), read from its
   `--debug-file` timeline, with N memories in the data directory (goal: p50 ≤ 150 ms); each
-  run starts once the snapshot refresher the last one's hooks started has finished.
+  run starts once the snapshot refresher the last one's hooks started has finished;
+- with --breakdown R: R alternating rounds of the server alone and the hooks alone against
+  the run without, to say which part the ratio comes from.
 
     python tests/bench/claude_code_bench.py [--pairs 5] [--n 10000] [--handshakes 20]
+        [--breakdown 0]
 """
 
 from __future__ import annotations
@@ -129,6 +132,42 @@ def claude_runs(tmp: Path, pairs: int, n: int) -> None:
         sys.stdout.write(row(name, waits.get(event, [])) + "\n")
 
 
+def breakdown(tmp: Path, rounds: int) -> None:
+    """Where the ratio comes from: besides the run without dreamwell, one with its server
+    alone (install, then its hooks removed from settings.json) and one with its hooks alone
+    (its server removed from .claude.json), in alternating rounds (medians, ratios to the
+    run without). Empty data directories: what each part costs by being there."""
+    homes = {"without": ClaudeHome(tmp / "bare")}
+    for name in ("server only", "hooks only"):
+        home = ClaudeHome(tmp / name.replace(" ", "-"))
+        home.dreamwell("install", "claude-code")
+        if name == "server only":
+            settings = home.settings_json()
+            settings.pop("hooks")
+            (home.home / ".claude" / "settings.json").write_text(json.dumps(settings))
+        else:
+            config = home.claude_json()
+            config.pop("mcpServers")
+            (home.home / ".claude.json").write_text(json.dumps(config))
+        homes[name] = home
+    seconds: dict[str, list[float]] = {name: [] for name in homes}
+    with AnthropicAPI(lambda _request: Turn(text="OK")) as api:
+        for home in homes.values():
+            home.claude(api, "Say OK")
+        for _ in range(rounds):
+            for name, home in homes.items():
+                wait_for_refresher(home.data_dir)
+                run = home.claude(api, "Say OK")
+                if run.returncode != 0 or run.json.get("result") != "OK":
+                    raise SystemExit(f"claude -p failed ({name}): {run.stderr[-500:]}")
+                seconds[name].append(run.seconds)
+    base = statistics.median(seconds["without"])
+    sys.stdout.write(f"where it comes from, {rounds} alternating rounds:\n")
+    for name, values in seconds.items():
+        median = statistics.median(values)
+        sys.stdout.write(f"  {name:<20} median {median:5.2f} s  {median / base:.2f}x\n")
+
+
 def wait_for_detached(tmp: Path, timeout: float = 120.0) -> None:
     """Until the processes the runs left behind with a home under `tmp` (the automatic
     dream at a session's end, a refresher) have exited: they write there until they do."""
@@ -145,6 +184,9 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--n", type=int, default=10_000, help="memories in the data directory")
     parser.add_argument("--handshakes", type=int, default=20)
+    parser.add_argument(
+        "--breakdown", type=int, default=0, help="rounds of the server alone and hooks alone"
+    )
     args = parser.parse_args()
     sys.stdout.write(f"load before: {load()}  ({os.cpu_count()} cores)\n")
     with tempfile.TemporaryDirectory(prefix="claude-code-bench-") as tmp:
@@ -158,6 +200,8 @@ def main() -> None:
         taken = [handshake_ms(data) for _ in range(args.handshakes)]
         sys.stdout.write(row("handshake, lists kept by the last start", taken) + "\n")
         claude_runs(Path(tmp), args.pairs, args.n)
+        if args.breakdown:
+            breakdown(Path(tmp), args.breakdown)
         close_all()  # the resident hook processes, before their homes are removed
         wait_for_detached(Path(tmp))  # a refresher, the automatic dream
     sys.stdout.write(f"load after: {load()}\n")
