@@ -132,34 +132,61 @@ def claude_runs(tmp: Path, pairs: int, n: int) -> None:
         sys.stdout.write(row(name, waits.get(event, [])) + "\n")
 
 
+RELAY = Path(__file__).parent / "instant_mcp" / "relay.py"
+
+
+def _only_server(home: ClaudeHome) -> None:
+    settings = home.settings_json()
+    settings.pop("hooks")
+    (home.home / ".claude" / "settings.json").write_text(json.dumps(settings))
+
+
+def _serve_with(home: ClaudeHome, args: list[str]) -> None:
+    """dreamwell's MCP entry in .claude.json, its command `python -I -S relay.py ARGS`."""
+    config = home.claude_json()
+    entry = config["mcpServers"]["dreamwell"]
+    entry["args"] = ["-I", "-S", str(RELAY), *args, entry["command"], *entry["args"]]
+    entry["command"] = sys.executable
+    (home.home / ".claude.json").write_text(json.dumps(config))
+
+
 def breakdown(tmp: Path, rounds: int) -> None:
     """Where the ratio comes from: besides the run without dreamwell, one with its server
-    alone (install, then its hooks removed from settings.json) and one with its hooks alone
-    (its server removed from .claude.json), in alternating rounds (medians, ratios to the
-    run without). Empty data directories: what each part costs by being there."""
+    alone (install, then its hooks removed from settings.json), one with its hooks alone
+    (its server removed from .claude.json), and one with an instant server: a stdlib script
+    that answers each request with the reply dreamwell's server gave to the same method
+    (instant_mcp/relay.py, recorded in the first run), doing no work: what any stdio server
+    with dreamwell's lists costs. Alternating rounds, medians, ratios to the run without;
+    empty data directories."""
     homes = {"without": ClaudeHome(tmp / "bare")}
-    for name in ("server only", "hooks only"):
+    for name in ("server only", "hooks only", "instant server"):
         home = ClaudeHome(tmp / name.replace(" ", "-"))
         home.dreamwell("install", "claude-code")
-        if name == "server only":
-            settings = home.settings_json()
-            settings.pop("hooks")
-            (home.home / ".claude" / "settings.json").write_text(json.dumps(settings))
-        else:
+        if name == "hooks only":
             config = home.claude_json()
             config.pop("mcpServers")
             (home.home / ".claude.json").write_text(json.dumps(config))
+        else:
+            _only_server(home)
         homes[name] = home
+    log = tmp / "instant-server.log"
+    instant = homes["instant server"]
+    _serve_with(instant, ["record", str(log)])
     seconds: dict[str, list[float]] = {name: [] for name in homes}
     with AnthropicAPI(lambda _request: Turn(text="OK")) as api:
-        for home in homes.values():
+        for home in homes.values():  # the instant server's run records dreamwell's replies
             home.claude(api, "Say OK")
+        config = instant.claude_json()
+        config["mcpServers"]["dreamwell"]["args"] = ["-I", "-S", str(RELAY), "replay", str(log)]
+        (instant.home / ".claude.json").write_text(json.dumps(config))
         for _ in range(rounds):
             for name, home in homes.items():
                 wait_for_refresher(home.data_dir)
                 run = home.claude(api, "Say OK")
                 if run.returncode != 0 or run.json.get("result") != "OK":
                     raise SystemExit(f"claude -p failed ({name}): {run.stderr[-500:]}")
+                if name not in ("without", "hooks only") and connected_in(run.timeline) is None:
+                    raise SystemExit(f"Claude Code did not connect ({name})")
                 seconds[name].append(run.seconds)
     base = statistics.median(seconds["without"])
     sys.stdout.write(f"where it comes from, {rounds} alternating rounds:\n")
