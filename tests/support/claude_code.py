@@ -130,6 +130,9 @@ def mcp_lines(timeline: list[str], server: str = "dreamwell") -> list[str]:
 OPEN: list[ClaudeHome] = []  # closed after each test (tests/conftest.py)
 
 
+NO_API = "http://127.0.0.1:9"  # the discard port: nothing listens, a connection is refused
+
+
 def close_all() -> None:
     while OPEN:
         OPEN.pop().close()
@@ -174,8 +177,9 @@ class ClaudeHome:
             XDG_RUNTIME_DIR=str(self.run_dir),
         )
         env["PATH"] = f"{DREAMWELL.parent}{os.pathsep}{env.get('PATH', '')}"
-        if api is not None:
-            env["ANTHROPIC_BASE_URL"] = api.url
+        # with no scripted API, one that refuses at once: left to api.anthropic.com, which
+        # this machine cannot reach, `claude mcp list` waited ~18 s for it before answering
+        env["ANTHROPIC_BASE_URL"] = api.url if api is not None else NO_API
         return {**env, **self.extra_env}
 
     def dreamwell(
