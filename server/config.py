@@ -58,6 +58,12 @@ def default_data_dir() -> Path:
     return Path(base) / "dreamwell"
 
 
+def named_data_dir(data_dir: Path) -> Path | None:
+    """`data_dir` when it is not the default: what the hooks and the server install writes
+    must be told (`--data-dir`, DREAMWELL_DATA_DIR); None for the default."""
+    return None if data_dir == default_data_dir().resolve() else data_dir
+
+
 def default_cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "dreamwell"

@@ -423,11 +423,11 @@ def dream_notice(settings: Settings) -> str:
 
 
 def install_command(settings: Settings, args: argparse.Namespace) -> int:
-    from dreamwell.server.config import client_locations, default_data_dir
+    from dreamwell.server.config import client_locations, named_data_dir
 
     home, appdata, xdg_config = client_locations()
     where = Where(sys.platform if sys.platform in PLATFORMS else "linux", home, appdata, xdg_config)
-    data_dir = None if settings.data_dir == default_data_dir().resolve() else settings.data_dir
+    data_dir = named_data_dir(settings.data_dir)
     project = Path(args.project).expanduser().resolve() if args.project else None
     if project is not None and not project.is_dir():
         sys.stderr.write(f"dreamwell: --project {args.project} is not a directory\n")

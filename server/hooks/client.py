@@ -101,11 +101,17 @@ def ask(sock: _socket.socket, event: str, raw: bytes) -> bytes:
     return b"".join(chunks)
 
 
+def may_start(where: str, name: str) -> bool:
+    """Whether a resident of key `name` may be started in `where`: none refused its flags,
+    and the directory is this user's own (made so when missing)."""
+    return not os.path.exists(os.path.join(where, name + ".refused")) and private(where, True)
+
+
 def start_resident(where: str, name: str, args: list[str]) -> bool:
     """A detached `python -m dreamwell.server.hooks.resident NAME ARGS` (it gives up at once
     when another holds the configuration's lock), its stdio on /dev/null so that Claude Code,
     which reads the hook's output to its end, never waits for it; whether one was started."""
-    if os.path.exists(os.path.join(where, name + ".refused")) or not private(where, make=True):
+    if not may_start(where, name):
         return False
     if os.fork():
         return True

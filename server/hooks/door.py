@@ -138,7 +138,7 @@ def start_resident(flags: list[str]) -> None:
 
     where = client.run_dir()
     name = client.key(flags)
-    if os.path.exists(os.path.join(where, name + ".refused")) or not client.private(where, True):
+    if not client.may_start(where, name):
         return
     module = "dreamwell.server.hooks.resident"
     start_detached([sys.executable, "-m", module, name, "session-start", *flags])

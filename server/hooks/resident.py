@@ -27,6 +27,7 @@ import socket
 import sys
 import time
 from collections.abc import Callable, Iterator
+from http import HTTPStatus
 from pathlib import Path
 
 from dreamwell.server.hooks import door as hook_door
@@ -136,7 +137,7 @@ def _enter(here: str) -> None:
         os.chdir("/")
 
 
-class Door:
+class HttpHooks:
     """The HTTP door's side of this resident: Claude Code's `http` hooks, each answered as
     the socket's are (`answers` gives the answer for a hook's extra flags; None: refused)."""
 
@@ -150,10 +151,10 @@ class Door:
     def handle(self, conn: socket.socket) -> None:
         with conn:
             status, body = self.respond(conn)
-            reason = {200: "OK", 401: "Unauthorized", 404: "Not Found"}.get(status, "Bad Request")
             head = (
-                f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
-                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+                f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+                "Connection: close\r\n\r\n"
             )
             with contextlib.suppress(OSError):
                 conn.sendall(head.encode() + body)
@@ -197,7 +198,7 @@ def _http_request(conn: socket.socket) -> tuple[str, dict[str, str], bytes] | in
     try:
         while b"\r\n\r\n" not in data:
             chunk = conn.recv(HEAD)
-            if not chunk or len(data) + len(chunk) > HEAD + MAX_INPUT:
+            if not chunk:
                 return 400
             data += chunk
             if b"\r\n\r\n" not in data and len(data) > HEAD:
@@ -230,7 +231,7 @@ def _http_request(conn: socket.socket) -> tuple[str, dict[str, str], bytes] | in
 
 def open_door(
     data_dir: Path, answers: Callable[[tuple[str, ...]], Answer | None]
-) -> tuple[socket.socket, Door] | None:
+) -> tuple[socket.socket, HttpHooks] | None:
     """The listening socket at the data directory's HTTP door (None: no door was made, or
     another process holds its port). A resident there (of another key: an older version,
     other settings) is asked to leave it first: the newest resident answers the door."""
@@ -247,10 +248,12 @@ def open_door(
         try:
             server.bind((hook_door.HOST, found.port))
             server.listen(64)
-            return server, Door(found, answers)
+            return server, HttpHooks(found, answers)
         except OSError:
             server.close()
-        if time.monotonic() > deadline or not (asked or hook_door.ping(found, 1.0, "leave")):
+        if time.monotonic() > deadline or not (
+            asked or hook_door.ping(found, 1.0, hook_door.LEAVE)
+        ):
             return None
         asked = True
         time.sleep(0.05)
@@ -261,7 +264,7 @@ def serve(
     path: Path,
     answer: Answer,
     idle: float = IDLE,
-    door: tuple[socket.socket, Door] | None = None,
+    door: tuple[socket.socket, HttpHooks] | None = None,
 ) -> None:
     """Answer hooks one at a time until idle for `idle` seconds or the socket at `path` is
     gone (a cleaner of /tmp); when idle, the socket is removed and the door closed first (a
@@ -297,7 +300,7 @@ def _accept(
     listener: socket.socket,
     server: socket.socket,
     answer: Answer,
-    door: tuple[socket.socket, Door] | None,
+    door: tuple[socket.socket, HttpHooks] | None,
 ) -> None:
     try:
         conn, _ = listener.accept()

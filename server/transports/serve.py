@@ -71,16 +71,13 @@ def _keep_hooks_resident(settings: Settings) -> None:
     """A stdio server is one client session (Claude Code starts one per session): while it
     lasts, the resident hook process its `http` hooks post to is kept up (door.keep_alive;
     a daemon thread, gone with the process)."""
-    from dreamwell.server.config import default_data_dir
+    from dreamwell.server.config import named_data_dir
     from dreamwell.server.hooks.door import keep_alive
     from dreamwell.stores import DataDir
 
     path = DataDir(settings.data_dir).hook_door
-    flags = (
-        []
-        if settings.data_dir == default_data_dir().resolve()
-        else ["--data-dir", str(settings.data_dir)]
-    )
+    named = named_data_dir(settings.data_dir)
+    flags = [] if named is None else ["--data-dir", str(named)]
     threading.Thread(
         target=keep_alive, args=(path, flags, threading.Event()), daemon=True, name="hooks"
     ).start()
