@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from dreamwell.server import where
 from dreamwell.server.flags import COMMANDS, SETTINGS, parse_every, shown_default
 
 if TYPE_CHECKING:
@@ -54,8 +55,7 @@ def aws_environment() -> dict[str, str]:
 
 
 def default_data_dir() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "dreamwell"
+    return Path(where.default_data_dir())
 
 
 def named_data_dir(data_dir: Path) -> Path | None:

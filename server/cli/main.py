@@ -6,23 +6,22 @@ model (`flag_for` on each field), the rest are the command's own arguments."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
 
-from dreamwell.server.flags import settings_of
-
+# Nothing else at the top: this module is the console script, and `serve`'s first reply to
+# its client waits for what is imported before the early reader starts (`_early_stdio`).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Callable, Sequence
+    from pathlib import Path
+    from typing import NoReturn
 
     from dreamwell.server.config import Settings
     from dreamwell.server.transports.early import EarlyStdio
-    from dreamwell.stores import DataDir
 
-Command = Callable[["Settings", "argparse.Namespace"], int]
+    Command = Callable[[Settings, argparse.Namespace], int]
 
 
 def attach_remote(settings: Settings) -> None:
@@ -83,7 +82,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
 
     import anyio
 
-    from dreamwell.server.transports.early import HEAVY
+    from dreamwell.server.transports.early import WATCHED
     from dreamwell.server.transports.serve import serve
 
     if settings.transport == "stdio" and sys.stdin.isatty():
@@ -103,7 +102,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     if handover is not None and handover.loaded_then is not None:
         logger.info(
             "answered the handshake before loading the server; of %s, loaded then: %s",
-            ", ".join(HEAVY),
+            ", ".join(WATCHED),
             ", ".join(handover.loaded_then) or "none",
         )
     anyio.run(serve, settings, handover if settings.transport == "stdio" else None)
@@ -120,10 +119,16 @@ def _leave_now() -> NoReturn:
     import logging
 
     logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
+    _flush()
     os._exit(0)
+
+
+def _flush() -> None:
+    import contextlib
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # the reader left, or it was closed
+            stream.flush()
 
 
 def cmd_dream(settings: Settings, args: argparse.Namespace) -> int:
@@ -256,6 +261,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     import logging
 
     from dreamwell.server.cli.parsing import BadSetting, read_settings
+    from dreamwell.server.flags import settings_of
     from dreamwell.server.heap import steady_malloc
 
     steady_malloc()
@@ -302,28 +308,38 @@ def _hook(given: list[str]) -> int:
 
 def _early_stdio(given: list[str]) -> EarlyStdio | None:
     """For `serve` on stdio: the handshake answered while the server loads (see
-    server/transports/early.py); started before anything else is imported or parsed."""
+    server/transports/early.py); started before anything else is imported or parsed, with
+    the standard library alone (the first reply waits for every import before it: the data
+    directory's layout module alone cost ~50 ms). Then the data directory is checked: kept
+    lists that vouch (early_lists.py) were kept beside its mark as it is now, so one that
+    cannot hold a store vouches for nothing, and the client hears why in the handshake."""
     if given[:1] != ["serve"]:
         return None
-    import signal
+    import _signal  # type: ignore[import-not-found]  # `signal` imports `enum`: ~10 ms
 
     # Claude Code stops a server with SIGINT: while loading, leave without a traceback on
     # stderr, which it logs as an error (nothing is written before serving starts)
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
     from dreamwell.server.transports import early
 
     if not early.wanted(_flag(given, "--transport")):
         return None
-    where = _local_data_dir(_flag(given, "--data-dir"))
-    problem = where.unusable() if where is not None else None
-    lists = None
-    if where is not None and problem is None:
-        from dreamwell.server.transports.early_lists import ListCache, cache_key
+    from dreamwell.server.transports.early_lists import ListCache, cache_key, kept_in
+    from dreamwell.server.where import data_dir
 
-        lists = ListCache(where.mcp_lists, cache_key())
+    flag = _flag(given, "--data-dir")
+    given_dir = flag or os.environ.get("DREAMWELL_DATA_DIR") or ""
+    local = "://" not in given_dir  # an object store is reached once the settings are read
+    lists = ListCache(kept_in(data_dir(flag)), cache_key()) if local else None
     started = early.EarlyStdio(lists=lists).start()
-    if problem is not None:  # before the settings: the client hears this, whatever else
-        raise SystemExit(refuse(started, problem))
+    if local:
+        from pathlib import Path
+
+        from dreamwell.stores import DataDir
+
+        problem = DataDir(Path(data_dir(flag))).unusable()
+        if problem is not None:  # before the settings: the client hears this, whatever else
+            raise SystemExit(refuse(started, problem))
     return started
 
 
@@ -336,16 +352,6 @@ def _flag(given: list[str], name: str) -> str | None:
         elif word.startswith(f"{name}="):
             found = word.partition("=")[2]
     return found
-
-
-def _local_data_dir(flag: str | None) -> DataDir | None:
-    """The local data directory, read the way a hook reads it (None: an object store,
-    reached once the settings are read)."""
-    from dreamwell.server.hooks.settings import data_dir
-    from dreamwell.stores import DataDir
-
-    given = flag or os.environ.get("DREAMWELL_DATA_DIR") or ""
-    return None if "://" in given else DataDir(data_dir(flag))
 
 
 def refuse(early: EarlyStdio | None, message: str, code: int = 1) -> int:
@@ -389,9 +395,7 @@ def run() -> NoReturn:
         code = 0
     except SystemExit as exc:
         code = _status(exc.code)
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):  # the reader left, or it was closed
-            stream.flush()
+    _flush()
     import logging  # loaded already by any command that logged
 
     logging.shutdown()

@@ -87,11 +87,9 @@ def dream_flags(given: Mapping[str, str | None]) -> tuple[str, ...]:
 
 def data_dir(flag: str | None) -> Path:
     """The data directory alone (where even a hook with bad settings logs that)."""
-    given = flag or os.environ.get("DREAMWELL_DATA_DIR")
-    if not given:
-        base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-        given = str(Path(base) / "dreamwell")
-    return Path(given).expanduser().resolve()
+    from dreamwell.server.where import data_dir as named
+
+    return Path(named(flag))
 
 
 def read(data_dir_flag: str | None, given: Mapping[str, str | None] | None = None) -> HookSettings:

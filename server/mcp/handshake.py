@@ -12,7 +12,9 @@ Standard library only: nothing here may import the SDK, pydantic or the stores."
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # `typing` is not imported: the first reply waits for every import
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = "dreamwell"
 VERSION = "0.1.0"

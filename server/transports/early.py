@@ -26,11 +26,13 @@ import stat
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Any
 
 from dreamwell.server.mcp import handshake
 from dreamwell.server.transports import early_lists
+
+TYPE_CHECKING = False  # `typing` is not imported: the first reply waits for every import
+if TYPE_CHECKING:
+    from typing import Any
 
 CHUNK = 1 << 16
 REFUSING_FOR = 30.0  # seconds a server that cannot start keeps answering before it leaves
@@ -40,18 +42,29 @@ HOLD = 0.3  # seconds at most that a handshake reply waits for the settings to b
 # what a handshake answered here must not wait for (SPEC §10); which of them were loaded when
 # the first reply went out is logged (`Handover.loaded_then`), and a test reads that line
 HEAVY = ("mcp", "lancedb", "pyarrow", "onnxruntime", "numpy", "tantivy")
+# and, when the kept lists vouch (nothing to wait for), not the settings' nor the stores' code
+# either: the reply goes before `main` imports them (~50-150 ms), and the log names them too
+WATCHED = (*HEAVY, "pydantic", "dreamwell.stores")
 
 
-@dataclass
 class Handover:
     """What the early reader read: the bytes for the SDK to read (frames it must not see are
-    left out) and the ids of the requests answered already (with the replies sent)."""
+    left out) and the ids of the requests answered already (with the replies sent). A plain
+    class: `dataclasses` costs a new process ~15 ms of imports before its first reply."""
 
-    data: bytes = b""
-    answered: dict[Any, list[dict[str, Any]]] = field(default_factory=dict)
-    loaded_then: list[str] | None = None  # of HEAVY, loaded at the first reply (None: none sent)
-    lists: early_lists.ListCache | None = None  # for the SDK's answers to list requests
-    listed: dict[Any, str] = field(default_factory=dict)  # list requests answered: id -> method
+    def __init__(
+        self,
+        data: bytes = b"",
+        answered: dict[Any, list[dict[str, Any]]] | None = None,
+        loaded_then: list[str] | None = None,
+        lists: early_lists.ListCache | None = None,
+        listed: dict[Any, str] | None = None,
+    ) -> None:
+        self.data = data
+        self.answered = {} if answered is None else answered
+        self.loaded_then = loaded_then  # of WATCHED, loaded at the first reply (None: none sent)
+        self.lists = lists  # for the SDK's answers to list requests
+        self.listed = {} if listed is None else listed  # list requests answered: id -> method
 
     def take(self, key: Any) -> dict[str, Any] | None:
         """The early reply under `key` (see `sent_key`), once (None: the SDK's goes out)."""
@@ -206,7 +219,7 @@ class EarlyStdio:
 
     def _write(self, reply: dict[str, Any]) -> None:
         if self._loaded_then is None:
-            self._loaded_then = [name for name in HEAVY if name in sys.modules]
+            self._loaded_then = [name for name in WATCHED if name in sys.modules]
         data = memoryview((json.dumps(reply, separators=(",", ":")) + "\n").encode())
         while data:
             try:

@@ -8,20 +8,36 @@ from them while it loads (server/transports/early.py), for the same settings and
 They are given only to a client that listens for list changes (a `subscriptions/listen`
 acknowledged early): when the SDK has loaded, that client is told that every list it listens
 to changed (server/transports/stdio.py) and asks again, so a skill added since the last
-session is seen at once. Standard library only (the early reader's rule)."""
+session is seen at once.
+
+The answers vouch for the data directory too: they are kept with its `format.json` as it was
+(a newer dreamwell's mark), so a directory that cannot hold this version's store holds no
+answers this server gives (unreadable, a file, or marked since by a newer dreamwell), and the
+reader need not wait for the layout module to check it. Standard library only (the early
+reader's rule)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
-from pathlib import Path
-from typing import Any
 
 from dreamwell.server.mcp.handshake import META_VERSION, VERSION
 
+TYPE_CHECKING = False  # `typing` and `pathlib` are not imported: the first reply waits for them
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
 METHODS = ("tools/list", "prompts/list", "resources/list", "resources/templates/list")
+# in the data directory: `DataDir.mcp_lists` and `DataDir.format_file` (a test holds them equal)
+FILE, FORMAT_FILE = "mcp-lists.json", "format.json"
+
+
+def kept_in(data_dir: str) -> str:
+    """Where the lists are kept for the data directory `data_dir`, found without importing
+    the layout (stores/layout.py, ~50 ms of imports the first reply would wait for)."""
+    return os.path.join(data_dir, FILE)
 
 
 def cache_key(argv: list[str] | None = None, env: dict[str, str] | None = None) -> str:
@@ -48,24 +64,27 @@ def of_request(frame: Any) -> tuple[str, str] | None:
 class ListCache:
     """The last answers, per (method, protocol version), for one cache key."""
 
-    def __init__(self, path: Path, key: str) -> None:
-        self.path = path
+    def __init__(self, path: str | os.PathLike[str], key: str) -> None:
+        self.path = os.fspath(path)
         self.key = key
         self._answers: dict[str, Any] = {}
         try:
-            found = json.loads(path.read_text(encoding="utf-8"))
+            with open(self.path, encoding="utf-8") as file:
+                found = json.load(file)
         except (OSError, ValueError):  # none yet, or damaged: it is written anew
             return
-        if isinstance(found, dict) and found.get("key") == key:
+        if not isinstance(found, dict) or found.get("format") != self._format():
+            return
+        if found.get("key") == key:
             answers = found.get("answers")
             self._answers = answers if isinstance(answers, dict) else {}
 
     @property
     def vouches(self) -> bool:
-        """Whether a server with these very settings answered before: the settings are read
-        from the flags and `DREAMWELL_*` variables the key holds, so they are good again
-        (what else can stop a start, the data directory, is checked before the reader
-        starts), and the early reader need not wait for them to be judged."""
+        """Whether a server with these very settings answered before from this data directory
+        as it is: the settings are read from the flags and `DREAMWELL_*` variables the key
+        holds, so they are good again, and the directory's mark is unchanged, so the early
+        reader need not wait for either to be judged."""
         return bool(self._answers)
 
     def reply(self, frame: Any) -> dict[str, Any] | None:
@@ -82,10 +101,22 @@ class ListCache:
         if not isinstance(result, dict) or self._answers.get(name) == result:
             return
         self._answers[name] = result
+        import contextlib
+        from pathlib import Path
+
         from dreamwell.stores import write_atomic
 
+        kept = {"key": self.key, "format": self._format(), "answers": self._answers}
         with contextlib.suppress(OSError):  # a read-only data directory: answered later
-            write_atomic(self.path, json.dumps({"key": self.key, "answers": self._answers}))
+            write_atomic(Path(self.path), json.dumps(kept))
+
+    def _format(self) -> str | None:
+        """The data directory's `format.json` as it is now (None: none, or unreadable)."""
+        try:
+            with open(os.path.join(os.path.dirname(self.path), FORMAT_FILE), "rb") as file:
+                return file.read(4096).decode("utf-8", "replace")
+        except OSError:
+            return None
 
 
 PRIME_WAIT = 60.0  # seconds a priming server may take to load and answer

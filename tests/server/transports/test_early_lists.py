@@ -18,12 +18,15 @@ from typing import Any
 import pytest
 
 from dreamwell.server.mcp.handshake import VERSION
+from dreamwell.server.transports.early_lists import FORMAT_FILE, kept_in
+from dreamwell.stores import DataDir
 from tests.support.cli import dreamwell
 from tests.support.wire import CLAUDE_CODE, Wire
 
 pytestmark = pytest.mark.anyio
 
 ANSWERED = re.compile(r"answered (.+) before loading the server, as the last server did")
+LOADED = re.compile(r"answered the handshake before loading the server; of (.+), loaded then: (.+)")
 LISTS = ("tools/list", "prompts/list")
 SKILL = "---\nname: go-release\ndescription: Cut a release of the Go service\n---\n\nmake it\n"
 
@@ -72,6 +75,27 @@ async def test_the_lists_are_answered_before_the_sdk_loads_and_a_change_is_annou
     fresh, notified, _ = await session(data)
     names = [p["name"] for p in fresh["prompts/list"]["prompts"]]
     assert "go-release" in names and "notifications/prompts/list_changed" not in notified
+
+
+async def test_with_the_lists_kept_the_handshake_waits_for_no_settings_nor_stores_code(
+    tmp_path: Path,
+) -> None:
+    """A start whose kept lists vouch answers before `main` imports pydantic or the stores
+    (the data directory's layout alone cost ~50 ms): the reply goes once the standard
+    library's few modules are loaded; the server logs which of those it had loaded then."""
+    data = tmp_path / "data"
+    await session(data)
+    _, _, log = await session(data)
+    found = LOADED.search(log)
+    assert found is not None, log
+    assert found.group(1).endswith("pydantic, dreamwell.stores") and found.group(2) == "none"
+
+
+def test_the_lists_file_and_the_mark_are_where_the_layout_says(tmp_path: Path) -> None:
+    """The early reader finds them without importing the layout (stores/layout.py)."""
+    where = DataDir(tmp_path)
+    assert Path(kept_in(str(tmp_path))) == where.mcp_lists
+    assert where.format_file.name == FORMAT_FILE
 
 
 async def test_a_client_that_does_not_listen_gets_the_lists_from_the_sdk(tmp_path: Path) -> None:
