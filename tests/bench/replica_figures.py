@@ -334,4 +334,15 @@ def _block_row(s3: Any, prefix: str, block: list[float], done: int) -> dict[str,
         "bytes": size,
         "log_objects": log_objects,
         "log_bytes": log_size,
+        "rss_mb": _rss_mb(),
     }
+
+
+def _rss_mb() -> float:
+    """This process's resident memory (the three replicas'), MB; 0 where /proc is not."""
+    try:
+        with open("/proc/self/status") as status:
+            found = [line.split()[1] for line in status if line.startswith("VmRSS:")]
+    except OSError:
+        return 0.0
+    return int(found[0]) / 1024 if found else 0.0

@@ -19,8 +19,8 @@ average before and after. Measurements:
 With --growth N, instead: N saves through three replicas on one location, and per block of
 1,000 saves the save p50/p95, objects and bytes under the location and under log.lance/
 (goal: objects bounded, bytes per memory at most 5 KB, last block's p50 at most 1.5x the
-first's). Each block's line is printed as it ends; `kill PID` (SIGTERM) stops the saves
-and keeps the blocks done.
+first's), and the resident memory of the process that runs the three replicas. Each block's
+line is printed as it ends; `kill PID` (SIGTERM) stops the saves and keeps the blocks done.
 
     python tests/bench/scaleout_bench.py --growth 20000
 
@@ -226,13 +226,16 @@ def growth(total: int) -> None:
     say(f"load before: {loadavg()}")
     began = time.monotonic()
     say(f"{total:,} saves of ~450 B through 3 replicas, one thread each, on weed mini")
-    say("saves   | p50 ms | p95 ms | objects | bytes/memory | log.lance objects | log.lance MB")
+    say(
+        "saves   | p50 ms | p95 ms | objects | bytes/memory | log.lance objects | log.lance MB"
+        " | RSS MB"
+    )
 
     def show(r: dict[str, Any]) -> None:
         say(
             f"{r['saves']:>7,} | {r['p50']:6.1f} | {r['p95']:6.1f} | {r['objects']:>7,} | "
             f"{r['bytes'] / r['saves']:>12,.0f} | {r['log_objects']:>17,} | "
-            f"{r['log_bytes'] / 1e6:>12.2f}   (load {loadavg()})"
+            f"{r['log_bytes'] / 1e6:>12.2f} | {r['rss_mb']:>6.0f}   (load {loadavg()})"
         )
         phases = "; ".join(f"{k} {n}x p50 {p50:.1f}" for k, (n, p50) in r["phases"].items())
         say(f"        phases (ms): {phases}")
