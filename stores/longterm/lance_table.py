@@ -257,9 +257,13 @@ class MemoryTable:
     """LanceDB table `memories` under `path`, read at its latest version on every call."""
 
     def __init__(self, path: Path) -> None:
-        self._db = _lancedb().connect(
-            path, read_consistency_interval=timedelta(0), session=_small_caches()
+        lancedb = _lancedb()
+        # Small caches: the defaults keep every table version's metadata (hundreds of MB
+        # after a few thousand single-row writes); our own mirror serves the reads.
+        session = lancedb.Session(
+            index_cache_size_bytes=_CACHE_BYTES, metadata_cache_size_bytes=_CACHE_BYTES
         )
+        self._db = lancedb.connect(path, read_consistency_interval=timedelta(0), session=session)
         self._table = self._db.create_table(TABLE, schema=_schema(), exist_ok=True)
         self._path = path
         self.damaged: dict[int, Damage] = {}  # fragments a read had to skip
@@ -478,20 +482,9 @@ _LOG_SCHEMA = pa.schema(
 _LOG_COLUMNS = ["n", "first", "last", "body"]
 
 
-def _small_caches() -> Any:
-    """A LanceDB session with small caches: the defaults keep every table version's metadata
-    (hundreds of MB after a few thousand single-row writes; the shared log's connection grew
-    by ~0.16 MB an append, and each append and checkout slowed as it grew: merge 30 -> 38 ms,
-    checkout 7 -> 12.6 ms over 5,500 appends). Our own mirror serves the reads."""
-    lancedb = _lancedb()
-    return lancedb.Session(
-        index_cache_size_bytes=_CACHE_BYTES, metadata_cache_size_bytes=_CACHE_BYTES
-    )
-
-
 def connect(uri: str, options: dict[str, str]) -> Any:
-    """A LanceDB connection at an object-store location (small caches, as every one here)."""
-    return _lancedb().connect(uri, storage_options=options, session=_small_caches())
+    """A LanceDB connection at an object-store location."""
+    return _lancedb().connect(uri, storage_options=options)
 
 
 def has_log(uri: str, options: dict[str, str]) -> bool:
