@@ -106,7 +106,12 @@ class Follower:
             logger.exception("catching up with the log failed")
 
     def catch_up(self) -> None:
-        m = self.mirror
+        """Read the log's new records into the view. On object storage, a gap (the shared log
+        was trimmed past what this replica read) is handled by `on_gap` once the view's lock
+        is released: it takes the checkpoint and log locks, and a saver holds the log's lock
+        while it waits for the view's (locks go checkpoint -> log -> view). Called under the
+        view's lock, it deadlocked a saver and the catch-up thread (a 20,000-save run)."""
+        m, on_gap = self.mirror, self.on_gap
         with m.lock:
             state = self.state.read()
             if state.known and state.checkpoint > m.indexed and not self.index.in_ram:
@@ -116,14 +121,17 @@ class Follower:
                 records = self.log.read_new()
             except LogGap as gap:
                 logger.info("catching up from LanceDB: %s", gap)
-                if self.on_gap is not None:
-                    self.on_gap()
-                else:
+                if on_gap is None:
                     self._recover(state)
+                    return
+                records = None
+            if records is not None:
+                m.apply(records)
+                if state.known and self.log.last_seq >= state.checkpoint:
+                    m.generation = state.generation
                 return
-            m.apply(records)
-            if state.known and self.log.last_seq >= state.checkpoint:
-                m.generation = state.generation
+        if on_gap is not None:
+            on_gap()
 
     def _recover(self, state: State) -> None:
         """Some log records were checkpointed and dropped before this process read them:

@@ -16,7 +16,9 @@ import logging
 import time
 from pathlib import Path
 
-from dreamwell.stores.errors import StoreError
+from filelock import Timeout
+
+from dreamwell.stores.errors import StoreBusy, StoreError
 from dreamwell.stores.longterm import snapshot
 from dreamwell.stores.longterm.components import Parts
 from dreamwell.stores.longterm.table_writes import kept_rows
@@ -86,11 +88,22 @@ class CacheKeeper:
         return (state.checkpoint if state.known else 0) < self.parts.log.first_seq() - 1
 
     def ensure(self) -> None:
-        """Rebuild the cache if it is behind (under the cache's checkpoint lock), then load."""
+        """Rebuild the cache if it is behind (under the cache's checkpoint lock), then load.
+        The checkpoint lock is taken without waiting: a saver reaches here holding the log's
+        lock, which comes after it (checkpoint -> log -> view), so it must not wait for a
+        thread that holds the checkpoint lock and waits for the log's. It hears StoreBusy and
+        its save is refused, not lost; the rebuild under way lets the next one through."""
         p = self.parts
         if not self.behind():
             return
-        with p.cplock:
+        try:
+            p.cplock.acquire(timeout=0)
+        except Timeout:
+            raise StoreBusy(
+                f"this replica of {self.shared.remote.uri} is rebuilding its cache (the shared "
+                "log was trimmed past what it had read); try again in a few seconds"
+            ) from None
+        try:
             if self.behind():
                 self._rebuild()
             p.follower.load()
@@ -99,6 +112,8 @@ class CacheKeeper:
             with p.log.locked():
                 state = p.state.read()
                 p.state.write(state, state.checkpoint, p.table.version, set())
+        finally:
+            p.cplock.release()
         p.follower.catch_up()
 
     def _rebuild(self) -> None:

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import timedelta
@@ -148,6 +149,58 @@ def test_a_replica_joining_after_the_log_was_trimmed_rebuilds_from_the_snapshot(
     assert b.search("memory number 7 gardening")[0].entry.id == kept[7]
     later = a.save("saved after the new replica opened", "garden")
     eventually(lambda: b.get(later.entry.id) is not None)
+
+
+def test_a_saver_during_a_log_gap_is_answered_not_deadlocked(
+    replica: Callable[..., LongTermStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 20,000-save run deadlocked: a saver held the log's lock and waited for the view's,
+    while the catch-up thread held the view's lock, met a gap (the log trimmed past what its
+    replica had read) and, handling it, waited for the log's. Here exactly that order is
+    arranged: both must end, the save answered (saved, or refused as busy), nothing lost."""
+    monkeypatch.setattr(snapshot, "SNAPSHOT_EVERY", 20)
+    monkeypatch.setattr(lancelog, "KEEP_RECORDS", 5)
+    a, b = replica(), replica()
+    b.save("b was here first", "garden")
+    kept = [a.save(f"memory number {i} about gardening", "garden").entry.id for i in range(40)]
+    assert a.checkpoint()
+    assert a._wal.first_seq() > 2  # b has not read what the log dropped: b meets a gap
+    follower = b._parts.follower
+    real_catch_up, handle = follower.catch_up, follower.on_gap
+    assert handle is not None
+    saver_holds_log = threading.Event()
+
+    def saver_catch_up() -> None:  # the saver's first, under the log's lock
+        if threading.current_thread().name == "saver":
+            saver_holds_log.set()
+        real_catch_up()
+
+    def gap_handler() -> None:  # the catch-up thread the save's read started met the gap
+        if threading.current_thread().name != "saver":
+            saver_holds_log.wait(10)
+            time.sleep(0.3)  # the saver goes on meanwhile, to wait for the view's lock
+        handle()
+
+    monkeypatch.setattr(follower, "catch_up", saver_catch_up)
+    monkeypatch.setattr(follower, "on_gap", gap_handler)
+    outcome: list[object] = []
+
+    def save() -> None:
+        try:
+            outcome.append(b.save("saved while the replica met the gap", "garden"))
+        except StoreBusy as exc:
+            outcome.append(exc)
+
+    saver = threading.Thread(target=save, name="saver", daemon=True)
+    saver.start()
+    saver.join(30)
+    aside = follower._aside
+    if aside is not None:
+        aside.join(30)
+    assert saver_holds_log.is_set()
+    assert not saver.is_alive() and not (aside and aside.is_alive()), "deadlocked"
+    assert len(outcome) == 1, outcome
+    eventually(lambda: set(kept) <= {e.id for e in b.entries()}, within=10.0)
 
 
 def test_the_data_dir_may_be_an_object_store_uri(tmp_path: Path) -> None:
