@@ -328,16 +328,17 @@ def _early_stdio(given: list[str]) -> EarlyStdio | None:
     from dreamwell.server.where import data_dir
 
     flag = _flag(given, "--data-dir")
-    given_dir = flag or os.environ.get("DREAMWELL_DATA_DIR") or ""
-    local = "://" not in given_dir  # an object store is reached once the settings are read
-    lists = ListCache(kept_in(data_dir(flag)), cache_key()) if local else None
+    # an object store is reached once the settings are read: no lists, no check here
+    remote = "://" in (flag or os.environ.get("DREAMWELL_DATA_DIR") or "")
+    root = None if remote else data_dir(flag)
+    lists = None if root is None else ListCache(kept_in(root), cache_key())
     started = early.EarlyStdio(lists=lists).start()
-    if local:
+    if root is not None:
         from pathlib import Path
 
         from dreamwell.stores import DataDir
 
-        problem = DataDir(Path(data_dir(flag))).unusable()
+        problem = DataDir(Path(root)).unusable()
         if problem is not None:  # before the settings: the client hears this, whatever else
             raise SystemExit(refuse(started, problem))
     return started

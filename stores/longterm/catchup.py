@@ -124,13 +124,12 @@ class Follower:
                 if on_gap is None:
                     self._recover(state)
                     return
-                records = None
-            if records is not None:
+            else:
                 m.apply(records)
                 if state.known and self.log.last_seq >= state.checkpoint:
                     m.generation = state.generation
                 return
-        if on_gap is not None:
+        if on_gap is not None:  # the gap, with the view's lock released
             on_gap()
 
     def _recover(self, state: State) -> None:
