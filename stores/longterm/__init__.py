@@ -1,11 +1,11 @@
 """Long-term memory: a durable log in front of LanceDB records and a Tantivy index.
 
 Owns the `Log` contract (log.py) and its two implementations, the local write-ahead log
-(wal.py) and the LanceDB log shared by replicas on object storage (shared_log.py); the write
+(wal.py) and the LanceDB log shared by replicas on object storage (shared/); the write
 path (plans.py decides, group_commit.py appends); this process's copy and keeping it in step
 with other processes (mirror.py, catchup.py); checkpoints that fold the log into LanceDB and
 Tantivy (checkpoint.py, table_writes.py, state.py), repair and snapshots (repair.py,
-snapshot.py, remote_snapshots.py); the LanceDB table and its files (lance_table.py,
+snapshot.py, shared/snapshots.py); the LanceDB table and its files (lance_table.py,
 lance_files.py); vectors and hybrid search (vectors.py, search.py). store.py's
 `LongTermStore` is the door every caller uses; components.py is what its parts share.
 
@@ -22,7 +22,7 @@ from dreamwell.stores.lazy_exports import lazy_exports
 if TYPE_CHECKING:
     from dreamwell.stores.longterm.lance_table import has_log
     from dreamwell.stores.longterm.log import Record
-    from dreamwell.stores.longterm.shared_log import reaching
+    from dreamwell.stores.longterm.shared.log import reaching
     from dreamwell.stores.longterm.state import StateFile
     from dreamwell.stores.longterm.store import (
         ANY,
@@ -47,7 +47,7 @@ _LAZY = {
         "store",
     ),
     "has_log": "lance_table",
-    "reaching": "shared_log",
+    "reaching": "shared.log",
     "StateFile": "state",
     "Record": "log",
     **dict.fromkeys(

@@ -23,7 +23,7 @@ from dreamwell.stores.longterm.mirror import Mirror
 from dreamwell.stores.longterm.state import StateFile
 
 if TYPE_CHECKING:
-    from dreamwell.stores.longterm.remote_snapshots import SharedSnapshots
+    from dreamwell.stores.longterm.shared.snapshots import SharedSnapshots
 
 
 @dataclass(frozen=True)

@@ -462,7 +462,7 @@ def _complete(file: Path) -> bool:
         return False
 
 
-# ---- the log of an object-store data directory (stores/longterm/shared_log.py decides; this
+# ---- the log of an object-store data directory (stores/longterm/shared/log.py decides; this
 # reads/writes)
 LOG_TABLE = "log"
 _LOG_SCHEMA = pa.schema(
@@ -489,35 +489,55 @@ def connect(uri: str, options: dict[str, str]) -> Any:
 
 def has_log(uri: str, options: dict[str, str]) -> bool:
     """Whether a store's log is at `uri` (read only: opening a `LogTable` creates it)."""
-    return _existing_log(connect(uri, options)) is not None
+    return bool(log_tables(connect(uri, options)))
 
 
-def _existing_log(db: Any) -> Any | None:
-    """The log table at `db`'s location, None if there is none."""
-    try:
-        return db.open_table(LOG_TABLE)
-    except (FileNotFoundError, ValueError):
-        return None
+def log_tables(db: Any) -> list[str]:
+    """The names of the log's tables at `db`'s location (`log`, `log-1`, ...; one LIST)."""
+    names: list[str] = []
+    token: str | None = None
+    while True:
+        page = db.list_tables(page_token=token, limit=1000)
+        names += [n for n in page.tables if n == LOG_TABLE or n.startswith(f"{LOG_TABLE}-")]
+        token = page.page_token
+        if not token:
+            return names
+
+
+def drop_log_table(db: Any, name: str) -> None:
+    db.drop_table(name, ignore_missing=True)
 
 
 class LogTable:
-    """The rows of the shared log: `n` (append number, unenforced primary key), `first` and
-    `last` (the seqs they hold), `at`, `body` (JSON). Each call reads the latest version."""
+    """The rows of one table of the shared log: `n` (append number, unenforced primary key),
+    `first` and `last` (the seqs they hold), `at`, `body` (JSON). Each call reads the version
+    checked out by the last `latest()`."""
 
-    def __init__(self, db: Any) -> None:
-        self._table = self._open(db)
+    def __init__(self, db: Any, name: str = LOG_TABLE) -> None:
+        self._table = self._open(db, name)
 
     @staticmethod
-    def _open(db: Any) -> Any:
+    def existing(db: Any, name: str) -> LogTable | None:
+        """The table `name` at `db`'s location, None if there is none (nothing created)."""
+        try:
+            table = db.open_table(name)
+        except (FileNotFoundError, ValueError):
+            return None
+        found = LogTable.__new__(LogTable)
+        found._table = table
+        return found
+
+    @staticmethod
+    def _open(db: Any, name: str) -> Any:
         for _ in range(5):
-            table = _existing_log(db)
-            if table is not None:
-                return table
+            found = LogTable.existing(db, name)
+            if found is not None:
+                return found._table
             try:
-                return db.create_table(LOG_TABLE, schema=_LOG_SCHEMA, exist_ok=True)
+                return db.create_table(name, schema=_LOG_SCHEMA, exist_ok=True)
             except _READ_ERRORS as exc:  # another replica created it first
                 logger.debug("creating the log table: %s", exc)
-        return db.open_table(LOG_TABLE)
+        return db.open_table(name)
 
     def latest(self) -> int:
         """Check out the newest version (one LIST) and return its number."""
@@ -549,6 +569,6 @@ class LogTable:
         (never the latest; files of a write still in progress are kept)."""
         import warnings
 
-        with warnings.catch_warnings():  # a short retention is deliberate (shared_log.py)
+        with warnings.catch_warnings():  # a short retention is deliberate (shared/log.py)
             warnings.simplefilter("ignore", UserWarning)
             self._table.optimize(cleanup_older_than=keep_versions_for)

@@ -45,10 +45,10 @@ from dreamwell.stores.longterm.lance_table import MemoryTable
 from dreamwell.stores.longterm.log import Log
 from dreamwell.stores.longterm.mirror import Mirror
 from dreamwell.stores.longterm.plans import ANY, SaveResult, Write, Writer
-from dreamwell.stores.longterm.remote_snapshots import CacheKeeper, SharedSnapshots
 from dreamwell.stores.longterm.repair import Repair
 from dreamwell.stores.longterm.search import Hit, Searcher, Tuning, matches
-from dreamwell.stores.longterm.shared_log import LanceLog
+from dreamwell.stores.longterm.shared.log import LanceLog
+from dreamwell.stores.longterm.shared.snapshots import CacheKeeper, SharedSnapshots
 from dreamwell.stores.longterm.state import StateFile
 from dreamwell.stores.longterm.table_writes import fold
 from dreamwell.stores.longterm.vectors import Embed, Vectors

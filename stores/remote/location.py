@@ -8,7 +8,7 @@ location, the reachability check, and where each location's local cache lives.
 A remote data directory is a local cache directory with the usual layout (`stores/layout.py`)
 plus the marker `remote.json` that names the location (and the options that are not secrets:
 keys come from the environment or the settings of each process). What lives where in the
-object store is said in `stores/longterm/shared_log.py` (long-term memory's log) and the modules
+object store is said in `stores/longterm/shared/log.py` (long-term memory's log) and the modules
 that keep the other stores there.
 """
 

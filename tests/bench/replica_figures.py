@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import atexit
 import random
+import re
 import shutil
 import sys
 import tempfile
@@ -219,11 +220,12 @@ def measure_throughput(s3: Any, prefix: str, replicas: int, seconds: float) -> f
 
 
 def census(s3: Any, prefix: str) -> tuple[int, int, int, int]:
-    """(objects, bytes) under the location and (objects, bytes) under its log.lance/."""
+    """(objects, bytes) under the location and (objects, bytes) under its log's tables
+    (log.lance/, log-1.lance/, ...: one per generation, stores/longterm/shared/tables.py)."""
     import obstore
 
     found = obstore.list(s3.store(prefix)).collect()
-    log = [m for m in found if "/log.lance/" in f"/{m['path']}"]
+    log = [m for m in found if re.search(r"(^|/)log(-\d+)?\.lance/", m["path"])]
     return (
         len(found),
         sum(int(m["size"]) for m in found),
@@ -301,8 +303,8 @@ def time_phases() -> None:
     """Time the shared log's steps into SPANS, for the growth run."""
     from save_tail_bench import timed
 
-    from dreamwell.stores.longterm import shared_log
     from dreamwell.stores.longterm.lance_table import LogTable
+    from dreamwell.stores.longterm.shared import log as shared_log
 
     timed(SPANS, "append (merge_insert)", LogTable, "insert_if_absent")
     timed(SPANS, "check out latest", LogTable, "latest")

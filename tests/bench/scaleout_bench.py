@@ -17,9 +17,10 @@ average before and after. Measurements:
 - checkout_new: the same right after another connection appended one row
 
 With --growth N, instead: N saves through three replicas on one location, and per block of
-1,000 saves the save p50/p95, objects and bytes under the location and under log.lance/
-(goal: objects bounded, bytes per memory at most 5 KB, last block's p50 at most 1.5x the
-first's), and the resident memory of the process that runs the three replicas. Each block's
+1,000 saves the save p50/p95, objects and bytes under the location and under the log's
+tables, log*.lance/ (goal: objects bounded, bytes per memory at most 5 KB, last block's p50
+at most 1.5x the first's), and the resident memory of the process that runs the three
+replicas. Each block's
 line is printed as it ends; `kill PID` (SIGTERM) stops the saves and keeps the blocks done.
 
     python tests/bench/scaleout_bench.py --growth 20000
@@ -226,10 +227,7 @@ def growth(total: int) -> None:
     say(f"load before: {loadavg()}")
     began = time.monotonic()
     say(f"{total:,} saves of ~450 B through 3 replicas, one thread each, on weed mini")
-    say(
-        "saves   | p50 ms | p95 ms | objects | bytes/memory | log.lance objects | log.lance MB"
-        " | RSS MB"
-    )
+    say("saves   | p50 ms | p95 ms | objects | bytes/memory | log objects | log MB | RSS MB")
 
     def show(r: dict[str, Any]) -> None:
         say(

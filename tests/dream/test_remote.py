@@ -25,7 +25,7 @@ from dreamwell.dream.report import list_reports, load_report
 from dreamwell.stores import LongTermStore
 from dreamwell.stores import lease as lease_module
 from dreamwell.stores.lease import Lease
-from dreamwell.stores.longterm import shared_log as lancelog
+from dreamwell.stores.longterm.shared import log as lancelog
 from dreamwell.stores.remote import location as remote
 from dreamwell.stores.remote.blobs import Blobs, attach
 from tests.support.cli import dreamwell

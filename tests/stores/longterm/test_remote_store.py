@@ -18,7 +18,7 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -29,10 +29,9 @@ import pytest
 from dreamwell.server.config import Settings
 from dreamwell.stores import StoreBusy
 from dreamwell.stores.errors import StoreUnreachable
-from dreamwell.stores.index.embedders import Embedder
-from dreamwell.stores.longterm import shared_log as lancelog
 from dreamwell.stores.longterm import snapshot
 from dreamwell.stores.longterm.lance_table import LogTable
+from dreamwell.stores.longterm.shared import log as lancelog
 from dreamwell.stores.longterm.store import LongTermStore, Write
 from dreamwell.stores.remote import location as remote
 from dreamwell.stores.remote.blobs import attach
@@ -42,29 +41,6 @@ from tests.support.racing import eventually, race
 from tests.support.s3server import SeaweedS3
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
-
-
-@pytest.fixture
-def replica(
-    s3: SeaweedS3, s3_prefix: str, tmp_path: Path
-) -> Iterator[Callable[..., LongTermStore]]:
-    """Opens another store on the test's location, with a cache directory of its own (and
-    the embedder given, if any)."""
-    location = remote.Remote.of(s3.uri(s3_prefix), s3.storage_options)
-    opened: list[LongTermStore] = []
-
-    def open_one(embedder: Embedder | None = None) -> LongTermStore:
-        cache = tmp_path / f"cache{len(opened)}"
-        attach(cache, location)
-        store = LongTermStore(cache, embedder=embedder)
-        opened.append(store)
-        return store
-
-    yield open_one
-    for store in opened:
-        log = store._wal
-        if isinstance(log, lancelog.LanceLog):
-            log.close()
 
 
 def test_the_log_is_kept_in_the_object_store_not_the_cache(
@@ -440,4 +416,6 @@ def test_an_append_whose_answer_was_lost_is_settled_by_reading_its_row_back(
     assert store.get(result.entry.id).reinforcement_count == 1  # type: ignore[union-attr]
     log = store._wal
     assert isinstance(log, lancelog.LanceLog)
-    assert log.conflicts == 0 and len(log._table.rows("n > 0")) == 1
+    table = log._tables.get(0)
+    assert table is not None
+    assert log.conflicts == 0 and len(table.rows("n > 0")) == 1

@@ -14,7 +14,7 @@ import pytest
 
 from dreamwell.stores import LongTermStore, WorkingMemory
 from dreamwell.stores.errors import StoreError
-from dreamwell.stores.longterm import shared_log as lancelog
+from dreamwell.stores.longterm.shared import log as lancelog
 from dreamwell.stores.remote import location as remote
 from dreamwell.stores.remote.blobs import attach
 from tests.support.s3server import SeaweedS3

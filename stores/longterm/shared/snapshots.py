@@ -2,7 +2,7 @@
 
 A remote data directory keeps the snapshots of `stores/longterm/snapshot.py` as objects
 `snapshot/<seq:020d>.gz` (each written once, `If-None-Match: *`; the two newest are kept). The
-shared log (`stores/longterm/shared_log.py`) drops records only below a stored snapshot, so the
+shared log (`stores/longterm/shared/log.py`) drops records only below a stored snapshot, so the
 newest snapshot plus the log after it hold every memory. A replica whose local cache is behind the
 log's first record (new, or away for long) rebuilds its cache from them: the entries of the
 snapshot go into its LanceDB (keeping the vectors it has of the same text), its checkpoint

@@ -1,17 +1,21 @@
-"""Long-term memory's durable log on object storage: a LanceDB table shared by every replica.
+"""Long-term memory's durable log on object storage: LanceDB tables shared by every replica.
 
 The `Log` of `stores/longterm/log.py` for a remote data directory. One row per append: `n` (the
 append's number: 1, 2, 3, ...; an unenforced primary key), `first` and `last` (the seqs of
-its first and last record) and `body` (the records' operations, JSON). An append is a
+its first and last record) and `body` (the records' operations, JSON). Appends go to one table
+per generation of ROLL_EVERY appends (`stores/longterm/shared/tables.py`: a table slows with its
+age, so the log starts a fresh one now and then); a reader goes on to the next generation's
+table when it has read to the end of one. An append is a
 `merge_insert` on `n` that inserts only when no row `n` exists: of replicas racing for the
 same `n` exactly one lands (LanceDB's commit is a conditional PUT, and the primary key makes a
 concurrent insert of the same key a conflict rather than a second row); the others hear
 `LogConflict`, read what won and decide again. So there is no lock across machines, and a save
 is acknowledged once its row's commit landed.
 
-Readers check the table's latest version in a background thread (`poll` seconds apart) and
-read the rows after the last they read. Dropping folded records deletes whole rows below a
-snapshot that is already stored (`stores/longterm/remote_snapshots.py`). After every
+Readers check the newest table's latest version in a background thread (`poll` seconds
+apart) and read the rows after the last they read. Dropping folded records drops whole
+generations, and deletes rows of the oldest one left, below a snapshot that is already stored
+(`stores/longterm/shared/snapshots.py`). After every
 COMPACT_EVERY versions the replica whose append is the newest version compacts the table (its
 small fragments into one, deletions folded in) and removes the versions older than
 KEEP_VERSIONS (their manifests, transaction files and the data files only they name), so the
@@ -35,8 +39,9 @@ from datetime import timedelta
 from typing import Any
 
 from dreamwell.stores.errors import StoreError, StoreUnreachable
-from dreamwell.stores.longterm.lance_table import LogTable, connect
+from dreamwell.stores.longterm.lance_table import LogTable
 from dreamwell.stores.longterm.log import LogConflict, LogGap, Op, Record
+from dreamwell.stores.longterm.shared.tables import LogTables, first_n, generation
 from dreamwell.stores.remote.location import Remote, describe
 
 logger = logging.getLogger(__name__)
@@ -62,8 +67,9 @@ def reaching(remote: Remote, doing: str) -> Iterator[None]:
         raise StoreUnreachable(f"cannot {doing} {remote.uri}: {describe(exc)}") from None
 
 
-def _open(remote: Remote) -> LogTable:
-    return LogTable(connect(remote.uri, remote.storage_options()))
+def _v(gen: int, version: int) -> int:
+    """A version of the whole log, in order: the generation, then its table's version."""
+    return (gen << 32) | max(version, 0)
 
 
 class LanceLog:
@@ -71,19 +77,21 @@ class LanceLog:
 
     def __init__(self, remote: Remote, poll: float = 0.25) -> None:
         self.remote = remote
+        self._tables = LogTables(remote)
         with reaching(remote, "open the log in"):
-            self._table = _open(remote)
+            if not self._tables.listed():
+                self._tables.get(0, create=True)
         self._lock = threading.RLock()  # where this process has read up to
         self._write_lock = threading.RLock()  # `locked()`: one appender in this process
         self.last_seq = 0
         self._tail_n = 0  # the number of the last row read
-        self._read_version = 0  # the table version the last read saw
-        self._seen_version = 0  # the newest version the poller saw
+        self._read_version = 0  # the log version (`_v`) the last read saw
+        self._seen_version = 0  # the newest log version the poller saw
         self._own: tuple[int, int, list[Record]] | None = None  # our last append: version, n
         self._appends = 0
         self.conflicts = 0  # appends another replica won (for stats and benchmarks)
         self.compactions = 0  # compactions (with cleanup) this process ran
-        self._last_append_version = -1  # the table version our last append made
+        self._last_append_version = -1  # the log version our last append made
         self._poll = poll
         self._stop = threading.Event()
         self._poller: threading.Thread | None = None
@@ -98,9 +106,18 @@ class LanceLog:
 
     def first_seq(self) -> int:
         with self._lock, reaching(self.remote, "read the log in"):
-            self._table.latest()
-            first = self._table.extreme("first", low=True)
-        return 1 if first is None else first
+            for table in self._generations():
+                first = table.extreme("first", low=True)
+                if first is not None:
+                    return first
+        return 1
+
+    def _generations(self) -> Iterator[LogTable]:
+        """The tables of the generations that exist, oldest first, each at its latest."""
+        for gen in self._tables.live():
+            found = self._tables.checked_out(gen)
+            if found is not None:
+                yield found[0]
 
     def has_news(self) -> bool:
         self._ensure_poller()
@@ -120,18 +137,31 @@ class LanceLog:
             self._poller.start()
 
     def _watch(self) -> None:
-        """Note the table's newest version every `poll` seconds (one LIST of manifests), and
-        compact the table after every COMPACT_EVERY appends of this process."""
-        table: LogTable | None = None
-        compacted = 0  # the table version after the last compaction this poller saw or did
+        """Note the newest table's latest version every `poll` seconds (one LIST of
+        manifests), and compact that table after every COMPACT_EVERY of its versions."""
+        tables = LogTables(self.remote)  # its own connections: check-outs do not race reads
+        gen, watched = 0, -1  # the generation watched; the one `compacted` is of
+        compacted = 0  # its version after the last compaction this poller saw or did
         while True:
             try:
-                table = table or _open(self.remote)
-                self._seen_version = version = table.latest()
-                compacted = compacted or version
+                gen = max(gen, generation(self._tail_n + 1))
+                found = tables.checked_out(gen)
+                if found is None:  # not begun yet, or dropped: then a newer one is the news
+                    newest = max(tables.listed(), default=gen)
+                    if newest > gen:
+                        gen, found = newest, tables.checked_out(newest)
+                tables.forget_below(gen)
+                table, version = found or (None, 0)
+                self._seen_version = _v(gen, version)
+                if watched != gen:
+                    watched, compacted = gen, version
                 # every writer's appends add fragments: compact after COMPACT_EVERY versions,
                 # the replica that appended last doing it (the others see it as a new version)
-                if version - compacted >= COMPACT_EVERY and self._appended_last(version):
+                if (
+                    table is not None
+                    and version - compacted >= COMPACT_EVERY
+                    and self._appended_last(_v(gen, version))
+                ):
                     self._compact(table)
                     compacted = table.latest()
             except Exception as exc:  # unreachable for now: readers hear it when they read
@@ -151,29 +181,43 @@ class LanceLog:
                 return self._take(own[2])
             if own is None and 0 < self._read_version >= self._seen_version and self._polling():
                 return []  # the poller saw nothing new (an append on stale news conflicts)
-            version = self._table.latest()
-            rows = self._table.rows(f"last > {self.last_seq}")
-            records: list[Record] = []
+            return self._take(self._read_on())
+
+    def _read_on(self) -> list[Record]:
+        """The rows after `last_seq`, generation after generation, to the end of the log."""
+        gen = generation(self._tail_n + 1) if self._tail_n else self._oldest()
+        records: list[Record] = []
+        while (found := self._tables.checked_out(gen)) is not None:
+            table, version = found
+            rows = table.rows(f"last > {self.last_seq}")
             for row in rows:
                 expected = (records[-1].seq if records else self.last_seq) + 1
                 if row["first"] > expected:
                     raise LogGap(f"record {expected} was dropped from the log")
                 records.extend(_records(row))
                 self._tail_n = max(self._tail_n, int(row["n"]))
-            if not rows and self._tail_n == 0:
-                self._tail_n = self._max_n()
-            self._read_version = version
-            self._seen_version = max(self._seen_version, version)
-            return self._take(records)
+            if not rows and self._tail_n < first_n(gen):  # all read before: where it ends
+                self._tail_n = max(self._tail_n, table.extreme("n", low=False) or 0)
+            if generation(self._tail_n + 1) == gen:
+                break
+            gen = generation(self._tail_n + 1)  # this one is full: on to the next
+        else:
+            version = 0  # the next generation is not begun, or it was dropped unread:
+            if any(later > gen for later in self._tables.listed()):
+                raise LogGap(f"the records after {self.last_seq} were dropped from the log")
+        self._tables.forget_below(gen - 1)
+        self._read_version = _v(gen, version)
+        self._seen_version = max(self._seen_version, self._read_version)
+        return records
+
+    def _oldest(self) -> int:
+        return min(self._tables.live(), default=0)
 
     def _take(self, records: list[Record]) -> list[Record]:
         out = [r for r in records if r.seq > self.last_seq]
         if out:
             self.last_seq = out[-1].seq
         return out
-
-    def _max_n(self) -> int:
-        return self._table.extreme("n", low=False) or 0
 
     # ---- writing ----------------------------------------------------------------------------
     def locked(self) -> contextlib.AbstractContextManager[None]:
@@ -185,21 +229,25 @@ class LanceLog:
         first = self.last_seq + 1
         last = first + len(batches) - 1
         n = self._tail_n + 1
+        gen = generation(n)
         body = json.dumps([list(ops) for ops in batches], separators=(",", ":"))
         row = {"n": n, "first": first, "last": last, "at": time.time(), "body": body}
         with self._write_lock, reaching(self.remote, "write to"):
-            inserted, version = self._insert(row)
-            if not inserted:
-                inserted, version = self._landed(row)
+            # a generation's table is begun by its first append; any other append that finds
+            # none read a log that was dropped since (read again: it hears the gap)
+            table = self._tables.get(gen, create=n == first_n(gen))
+            inserted, version = self._insert(table, row) if table else (False, -1)
+            if table and not inserted:
+                inserted, version = self._landed(table, row)
             if not inserted:
                 with self._lock:
                     self._read_version = -1  # read the table itself next time
                     self.conflicts += 1
                 raise LogConflict(f"append {n} was taken by another replica")
         with self._lock:
-            self._last_append_version = version
+            self._last_append_version = _v(gen, version)
             self._own = (
-                version,
+                _v(gen, version),
                 n,
                 [Record(first + i, list(ops)) for i, ops in enumerate(batches)],
             )
@@ -207,26 +255,26 @@ class LanceLog:
         self._ensure_poller()  # it compacts the table after every COMPACT_EVERY appends
         return last
 
-    def _insert(self, row: dict[str, Any]) -> tuple[bool, int]:
+    def _insert(self, table: LogTable, row: dict[str, Any]) -> tuple[bool, int]:
         """Insert `row` unless its `n` exists. An append whose base version was cleaned up
         meanwhile (this replica idle longer than KEEP_VERSIONS while others wrote and
         compacted) did not land: it is a lost race like any other, decided again."""
         try:
-            return self._table.insert_if_absent(row)
+            return table.insert_if_absent(row)
         except Exception as exc:
             if not _cleaned_up(exc):
                 raise
             logger.debug("appending on a version cleaned up meanwhile: %s", exc)
-            self._table.latest()
+            table.latest()
             return False, -1
 
-    def _landed(self, row: dict[str, Any]) -> tuple[bool, int]:
+    def _landed(self, table: LogTable, row: dict[str, Any]) -> tuple[bool, int]:
         """Whether row `n` holds our body after all: an insert whose commit landed but whose
         answer was lost (the store answered too late, LanceDB retried the merge and then found
         its own row) reports no insert; refusing that save would be a lie, and retrying it
         would count it twice."""
-        version = self._table.latest()
-        found = self._table.rows(f"n = {row['n']}", ("n", "first", "at", "body"))
+        version = table.latest()
+        found = table.rows(f"n = {row['n']}", ("n", "first", "at", "body"))
         ours = (row["first"], row["at"], row["body"])  # another replica may log equal ops
         return any((r["first"], r["at"], r["body"]) == ours for r in found), version
 
@@ -247,8 +295,11 @@ class LanceLog:
 
     def sealed_records(self, after: int, through: int) -> Iterator[Record]:
         with self._lock, reaching(self.remote, "read the log in"):
-            self._table.latest()
-            rows = self._table.rows(f"last > {after} AND first <= {through}")
+            rows = [
+                row
+                for table in self._generations()
+                for row in table.rows(f"last > {after} AND first <= {through}")
+            ]
         for row in rows:
             for record in _records(row):
                 if after < record.seq <= through:
@@ -259,8 +310,20 @@ class LanceLog:
         if below <= 0:
             return
         with self._write_lock, reaching(self.remote, "trim the log in"):
-            if self.first_seq() <= below:
-                self._table.delete(f"last <= {below}")
+            gens = self._tables.live()
+            for gen in gens:
+                found = self._tables.checked_out(gen)
+                if found is None:
+                    continue
+                table = found[0]
+                top = table.extreme("last", low=False)
+                if gen != gens[-1] and (top is None or top <= below):
+                    self._tables.drop(gen)  # every record in it is folded: the whole table
+                    continue
+                low = table.extreme("first", low=True)
+                if low is not None and low <= below:
+                    table.delete(f"last <= {below}")
+                return
 
 
 def _cleaned_up(exc: Exception) -> bool:
