@@ -36,6 +36,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from dreamwell.stores.errors import StoreError, StoreUnreachable
@@ -106,18 +107,11 @@ class LanceLog:
 
     def first_seq(self) -> int:
         with self._lock, reaching(self.remote, "read the log in"):
-            for table in self._generations():
-                first = table.extreme("first", low=True)
+            for gen in self._tables.live():
+                first = self._tables.read(gen, lambda t, _: t.extreme("first", low=True))
                 if first is not None:
                     return first
         return 1
-
-    def _generations(self) -> Iterator[LogTable]:
-        """The tables of the generations that exist, oldest first, each at its latest."""
-        for gen in self._tables.live():
-            found = self._tables.checked_out(gen)
-            if found is not None:
-                yield found[0]
 
     def has_news(self) -> bool:
         self._ensure_poller()
@@ -187,17 +181,9 @@ class LanceLog:
         """The rows after `last_seq`, generation after generation, to the end of the log."""
         gen = generation(self._tail_n + 1) if self._tail_n else self._oldest()
         records: list[Record] = []
-        while (found := self._tables.checked_out(gen)) is not None:
-            table, version = found
-            rows = table.rows(f"last > {self.last_seq}")
-            for row in rows:
-                expected = (records[-1].seq if records else self.last_seq) + 1
-                if row["first"] > expected:
-                    raise LogGap(f"record {expected} was dropped from the log")
-                records.extend(_records(row))
-                self._tail_n = max(self._tail_n, int(row["n"]))
-            if not rows and self._tail_n < first_n(gen):  # all read before: where it ends
-                self._tail_n = max(self._tail_n, table.extreme("n", low=False) or 0)
+        while (
+            version := self._tables.read(gen, partial(self._read_rows, records, gen))
+        ) is not None:
             if generation(self._tail_n + 1) == gen:
                 break
             gen = generation(self._tail_n + 1)  # this one is full: on to the next
@@ -209,6 +195,19 @@ class LanceLog:
         self._read_version = _v(gen, version)
         self._seen_version = max(self._seen_version, self._read_version)
         return records
+
+    def _read_rows(self, records: list[Record], gen: int, table: LogTable, version: int) -> int:
+        """Add generation `gen`'s rows after `last_seq` to `records`; returns `version`."""
+        rows = table.rows(f"last > {self.last_seq}")
+        for row in rows:
+            expected = (records[-1].seq if records else self.last_seq) + 1
+            if row["first"] > expected:
+                raise LogGap(f"record {expected} was dropped from the log")
+            records.extend(_records(row))
+            self._tail_n = max(self._tail_n, int(row["n"]))
+        if not rows and self._tail_n < first_n(gen):  # all read before: where it ends
+            self._tail_n = max(self._tail_n, table.extreme("n", low=False) or 0)
+        return version
 
     def _oldest(self) -> int:
         return min(self._tables.live(), default=0)
@@ -295,10 +294,11 @@ class LanceLog:
 
     def sealed_records(self, after: int, through: int) -> Iterator[Record]:
         with self._lock, reaching(self.remote, "read the log in"):
+            where = f"last > {after} AND first <= {through}"
             rows = [
                 row
-                for table in self._generations()
-                for row in table.rows(f"last > {after} AND first <= {through}")
+                for gen in self._tables.live()
+                for row in self._tables.read(gen, lambda t, _: t.rows(where)) or []
             ]
         for row in rows:
             for record in _records(row):
@@ -311,18 +311,18 @@ class LanceLog:
             return
         with self._write_lock, reaching(self.remote, "trim the log in"):
             gens = self._tables.live()
-            for gen in gens:
-                found = self._tables.checked_out(gen)
-                if found is None:
+            for gen in gens:  # a table another replica drops meanwhile is passed over
+                ends = self._tables.read(
+                    gen, lambda t, _: (t.extreme("first", low=True), t.extreme("last", low=False))
+                )
+                if ends is None:
                     continue
-                table = found[0]
-                top = table.extreme("last", low=False)
+                low, top = ends
                 if gen != gens[-1] and (top is None or top <= below):
                     self._tables.drop(gen)  # every record in it is folded: the whole table
                     continue
-                low = table.extreme("first", low=True)
                 if low is not None and low <= below:
-                    table.delete(f"last <= {below}")
+                    self._tables.read(gen, lambda t, _: t.delete(f"last <= {below}"))
                 return
 
 

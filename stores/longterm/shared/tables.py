@@ -19,6 +19,8 @@ connection goes when the log has moved on.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from typing import TypeVar
 
 from dreamwell.stores.longterm.lance_table import (
     LOG_TABLE,
@@ -27,7 +29,10 @@ from dreamwell.stores.longterm.lance_table import (
     drop_log_table,
     log_tables,
 )
+from dreamwell.stores.longterm.log import LogGap
 from dreamwell.stores.remote.location import Remote
+
+T = TypeVar("T")
 
 ROLL_EVERY = 1000  # appends per table
 
@@ -79,19 +84,30 @@ class LogTables:
                 table = self._open.setdefault(gen, table)
         return table
 
-    def checked_out(self, gen: int) -> tuple[LogTable, int] | None:
-        """Generation `gen`'s table at its latest version, and that version; None if it does
-        not exist (not begun, or dropped since this process opened it)."""
+    def read(self, gen: int, fn: Callable[[LogTable, int], T]) -> T | None:
+        """`fn(table, version)` on generation `gen`'s table checked out at its latest
+        version; None if the table does not exist: not begun, or dropped (by any replica's
+        checkpoint, maybe while `fn` read it)."""
         table = self.get(gen)
         if table is None:
             return None
         try:
-            return table, table.latest()
+            return fn(table, table.latest())
+        except LogGap:
+            raise
         except Exception:
-            self.forget(gen)
-            if self.get(gen) is not None:
-                raise  # it is there: the store failed
-            return None
+            if self._gone(gen):
+                return None
+            raise  # it is there: the store failed
+
+    def _gone(self, gen: int) -> bool:
+        self.forget(gen)
+        return self.get(gen) is None
+
+    def checked_out(self, gen: int) -> tuple[LogTable, int] | None:
+        """Generation `gen`'s table at its latest version, and that version (None: see
+        `read`)."""
+        return self.read(gen, lambda table, version: (table, version))
 
     def listed(self) -> list[int]:
         """The generations the location lists, oldest first (one LIST): every table begun,
@@ -127,6 +143,11 @@ class LogTables:
             self._open.pop(gen, None)
 
     def drop(self, gen: int) -> None:
-        """Remove generation `gen`'s table from the location."""
+        """Remove generation `gen`'s table from the location (another replica may be
+        removing it too)."""
+        try:
+            drop_log_table(self._connect(), table_name(gen))
+        except Exception:
+            if not self._gone(gen):
+                raise
         self.forget(gen)
-        drop_log_table(self._connect(), table_name(gen))

@@ -18,6 +18,8 @@ import pytest
 
 from dreamwell.stores.errors import StoreBusy, StoreUnreachable
 from dreamwell.stores.longterm import snapshot
+from dreamwell.stores.longterm.lance_table import LogTable
+from dreamwell.stores.longterm.log import LogGap
 from dreamwell.stores.longterm.shared import log as lancelog
 from dreamwell.stores.longterm.shared import tables as log_tables
 from dreamwell.stores.longterm.shared.tables import LogTables
@@ -98,3 +100,40 @@ def test_a_replica_whose_generation_was_dropped_hears_the_gap_and_reloads(
     assert {e.id for e in b.entries()} == {first, *kept}
     later = b.save("b saves on after reloading", "garden")
     eventually(lambda: a.get(later.entry.id) is not None)
+
+
+def test_a_table_another_replica_drops_while_this_one_reads_it_is_passed_over(
+    replica: Callable[..., LongTermStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by the 20,000-save growth run: every replica's checkpoint drops what its snapshot
+    covers, so one replica's trim read a table another had just dropped and failed ("cannot
+    trim the log ...: Not found: log-3.lance/_versions/...manifest"), killing that
+    checkpoint. Here another replica drops each of the two oldest tables right before this
+    one reads it: the first seq, the trim and a reader starting there all go on past them."""
+    monkeypatch.setattr(lancelog, "KEEP_RECORDS", 5)
+    a = replica()
+    for i in range(20):
+        a.save(f"memory number {i} about gardening", "garden")
+    log = a._wal
+    assert isinstance(log, lancelog.LanceLog)
+    other = LogTables(log.remote)  # another replica's handles on the same tables
+    real_extreme = LogTable.extreme
+    dropped: list[str] = []
+
+    def dropped_first(table: LogTable, column: str, low: bool) -> int | None:
+        name = table._table.name
+        if name not in dropped and name in ("log", "log-1"):
+            dropped.append(name)
+            other.drop(0 if name == "log" else 1)
+        return real_extreme(table, column, low)
+
+    monkeypatch.setattr(LogTable, "extreme", dropped_first)
+    assert log.first_seq() == 9  # the first record of log-2: log and log-1 went meanwhile
+    assert sorted(dropped) == ["log", "log-1"]
+    log.drop_sealed(20)
+    assert generations(a) == [3, 4] and log.first_seq() == 16
+    late = lancelog.LanceLog(log.remote)  # a reader from the start hears the gap
+    late.start_at(0)
+    with pytest.raises(LogGap):
+        late.read_new()
+    late.close()
