@@ -278,7 +278,9 @@ def measure_growth(
                     on_row(rows[-1])
 
     threads = [threading.Thread(target=work, args=(k,)) for k in range(replicas)]
-    for t in threads:
+    stop_probe = threading.Event()
+    probe = threading.Thread(target=_probe, args=(s3, prefix, stop_probe, counter), daemon=True)
+    for t in [*threads, probe]:
         t.start()
     try:
         for t in threads:
@@ -288,6 +290,7 @@ def measure_growth(
             counter[0] = total
         for t in threads:
             t.join()
+    stop_probe.set()
     for line in sorted(set(failed)):
         sys.stdout.write(f"{failed.count(line)} saves failed: {line}\n")
     return rows
@@ -324,10 +327,46 @@ def _phases_since_last() -> dict[str, tuple[int, float]]:
     return {k: (len(v), sorted(v)[len(v) // 2]) for k, v in by_step.items()}
 
 
+# the baseline of the growth run: appends to a brand-new table, beside the saves, as
+# (saves done when it was made, seconds); a new table (at a new prefix) every 20 appends
+PROBE: list[tuple[int, float]] = []
+
+
+def _probe(s3: Any, prefix: str, stop: threading.Event, counter: list[int]) -> None:
+    """What an append costs on this server and machine right now, on a table that has no
+    history: one append every 0.2 s to a fresh table. Whatever makes these slower over the
+    run (the server's own state, the machine's load) is not the shared log's age."""
+    import pyarrow as pa
+
+    from dreamwell.stores.longterm.lance_table import _LOG_SCHEMA, connect
+
+    k = 0
+    while not stop.is_set():
+        k += 1
+        db = connect(s3.uri(f"{prefix}-probe/{k}"), s3.storage_options)
+        table = db.create_table("probe", schema=_LOG_SCHEMA)
+        for n in range(1, 21):
+            row = {"n": n, "first": n, "last": n, "at": time.time(), "body": "x" * 450}
+            data = pa.Table.from_pylist([row], schema=_LOG_SCHEMA)
+            began = time.perf_counter()
+            table.merge_insert("n").when_not_matched_insert_all().execute(data)
+            PROBE.append((counter[0], time.perf_counter() - began))
+            if stop.wait(0.2):
+                return
+        db.drop_table("probe")
+
+
+def _probe_p50(since: int) -> float:
+    """The probe's append p50 (ms) over the appends made after `since` saves."""
+    taken = sorted(took for done, took in PROBE if done > since)
+    return 1000 * taken[len(taken) // 2] if taken else 0.0
+
+
 def _block_row(s3: Any, prefix: str, block: list[float], done: int) -> dict[str, Any]:
     objects, size, log_objects, log_size = census(s3, prefix)
     ordered = sorted(block)
     return {
+        "probe_p50": _probe_p50(done - len(block)),
         "phases": _phases_since_last(),
         "saves": done,
         "p50": ordered[len(ordered) // 2],

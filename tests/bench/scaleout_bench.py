@@ -227,13 +227,17 @@ def growth(total: int) -> None:
     say(f"load before: {loadavg()}")
     began = time.monotonic()
     say(f"{total:,} saves of ~450 B through 3 replicas, one thread each, on weed mini")
-    say("saves   | p50 ms | p95 ms | objects | bytes/memory | log objects | log MB | RSS MB")
+    say(
+        "saves   | p50 ms | p95 ms | objects | bytes/memory | log objects | log MB | RSS MB"
+        " | fresh-table append p50 ms"
+    )
 
     def show(r: dict[str, Any]) -> None:
         say(
             f"{r['saves']:>7,} | {r['p50']:6.1f} | {r['p95']:6.1f} | {r['objects']:>7,} | "
             f"{r['bytes'] / r['saves']:>12,.0f} | {r['log_objects']:>17,} | "
-            f"{r['log_bytes'] / 1e6:>12.2f} | {r['rss_mb']:>6.0f}   (load {loadavg()})"
+            f"{r['log_bytes'] / 1e6:>12.2f} | {r['rss_mb']:>6.0f} | {r['probe_p50']:5.1f}"
+            f"   (load {loadavg()})"
         )
         phases = "; ".join(f"{k} {n}x p50 {p50:.1f}" for k, (n, p50) in r["phases"].items())
         say(f"        phases (ms): {phases}")
@@ -242,7 +246,13 @@ def growth(total: int) -> None:
     with SeaweedS3(bucket="bench") as s3:
         rows = rf.measure_growth(s3, f"growth-{uuid.uuid4().hex[:8]}", total, show)
     if rows:
-        say(f"last block p50 / first block p50: {rows[-1]['p50'] / rows[0]['p50']:.2f}")
+        first, last = rows[0], rows[-1]
+        say(f"last block p50 / first block p50: {last['p50'] / first['p50']:.2f}")
+        if first["probe_p50"] and last["probe_p50"]:
+            say(
+                "the same for the fresh-table appends beside them (the server's and machine's "
+                f"drift): {last['probe_p50'] / first['probe_p50']:.2f}"
+            )
     say(f"took {time.monotonic() - began:.0f} s; load after: {loadavg()}")
 
 
