@@ -42,7 +42,7 @@ from typing import Any
 from dreamwell.stores.errors import StoreError, StoreUnreachable
 from dreamwell.stores.longterm.lance_table import LogTable
 from dreamwell.stores.longterm.log import LogConflict, LogGap, Op, Record
-from dreamwell.stores.longterm.shared.tables import LogTables, first_n, generation
+from dreamwell.stores.longterm.shared.tables import LogTables, cleaned_up, first_n, generation
 from dreamwell.stores.remote.location import Remote, describe
 
 logger = logging.getLogger(__name__)
@@ -261,7 +261,7 @@ class LanceLog:
         try:
             return table.insert_if_absent(row)
         except Exception as exc:
-            if not _cleaned_up(exc):
+            if not cleaned_up(exc):
                 raise
             logger.debug("appending on a version cleaned up meanwhile: %s", exc)
             table.latest()
@@ -306,30 +306,33 @@ class LanceLog:
                     yield record
 
     def drop_sealed(self, through: int) -> None:
+        """Drop what checkpoints folded, keeping KEEP_RECORDS below `through`. Best effort:
+        what is not dropped now (the store failing, other replicas trimming at once) is kept
+        until the next checkpoint drops it."""
         below = through - KEEP_RECORDS
         if below <= 0:
             return
-        with self._write_lock, reaching(self.remote, "trim the log in"):
-            gens = self._tables.live()
-            for gen in gens:  # a table another replica drops meanwhile is passed over
-                ends = self._tables.read(
-                    gen, lambda t, _: (t.extreme("first", low=True), t.extreme("last", low=False))
-                )
-                if ends is None:
-                    continue
-                low, top = ends
-                if gen != gens[-1] and (top is None or top <= below):
-                    self._tables.drop(gen)  # every record in it is folded: the whole table
-                    continue
-                if low is not None and low <= below:
-                    self._tables.read(gen, lambda t, _: t.delete(f"last <= {below}"))
-                return
+        try:
+            with self._write_lock, reaching(self.remote, "trim the log in"):
+                self._trim(below)
+        except StoreUnreachable as exc:
+            logger.warning("%s; the next checkpoint tries again", exc)
 
-
-def _cleaned_up(exc: Exception) -> bool:
-    """Whether LanceDB failed because a version's manifest or transaction file is gone."""
-    text = str(exc)
-    return "Not found" in text and ("_versions/" in text or "_transactions/" in text)
+    def _trim(self, below: int) -> None:
+        gens = self._tables.live()
+        for gen in gens:  # a table another replica drops meanwhile is passed over
+            ends = self._tables.read(
+                gen, lambda t, _: (t.extreme("first", low=True), t.extreme("last", low=False))
+            )
+            if ends is None:
+                continue
+            low, top = ends
+            if gen != gens[-1] and (top is None or top <= below):
+                self._tables.drop(gen)  # every record in it is folded: the whole table
+                continue
+            if low is not None and low <= below:
+                self._tables.read(gen, lambda t, _: t.delete(f"last <= {below}"))
+            return
 
 
 def _records(row: dict[str, Any]) -> list[Record]:

@@ -88,17 +88,21 @@ class LogTables:
         """`fn(table, version)` on generation `gen`'s table checked out at its latest
         version; None if the table does not exist: not begun, or dropped (by any replica's
         checkpoint, maybe while `fn` read it)."""
-        table = self.get(gen)
-        if table is None:
-            return None
-        try:
-            return fn(table, table.latest())
-        except LogGap:
-            raise
-        except Exception:
-            if self._gone(gen):
+        for attempt in (1, 2):
+            table = self.get(gen)
+            if table is None:
                 return None
-            raise  # it is there: the store failed
+            try:
+                return fn(table, table.latest())
+            except LogGap:
+                raise
+            except Exception as exc:
+                if self._gone(gen):
+                    return None
+                if attempt == 2 or not cleaned_up(exc):
+                    raise  # it is there: the store failed
+                # a version this handle read was removed by a cleanup: once more, afresh
+        return None
 
     def _gone(self, gen: int) -> bool:
         self.forget(gen)
@@ -151,3 +155,10 @@ class LogTables:
             if not self._gone(gen):
                 raise
         self.forget(gen)
+
+
+def cleaned_up(exc: Exception) -> bool:
+    """Whether LanceDB failed because a version's manifest or transaction file is gone (a
+    compaction's cleanup removed a version this process had checked out)."""
+    text = str(exc)
+    return "Not found" in text and ("_versions/" in text or "_transactions/" in text)

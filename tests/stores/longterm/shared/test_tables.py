@@ -137,3 +137,55 @@ def test_a_table_another_replica_drops_while_this_one_reads_it_is_passed_over(
     with pytest.raises(LogGap):
         late.read_new()
     late.close()
+
+
+def test_a_read_of_a_version_cleaned_up_meanwhile_is_tried_once_more_afresh(
+    replica: Callable[..., LongTermStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The growth run again: a replica's trim failed with "Not found: log-8.lance/_versions/
+    ...manifest" on a table that still existed (a version it had checked out was removed by a
+    compaction's cleanup). Such a read is tried again on a fresh handle."""
+    a = replica()
+    for i in range(6):
+        a.save(f"memory number {i} about gardening", "garden")
+    log = a._wal
+    assert isinstance(log, lancelog.LanceLog)
+    real_extreme = LogTable.extreme
+    raised: list[str] = []
+
+    def cleaned_up_once(table: LogTable, column: str, low: bool) -> int | None:
+        if not raised:
+            raised.append(column)
+            raise OSError("Not found: t/log.lance/_versions/18446744073709550333.manifest")
+        return real_extreme(table, column, low)
+
+    monkeypatch.setattr(LogTable, "extreme", cleaned_up_once)
+    assert log.first_seq() == 1 and raised == ["first"]
+
+
+def test_a_trim_the_store_refuses_keeps_the_records_for_the_next_checkpoint(
+    replica: Callable[..., LongTermStore],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A trim is a checkpoint's last step: its failing failed the whole checkpoint (and, in
+    the growth run, the thread that asked for it) though everything was folded and recorded.
+    Now what could not be dropped stays in the log, and the next checkpoint drops it."""
+    monkeypatch.setattr(lancelog, "KEEP_RECORDS", 5)
+    a = replica()
+    for i in range(20):
+        a.save(f"memory number {i} about gardening", "garden")
+    log = a._wal
+    assert isinstance(log, lancelog.LanceLog)
+    real_delete = LogTable.delete
+
+    def refused(table: LogTable, where: str) -> None:
+        raise OSError("Generic S3 error: connection reset by peer")
+
+    monkeypatch.setattr(LogTable, "delete", refused)
+    log.drop_sealed(18)  # below 13: log, log-1, log-2 dropped; log-3's rows <= 13 not
+    assert "the next checkpoint tries again" in caplog.text
+    assert generations(a) == [3, 4] and log.first_seq() == 13
+    monkeypatch.setattr(LogTable, "delete", real_delete)
+    log.drop_sealed(18)
+    assert log.first_seq() == 14
