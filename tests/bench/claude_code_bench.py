@@ -13,7 +13,9 @@ Prints, with the load average before and after:
   `--debug-file` timeline, with N memories in the data directory (goal: p50 ≤ 150 ms); each
   run starts once the snapshot refresher the last one's hooks started has finished;
 - with --breakdown R: R alternating rounds of the server alone and the hooks alone against
-  the run without, to say which part the ratio comes from.
+  the run without, to say which part the ratio comes from; and two designs' costs: an
+  instant stdio server (no work at all), and dreamwell's MCP served over HTTP by a process
+  already running (no process started per session), with the hooks as installed.
 
     python tests/bench/claude_code_bench.py [--pairs 5] [--n 10000] [--handshakes 20]
         [--breakdown 0]
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -46,6 +49,7 @@ from tests.support.claude_code import (  # noqa: E402
     hook_waits,
 )
 from tests.support.hooks import processes, wait_for_refresher  # noqa: E402
+from tests.support.replicas import free_port  # noqa: E402
 from tests.support.servers import from_mcp_json  # noqa: E402
 from tests.support.wire import CLAUDE_CODE  # noqa: E402
 
@@ -150,6 +154,34 @@ def _serve_with(home: ClaudeHome, args: list[str]) -> None:
     (home.home / ".claude.json").write_text(json.dumps(config))
 
 
+def _serve_http(home: ClaudeHome) -> subprocess.Popen[bytes]:
+    """`dreamwell serve --transport http` on the home's data directory, started now and
+    answering before the rounds, as dreamwell's MCP entry of type `http` (the hooks stay as
+    installed): what Claude Code pays when no process starts for the MCP server at all."""
+    port = free_port()
+    served = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "dreamwell.server", "serve", "--transport", "http"),
+            *("--port", str(port), "--data-dir", str(home.data_dir)),
+        ],
+        env={**home.env(), "DREAMWELL_EMBEDDER": "none"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.5)
+    config = home.claude_json()
+    config["mcpServers"]["dreamwell"] = {"type": "http", "url": url}
+    (home.home / ".claude.json").write_text(json.dumps(config))
+    return served
+
+
 def breakdown(tmp: Path, rounds: int) -> None:
     """Where the ratio comes from: besides the run without dreamwell, one with its server
     alone (install, then its hooks removed from settings.json), one with its hooks alone
@@ -158,17 +190,19 @@ def breakdown(tmp: Path, rounds: int) -> None:
     (instant_mcp/relay.py, recorded in the first run), doing no work: what any stdio server
     with dreamwell's lists costs. Alternating rounds, medians, ratios to the run without;
     empty data directories."""
-    homes = {"without": ClaudeHome(tmp / "bare")}
-    for name in ("server only", "hooks only", "instant server"):
+    homes = {"without": ClaudeHome(tmp / "bare"), "installed": ClaudeHome(tmp / "installed")}
+    homes["installed"].dreamwell("install", "claude-code")
+    for name in ("server only", "hooks only", "instant server", "http server"):
         home = ClaudeHome(tmp / name.replace(" ", "-"))
         home.dreamwell("install", "claude-code")
         if name == "hooks only":
             config = home.claude_json()
             config.pop("mcpServers")
             (home.home / ".claude.json").write_text(json.dumps(config))
-        else:
+        elif name != "http server":
             _only_server(home)
         homes[name] = home
+    served = _serve_http(homes["http server"])  # MCP from a process already running
     log = tmp / "instant-server.log"
     instant = homes["instant server"]
     _serve_with(instant, ["record", str(log)])
@@ -188,6 +222,8 @@ def breakdown(tmp: Path, rounds: int) -> None:
                 if name not in ("without", "hooks only") and connected_in(run.timeline) is None:
                     raise SystemExit(f"Claude Code did not connect ({name})")
                 seconds[name].append(run.seconds)
+    served.terminate()
+    served.wait(10)
     base = statistics.median(seconds["without"])
     sys.stdout.write(f"where it comes from, {rounds} alternating rounds:\n")
     for name, values in seconds.items():
