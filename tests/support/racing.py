@@ -1,12 +1,12 @@
-"""For the replica tests: writers racing from every replica (threads with names, errors kept),
-and waiting until another replica sees a write."""
+"""For the replica tests: writers racing from every replica (threads with names, errors kept;
+saves through stores), and waiting until another replica sees a write."""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -34,6 +34,29 @@ def race(
     for thread in started:
         thread.join()
     return errors
+
+
+def race_saves(
+    stores: Sequence[Any],
+    saves: int,
+    threads: int = 3,
+    text: str = "note {i} written by {who}",
+    category: str = "race/{who}",
+) -> tuple[list[str], list[BaseException]]:
+    """`saves` saves from each of `threads` threads per store, all at once (`text` and
+    `category` formatted with the save's `i` and the thread's `who`): the ids of the
+    acknowledged saves, and what any thread raised (a thread stops at its first error)."""
+    acknowledged: list[str] = []
+    lock = threading.Lock()
+
+    def saver(store: Any, who: str) -> None:
+        for i in range(saves):
+            result = store.save(text.format(i=i, who=who), category.format(who=who))
+            with lock:
+                acknowledged.append(result.entry.id)
+
+    errors = race(stores, saver, threads)
+    return acknowledged, errors
 
 
 def eventually(check: Callable[[], bool], within: float = 2.0) -> float:

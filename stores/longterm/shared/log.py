@@ -12,19 +12,19 @@ concurrent insert of the same key a conflict rather than a second row); the othe
 `LogConflict`, read what won and decide again. So there is no lock across machines, and a save
 is acknowledged once its row's commit landed.
 
-Readers check the newest table's latest version in a background thread (`poll` seconds
-apart) and read the rows after the last they read. Dropping folded records drops whole
-generations, and deletes rows of the oldest one left, below a snapshot that is already stored
-(`stores/longterm/shared/snapshots.py`). After every
-COMPACT_EVERY versions the replica whose append is the newest version compacts the table (its
-small fragments into one, deletions folded in) and removes the versions older than
-KEEP_VERSIONS (their manifests, transaction files and the data files only they name), so the
-objects under `log.lance/` stay proportional to what the log holds, not to how many appends it
-ever saw. Both are safe beside other replicas' appends: a compaction is a Lance `Rewrite`,
-which concurrent appends are rebased over (a conflicting one is retried by Lance or lost
-harmlessly to the next try); the cleanup never touches the latest version nor files newer than
-the cut (Lance keeps unreferenced files of a write still in progress for 7 days), and readers
-here always check out the latest version right before they read.
+Readers check the newest table's latest version in a background thread (`poll` seconds apart)
+and read the rows after the last they read. Dropping folded records drops whole generations,
+and deletes rows of the oldest one left, below a snapshot that is already stored
+(`stores/longterm/shared/snapshots.py`). After every COMPACT_EVERY versions the replica whose
+append is the newest version compacts the newest table (its small fragments into one, deletions
+folded in) and removes the versions older than KEEP_VERSIONS (their manifests, transaction
+files and the data files only they name), so the objects under the log's tables stay
+proportional to what the log holds, not to how many appends it ever saw. Both are safe beside
+other replicas' appends: a compaction is a Lance `Rewrite`, which concurrent appends are
+rebased over (a conflicting one is retried by Lance or lost harmlessly to the next try); the
+cleanup never touches the latest version nor files newer than the cut (Lance keeps unreferenced
+files of a write still in progress for 7 days), and readers here always check out the latest
+version right before they read.
 """
 
 from __future__ import annotations

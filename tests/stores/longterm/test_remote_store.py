@@ -37,7 +37,7 @@ from dreamwell.stores.remote import location as remote
 from dreamwell.stores.remote.blobs import attach
 from tests.support.cli import NO_EMBEDDER, dreamwell
 from tests.support.embedders import Counting, Gated, overlapping_backfills
-from tests.support.racing import eventually, race
+from tests.support.racing import eventually, race_saves
 from tests.support.s3server import SeaweedS3
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
@@ -88,16 +88,7 @@ def test_racing_replicas_lose_nothing_and_write_nothing_twice(
     """Two replicas, three threads each, save at once: each append that lost the race for
     its place in the log decides again; every acknowledged save is in both, exactly once."""
     stores = [replica(), replica()]
-    acknowledged: list[str] = []
-    lock = threading.Lock()
-
-    def saver(store: LongTermStore, who: str) -> None:
-        for i in range(15):
-            result = store.save(f"note {i} written by {who}", f"race/{who}")
-            with lock:
-                acknowledged.append(result.entry.id)
-
-    errors = race(stores, saver)
+    acknowledged, errors = race_saves(stores, 15)
     assert errors == []
     assert len(acknowledged) == len(set(acknowledged)) == 90
     for store in stores:
@@ -359,20 +350,13 @@ def test_the_shared_log_is_compacted_and_its_old_versions_removed(
     monkeypatch.setattr(lancelog, "KEEP_VERSIONS", timedelta(seconds=1))
     stores = [replica(), replica()]
     saves = 200  # per replica, one thread each: 400 appends at most
-    acknowledged: list[str] = []
-    lock = threading.Lock()
-
-    def saver(store: LongTermStore, who: str) -> None:
-        for i in range(saves):
-            result = store.save(f"growth note {i} by {who}", f"growth/{who}")
-            with lock:
-                acknowledged.append(result.entry.id)
-
     # a save that kept losing the log's compare-and-set to the other replica says so and
     # saves nothing (seen once in 400 on a loaded machine), as does one the store did not
     # answer in time (a loaded machine: SeaweedFS's answers past the call time-out): refused,
     # never lost, never saved behind the refusal (both checked below)
-    refused = race(stores, saver, threads=1)
+    acknowledged, refused = race_saves(
+        stores, saves, threads=1, text="growth note {i} by {who}", category="growth/{who}"
+    )
     assert all(isinstance(e, (StoreBusy, StoreUnreachable)) for e in refused), refused
     compactions = sum(s._wal.compactions for s in stores)  # type: ignore[union-attr]
     assert compactions > 0

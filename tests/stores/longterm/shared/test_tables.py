@@ -11,7 +11,6 @@ its poller and reload, not wait on a table that is gone.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
 import pytest
@@ -24,7 +23,7 @@ from dreamwell.stores.longterm.shared import log as lancelog
 from dreamwell.stores.longterm.shared import tables as log_tables
 from dreamwell.stores.longterm.shared.tables import LogTables
 from dreamwell.stores.longterm.store import LongTermStore
-from tests.support.racing import eventually, race
+from tests.support.racing import eventually, race_saves
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 
@@ -40,20 +39,23 @@ def generations(store: LongTermStore) -> list[int]:
     return LogTables(log.remote).live()
 
 
+def saved(
+    replica: Callable[..., LongTermStore], count: int
+) -> tuple[LongTermStore, lancelog.LanceLog]:
+    """A replica with `count` memories saved one by one (one append each), and its log."""
+    store = replica()
+    for i in range(count):
+        store.save(f"memory number {i} about gardening", "garden")
+    log = store._wal
+    assert isinstance(log, lancelog.LanceLog)
+    return store, log
+
+
 def test_replicas_racing_across_generations_lose_nothing_and_write_nothing_twice(
     replica: Callable[..., LongTermStore],
 ) -> None:
     stores = [replica(), replica()]
-    acknowledged: list[str] = []
-    lock = threading.Lock()
-
-    def saver(store: LongTermStore, who: str) -> None:
-        for i in range(12):
-            result = store.save(f"note {i} written by {who}", f"race/{who}")
-            with lock:
-                acknowledged.append(result.entry.id)
-
-    refused = race(stores, saver, threads=1)
+    acknowledged, refused = race_saves(stores, 12, threads=1)
     assert all(isinstance(e, (StoreBusy, StoreUnreachable)) for e in refused), refused
     assert len(acknowledged) >= 20
     assert len(generations(stores[0])) >= 3  # the appends went to several tables
@@ -111,11 +113,7 @@ def test_a_table_another_replica_drops_while_this_one_reads_it_is_passed_over(
     checkpoint. Here another replica drops each of the two oldest tables right before this
     one reads it: the first seq, the trim and a reader starting there all go on past them."""
     monkeypatch.setattr(lancelog, "KEEP_RECORDS", 5)
-    a = replica()
-    for i in range(20):
-        a.save(f"memory number {i} about gardening", "garden")
-    log = a._wal
-    assert isinstance(log, lancelog.LanceLog)
+    a, log = saved(replica, 20)
     other = LogTables(log.remote)  # another replica's handles on the same tables
     real_extreme = LogTable.extreme
     dropped: list[str] = []
@@ -145,11 +143,7 @@ def test_a_read_of_a_version_cleaned_up_meanwhile_is_tried_once_more_afresh(
     """The growth run again: a replica's trim failed with "Not found: log-8.lance/_versions/
     ...manifest" on a table that still existed (a version it had checked out was removed by a
     compaction's cleanup). Such a read is tried again on a fresh handle."""
-    a = replica()
-    for i in range(6):
-        a.save(f"memory number {i} about gardening", "garden")
-    log = a._wal
-    assert isinstance(log, lancelog.LanceLog)
+    _, log = saved(replica, 6)
     real_extreme = LogTable.extreme
     raised: list[str] = []
 
@@ -172,11 +166,7 @@ def test_a_trim_the_store_refuses_keeps_the_records_for_the_next_checkpoint(
     the growth run, the thread that asked for it) though everything was folded and recorded.
     Now what could not be dropped stays in the log, and the next checkpoint drops it."""
     monkeypatch.setattr(lancelog, "KEEP_RECORDS", 5)
-    a = replica()
-    for i in range(20):
-        a.save(f"memory number {i} about gardening", "garden")
-    log = a._wal
-    assert isinstance(log, lancelog.LanceLog)
+    a, log = saved(replica, 20)
     real_delete = LogTable.delete
 
     def refused(table: LogTable, where: str) -> None:
