@@ -258,6 +258,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if given[:1] == ["hook"]:
         raise SystemExit(_hook(given))
     early = _early_stdio(given)  # first: the client's handshake waits for nothing below
+    if early is not None:
+        early.idle()  # and nothing loads beside the client's start that no frame needs yet
     import logging
 
     from dreamwell.server.cli.parsing import BadSetting, read_settings

@@ -36,6 +36,9 @@ if TYPE_CHECKING:
 
 CHUNK = 1 << 16
 REFUSING_FOR = 30.0  # seconds a server that cannot start keeps answering before it leaves
+IDLE = 1.5  # seconds a server whose kept lists vouch waits before loading, unless needed
+# (Claude Code starts a server for every session, `claude -p` too, and a run that never calls
+# it ends ~1 s later: loading beside it, 1-3 s of CPU on two cores, slowed its start ~15%)
 HOLD = 0.3  # seconds at most that a handshake reply waits for the settings to be read
 # (~0.2 s on a quiet machine; loaded, the reply goes first and a bad setting is the answer to
 # the client's next request: Claude Code's follow-up discover, then it reports the failure)
@@ -132,6 +135,7 @@ class EarlyStdio:
         self._decided = False  # `ready` or `refuse` was called
         self._cause: str | None = None  # set by `refuse`
         self._ended = threading.Event()  # stdin closed
+        self._needed = threading.Event()  # a frame only the server answers came, or stdin closed
         self._lock = threading.Lock()
         self._hold = hold
         self._deadline = 0.0
@@ -159,6 +163,7 @@ class EarlyStdio:
                 self._answer_pending()
             if chunk == b"":
                 self._ended.set()
+                self._needed.set()
 
     def _wait(self) -> float | None:
         """Seconds until a held frame must be answered; None when none is held."""
@@ -203,6 +208,7 @@ class EarlyStdio:
                 self._write(found)
             elif handshake.method(frame) is not None:
                 self._waiting.append(frame)  # for the SDK to answer (or `refuse`)
+                self._needed.set()
             self._handled += 1
 
     def _settled(self) -> bool:
@@ -228,6 +234,14 @@ class EarlyStdio:
                 select.select([], [1], [])
             except OSError:  # the client left
                 return
+
+    def idle(self, grace: float = IDLE) -> None:
+        """When the kept lists vouch, the client has all it asks at its start from here: the
+        server's loading (the settings, the SDK, the stores) waits until a frame needs the
+        server, stdin closes or `grace` seconds pass, not beside the client's own start. Else
+        it goes on at once: the handshake waits for the settings."""
+        if self._vouched:
+            self._needed.wait(grace)
 
     def ready(self) -> None:
         """The server will start: answer the handshake frames held so far."""

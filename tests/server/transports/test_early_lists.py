@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -190,3 +191,81 @@ def test_without_kept_lists_the_handshake_waits_for_the_settings(tmp_path: Path)
     replies = window(tmp_path / "mcp-lists.json", [CLAUDE_CODE.discover("probe")])
     assert replies[0] == {"judged": True}, replies
     assert replies[1]["error"]["message"] == "dreamwell cannot start: bad setting x"
+
+
+IDLE = """
+import json, sys, time
+from pathlib import Path
+from dreamwell.server.transports.early import EarlyStdio
+from dreamwell.server.transports.early_lists import ListCache, cache_key
+began = time.monotonic()
+early = EarlyStdio(lists=ListCache(Path(sys.argv[1]), cache_key())).start()
+early.idle(float(sys.argv[2]))
+print(json.dumps({"idled": time.monotonic() - began}), flush=True)
+"""
+
+
+def idled(kept: Path, grace: float, frames: list[dict[str, Any]], then: Any = None) -> Any:
+    """IDLE's early reader (lists kept at `kept`) given `frames`, then, 1 s later, `then`
+    (a frame, or "close" for the end of stdin; None: nothing, stdin stays open): its replies
+    until it stopped idling, and how long it idled (seconds)."""
+    key = json.dumps([VERSION, [str(kept), str(grace)], []])  # as cache_key() reads it there
+    answer = {"tools": [], "_meta": {}}
+    kept.write_text(json.dumps({"key": key, "answers": {"tools/list 2026-07-28": answer}}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DREAMWELL_")}
+    with subprocess.Popen(
+        [sys.executable, "-c", IDLE, str(kept), str(grace)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+    ) as process:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(b"".join(json.dumps(f).encode() + b"\n" for f in frames))
+        process.stdin.flush()
+        replies = [json.loads(process.stdout.readline()) for _ in range(3)]  # probe, ack, list
+        time.sleep(1.0)
+        if then == "close":
+            process.stdin.close()
+        elif then is not None:
+            process.stdin.write(json.dumps(then).encode() + b"\n")
+            process.stdin.flush()
+        replies.append(json.loads(process.stdout.readline()))
+        process.kill()
+    return replies
+
+
+OPENING = [
+    CLAUDE_CODE.discover("probe"),
+    CLAUDE_CODE.listen("listen:0"),
+    CLAUDE_CODE.request(1, "tools/list"),
+]
+
+
+def test_with_the_lists_kept_nothing_loads_until_a_request_needs_the_server(
+    tmp_path: Path,
+) -> None:
+    """A `claude -p` run that never calls dreamwell ends ~1 s after it started the server;
+    loading it meanwhile (1-3 s of CPU) slowed Claude Code's own start on two cores. With the
+    lists kept, the server's opening is answered from them and the loading waits (`idle`):
+    until a request only the server answers comes (here 1 s into a wait of 60 s), or stdin
+    closes, or the grace has passed, so a server no frame needs still loads by itself."""
+    kept = tmp_path / "mcp-lists.json"
+    *opening, woke = idled(kept, 60, OPENING, CLAUDE_CODE.request(2, "tools/call"))
+    assert [r.get("id") for r in opening] == ["probe", None, 1], opening  # while idle
+    assert 1.0 <= woke["idled"] < 30, woke  # woken by the call, not the grace
+    *_, woke = idled(kept, 60, OPENING, "close")
+    assert 1.0 <= woke["idled"] < 30, woke  # the client left
+    *_, woke = idled(kept, 2.0, OPENING)
+    assert woke["idled"] >= 2.0, woke  # nothing needed it: the grace, then it loads
+
+
+def test_without_kept_lists_loading_does_not_wait(tmp_path: Path) -> None:
+    """No lists vouch: the handshake waits for the settings, so nothing idles."""
+    script = IDLE.replace("ListCache(Path(sys.argv[1]), cache_key())", "None")
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "none"), "60"],
+        input=b"",
+        capture_output=True,
+        timeout=60,
+    )
+    assert json.loads(done.stdout)["idled"] < 30, done
