@@ -258,8 +258,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     if given[:1] == ["hook"]:
         raise SystemExit(_hook(given))
     early = _early_stdio(given)  # first: the client's handshake waits for nothing below
-    if early is not None:
-        early.idle()  # and nothing loads beside the client's start that no frame needs yet
     import logging
 
     from dreamwell.server.cli.parsing import BadSetting, read_settings
@@ -314,7 +312,10 @@ def _early_stdio(given: list[str]) -> EarlyStdio | None:
     the standard library alone (the first reply waits for every import before it: the data
     directory's layout module alone cost ~50 ms). Then the data directory is checked: kept
     lists that vouch (early_lists.py) were kept beside its mark as it is now, so one that
-    cannot hold a store vouches for nothing, and the client hears why in the handshake."""
+    cannot hold a store vouches for nothing, and the client hears why in the handshake. With
+    lists that vouch, the check (the stores' layout: ~60 ms of imports) waits with the rest
+    of the loading until a frame needs the server (`EarlyStdio.idle`): a failure then reaches
+    the client as the answer to that frame."""
     if given[:1] != ["serve"]:
         return None
     import _signal  # type: ignore[import-not-found]  # `signal` imports `enum`: ~10 ms
@@ -335,6 +336,7 @@ def _early_stdio(given: list[str]) -> EarlyStdio | None:
     root = None if remote else data_dir(flag)
     lists = None if root is None else ListCache(kept_in(root), cache_key())
     started = early.EarlyStdio(lists=lists).start()
+    started.idle()  # nothing loads beside the client's start that no frame needs yet
     if root is not None:
         from pathlib import Path
 
