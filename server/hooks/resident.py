@@ -39,6 +39,11 @@ TICK = 30.0  # seconds between checks that the socket is still there
 LEAVE_WAIT = 3.0  # seconds a new resident waits for an older one to leave the HTTP door
 HEAD = 8192  # bytes at most before the hook JSON: the event and the hook's directory
 # (and of an HTTP request's line and headers)
+# the events whose hooks print nothing: answered (empty) before their work, so Claude Code,
+# which waits for each (two of them at a `claude -p` run's end), goes on at once; the work
+# is done before the next hook is taken, and one lost with this process is recorded by the
+# session's next transcript hook (it reads from the offset the last one reached)
+SILENT = frozenset({"stop", "pre-compact", "session-end"})
 
 Answer = Callable[[str, bytes], bytes]
 
@@ -150,7 +155,7 @@ class HttpHooks:
 
     def handle(self, conn: socket.socket) -> None:
         with conn:
-            status, body = self.respond(conn)
+            status, body, work = self.respond(conn)
             head = (
                 f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n"
                 f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
@@ -158,35 +163,40 @@ class HttpHooks:
             )
             with contextlib.suppress(OSError):
                 conn.sendall(head.encode() + body)
+        if work is not None:  # a silent hook's, once Claude Code has its answer
+            work()
 
-    def respond(self, conn: socket.socket) -> tuple[int, bytes]:
+    def respond(self, conn: socket.socket) -> tuple[int, bytes, Callable[[], object] | None]:
+        """The status and body for one request, and the work left for after them."""
         got = _http_request(conn)
         if isinstance(got, int):
-            return got, b""
+            return got, b"", None
         target, headers, raw = got
         if not self.door.authorized(headers.get("authorization", "")):
-            return 401, b""
+            return 401, b"", None
         found = hook_door.parse_target(target)
         if found is None:
-            return 404, b""
+            return 404, b"", None
         event, extra = found
         if event in (hook_door.PING, hook_door.LEAVE):
             self.left = event == hook_door.LEAVE
-            return 200, b""
+            return 200, b"", None
         answer = self.answers(extra)
         if answer is None or event not in hook_door.CLAUDE_EVENT:
-            return 404, b""
+            return 404, b"", None
         try:
             here = json.loads(raw).get("cwd")
         except (ValueError, AttributeError):
             here = None
         _enter(here if isinstance(here, str) else "")
+        if event in SILENT:
+            return 200, b"", lambda: answer(event, raw)
         text = answer(event, raw).decode().rstrip("\n")
         if not text:
-            return 200, b""
+            return 200, b"", None
         name = hook_door.CLAUDE_EVENT[event]
         out = {"hookSpecificOutput": {"hookEventName": name, "additionalContext": text}}
-        return 200, json.dumps(out).encode()
+        return 200, json.dumps(out).encode(), None
 
 
 def _http_request(conn: socket.socket) -> tuple[str, dict[str, str], bytes] | int:
@@ -316,9 +326,13 @@ def _accept(
 def _answer_one(conn: socket.socket, answer: Answer) -> None:
     with conn:
         got = receive(conn)
-        if got is not None:
+        if got is None:
+            return
+        if got[0] not in SILENT:
             with contextlib.suppress(OSError):
                 conn.sendall(answer(*got))
+            return
+    answer(*got)  # the client has its (empty) answer: the connection is closed
 
 
 def main(argv: list[str]) -> int:

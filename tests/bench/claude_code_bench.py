@@ -3,14 +3,15 @@
 (not collected by pytest).
 
 Prints, with the load average before and after:
+- the CPU time a server takes over a session of 0.8 s (a `claude -p` run) and of 3 s;
 - the handshake: `dreamwell serve` as mcp.json starts it, from process start to its answer to
   Claude Code's `server/discover` probe (p50/p95; goal: 500 ms p50 on a quiet machine), on a
   first start and with the lists the last start kept (then nothing is waited for);
 - `claude -p "Say OK"` with `dreamwell install claude-code` done against the same without,
   in alternating pairs (medians and their ratio; goal ≤ 1.3×), and when Claude Code had
   connected to dreamwell;
-- what Claude Code waited for each hook (session-start, user-prompt, stop), read from its
-  `--debug-file` timeline, with N memories in the data directory (goal: p50 ≤ 150 ms); each
+- what Claude Code waited for each hook (session-start, user-prompt, stop, session-end), read
+  from its `--debug-file` timeline, with N memories in the data directory (goal: p50 ≤ 150 ms); each
   run starts once the snapshot refresher the last one's hooks started has finished;
 - with --breakdown R: R alternating rounds of the server alone and the hooks alone against
   the run without, to say which part the ratio comes from; and two designs' costs: an
@@ -26,6 +27,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
+import signal
 import socket
 import statistics
 import subprocess
@@ -53,7 +56,12 @@ from tests.support.replicas import free_port  # noqa: E402
 from tests.support.servers import from_mcp_json  # noqa: E402
 from tests.support.wire import CLAUDE_CODE  # noqa: E402
 
-HOOKS = {"SessionStart": "session-start", "UserPromptSubmit": "user-prompt", "Stop": "stop"}
+HOOKS = {
+    "SessionStart": "session-start",
+    "UserPromptSubmit": "user-prompt",
+    "Stop": "stop",
+    "SessionEnd": "session-end",
+}
 
 
 def load() -> str:
@@ -91,6 +99,32 @@ def handshake_ms(data: Path) -> float:
     if b'"supportedVersions"' not in answer:
         raise SystemExit(f"no answer to the probe: {answer[:300]!r}")
     return took
+
+
+def session_cpu_ms(data: Path, life: float) -> float:
+    """The CPU time (user + system, ms) of `dreamwell serve` as mcp.json starts it, answering
+    Claude Code's probe, then left alone for `life` seconds and stopped with SIGINT as Claude
+    Code stops it: what a short session's server costs the cores Claude Code shares."""
+    params = from_mcp_json(data)
+    probe = json.dumps(CLAUDE_CODE.discover("server-discover-probe-1")).encode() + b"\n"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.Popen(
+        [params.command, *params.args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=params.env,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(probe)
+    proc.stdin.flush()
+    proc.stdout.readline()
+    time.sleep(life)
+    proc.send_signal(signal.SIGINT)
+    proc.wait(30)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    used = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return used * 1000
 
 
 def claude_runs(tmp: Path, pairs: int, n: int) -> None:
@@ -262,6 +296,9 @@ def main() -> None:
             raise SystemExit("the server did not answer the lists")
         taken = [handshake_ms(data) for _ in range(args.handshakes)]
         sys.stdout.write(row("handshake, lists kept by the last start", taken) + "\n")
+        for life in (0.8, 3.0):
+            used = [session_cpu_ms(data, life) for _ in range(3)]
+            sys.stdout.write(row(f"server CPU over a {life} s session (lists kept)", used) + "\n")
         claude_runs(Path(tmp), args.pairs, args.n)
         if args.breakdown:
             breakdown(Path(tmp), args.breakdown)

@@ -29,7 +29,7 @@ import pytest
 
 from tests.support import ROOT
 from tests.support.anthropic_api import AnthropicAPI
-from tests.support.hooks import stop_residents
+from tests.support.hooks import settle, stop_residents
 
 CLAUDE_CODE_VERSION = (ROOT / ".ci" / "claude-code-version").read_text().strip()
 DREAMWELL = Path(sys.executable).parent / "dreamwell"
@@ -231,6 +231,7 @@ class ClaudeHome:
             stdin=subprocess.DEVNULL,
         )
         seconds = time.monotonic() - began
+        settle(self.run_dir)  # the work of the silent hooks Claude Code had its answers to
         try:
             result = json.loads(done.stdout)
         except json.JSONDecodeError:
@@ -240,7 +241,7 @@ class ClaudeHome:
 
     def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         """Another `claude` command (`mcp list`, …) as this user, in the project folder."""
-        return subprocess.run(
+        done = subprocess.run(
             [str(self.binary), *args],
             env=self.env(),
             cwd=self.project,
@@ -249,6 +250,8 @@ class ClaudeHome:
             timeout=timeout,
             stdin=subprocess.DEVNULL,
         )
+        settle(self.run_dir)
+        return done
 
     def claude_json(self) -> dict[str, Any]:
         path = self.home / ".claude.json"

@@ -70,6 +70,7 @@ def lean_hook(
     env = {**os.environ, "DREAMWELL_EMBEDDER": "none", "XDG_RUNTIME_DIR": str(run)}
     command = [sys.executable, "-I", "-S", str(CLIENT), event, "--data-dir", str(data), *extra]
     done = subprocess.run(command, input=raw, capture_output=True, timeout=60, env=env, cwd=cwd)
+    settle(run)
     return subprocess.CompletedProcess(
         done.args, done.returncode, done.stdout.decode(), done.stderr.decode()
     )
@@ -109,6 +110,23 @@ def wait_for_resident(run: Path, timeout: float = 30.0) -> int:
             return pids[0]
         assert time.monotonic() < deadline, "no resident hook process started"
         time.sleep(0.02)
+
+
+def settle(run: Path) -> None:
+    """Once the residents of `run` have done the work of the hooks they already answered (a
+    silent hook is answered before its work, server/hooks/resident.py): each takes one
+    connection at a time, so the answer to a request for no event comes after that work."""
+    for path in (run / "dreamwell").glob("*.sock"):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            probe.settimeout(60)
+            try:
+                probe.connect(str(path))
+                probe.sendall(b"settle\0/\0{}")
+                probe.shutdown(socket.SHUT_WR)
+                while probe.recv(65536):
+                    pass
+            except OSError:  # a dead resident's socket: nothing left to do
+                continue
 
 
 def _answers(path: Path) -> bool:

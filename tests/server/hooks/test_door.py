@@ -10,11 +10,15 @@ import json
 import os
 import socket
 import threading
+import time
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from dreamwell.server.hooks import door as hook_door
+from dreamwell.server.hooks.events import LOG_WAIT
+from dreamwell.server.hooks.resident import SILENT
 from dreamwell.stores import DataDir
 from tests.support.hooks import (
     DEPLOY,
@@ -45,9 +49,12 @@ def post(
         sent = {"Authorization": f"Bearer {token or door.token}", **(headers or {})}
         conn.request(method, path, body=body, headers=sent)
         answer = conn.getresponse()
-        return answer.status, answer.read()
+        got = answer.status, answer.read()
     finally:
         conn.close()
+    if any(f"/hook/{name}" in path for name in SILENT):  # answered before its work:
+        hook_door.ping(door, timeout=30)  # the resident takes the ping once that is done
+    return got
 
 
 def opened(tmp_path: Path, run: Path) -> hook_door.Door:
@@ -117,6 +124,32 @@ def test_the_door_refuses_what_is_not_a_hook_and_records_nothing(tmp_path: Path,
     assert not [t for t in turns(tmp_path) if t["session"] == "s9"]
     status, _ = post(door, user_prompt, body)  # and it still answers hooks
     assert status == 200 and [t["session"] for t in turns(tmp_path)][-1] == "s9"
+
+
+def test_a_silent_hook_is_answered_before_its_work(tmp_path: Path, run: Path) -> None:
+    """Claude Code waits for each hook, `Stop` and `SessionEnd` at every `claude -p` run's
+    end, and they print nothing: the resident answers them first, then does their work. The
+    window: the conversation log is held locked by another process meanwhile; the answer
+    still comes at once, and the turn is recorded once the lock is let go (before, the
+    answer waited for the lock, LOG_WAIT at most, and the turn was lost to it)."""
+    door = opened(tmp_path, run)
+    transcript = Transcript(tmp_path / "t.jsonl", "s1")
+    transcript.user("we deploy with make ship")
+    stop = json.dumps(event("s1", "Stop", transcript.path)).encode()
+    with FileLock(str(tmp_path / ".conversation.jsonl.lock")):
+        began = time.monotonic()
+        conn = http.client.HTTPConnection(hook_door.HOST, door.port, timeout=30)
+        conn.request(
+            "POST", "/dreamwell/hook/stop", stop, {"Authorization": f"Bearer {door.token}"}
+        )
+        answer = conn.getresponse()
+        assert (answer.status, answer.read()) == (200, b"")
+        took = time.monotonic() - began
+        conn.close()
+        assert not turns(tmp_path)  # its work waits for the lock
+    assert took < LOG_WAIT, took
+    assert hook_door.ping(door, timeout=30)  # taken once the stop's work is done
+    assert [t["content"] for t in turns(tmp_path)] == ["we deploy with make ship"]
 
 
 def test_a_session_end_posted_with_flags_is_answered_with_them(tmp_path: Path, run: Path) -> None:

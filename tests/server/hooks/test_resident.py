@@ -17,14 +17,17 @@ import time
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from dreamwell.server.hooks import client, resident
+from dreamwell.server.hooks.events import LOG_WAIT
 from dreamwell.server.hooks.refresh import refresh
 from dreamwell.stores import PROJECT, DataDir, LongTermStore
 from tests.support.hooks import (
     CLIENT,
     DEPLOY,
     PREF,
+    Transcript,
     event,
     hook,
     lean_hook,
@@ -32,6 +35,7 @@ from tests.support.hooks import (
     prompt,
     residents,
     seeded,
+    settle,
     turns,
     wait_for_pid,
     wait_for_resident,
@@ -72,6 +76,31 @@ def test_each_event_prints_and_records_through_the_resident_as_by_itself(
     resident_start = lean_hook("session-start", start, tmp_path / "b", run)
     assert PREF in by_itself.stdout and resident_start.stdout == by_itself.stdout
     assert len(via_resident(tmp_path / "b")) == 1
+
+
+def test_a_silent_hook_is_answered_before_its_work_through_the_socket(
+    tmp_path: Path, run: Path
+) -> None:
+    """As at the HTTP door (test_door.py): a stop's client gets its (empty) answer at once,
+    while the conversation log is held locked by another process; the resident records the
+    turn once the lock is let go, before it takes its next connection."""
+    seeded(tmp_path)
+    lean_hook("user-prompt", prompt("s0", "hello"), tmp_path, run)
+    wait_for_resident(run)
+    transcript = Transcript(tmp_path / "t.jsonl", "s1")
+    transcript.user("we deploy with make ship")
+    stop = json.dumps(event("s1", "Stop", transcript.path)).encode()
+    command = [sys.executable, "-I", "-S", str(CLIENT), "stop", "--data-dir", str(tmp_path)]
+    env = {**os.environ, "DREAMWELL_EMBEDDER": "none", "XDG_RUNTIME_DIR": str(run)}
+    with FileLock(str(tmp_path / ".conversation.jsonl.lock")):
+        began = time.monotonic()
+        done = subprocess.run(command, input=stop, capture_output=True, timeout=60, env=env)
+        took = time.monotonic() - began
+        assert (done.returncode, done.stdout) == (0, b"") and took < LOG_WAIT, took
+        assert [t["session"] for t in turns(tmp_path)] == ["s0"]  # its work waits
+    settle(run)
+    assert [t["content"] for t in turns(tmp_path)][-1] == "we deploy with make ship"
+    assert " stop ok: " in via_resident(tmp_path)[-1]
 
 
 def test_a_killed_resident_leaves_no_hook_unanswered(tmp_path: Path, run: Path) -> None:
