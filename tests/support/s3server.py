@@ -60,6 +60,7 @@ PORT_FLAGS = (
     "debug.port",
 )
 ADMIN_GRPC_OFFSET = 10000  # mini's worker dials admin.port + this
+TAKEN = ("is not available", "address already in use")  # its log's words for a port taken
 START_TIMEOUT = 90.0  # seconds for `weed mini` to serve a LIST on the bucket (2 busy cores)
 STOP_TIMEOUT = 30.0
 
@@ -265,14 +266,11 @@ class SeaweedS3:
                 start_new_session=True,
             )
         try:
-            ready = self._wait_ready()
+            ready = self._wait_ready(offset)
         except BaseException:
             self._terminate()
             raise
-        with open(self.log_path, "rb") as log:
-            log.seek(offset)
-            lines = log.read().decode(errors="replace").splitlines()
-        taken = [line for line in lines if "is not available" in line]
+        taken = self._taken(offset)
         if not ready and not taken:
             raise RuntimeError(f"weed mini exited:\n{self.log_tail()}")
         return taken
@@ -292,12 +290,23 @@ class SeaweedS3:
             return False
         return True
 
-    def _wait_ready(self) -> bool:
-        """True once the probe passes, False if the process exits first."""
+    def _taken(self, offset: int) -> list[str]:
+        """The log's lines since `offset` about ports it could not have: one it moved off
+        ("not available"), or one a server of it could not bind, after which `weed mini`
+        neither serves nor exits (the admin server's port, taken meanwhile by another test)."""
+        with open(self.log_path, "rb") as log:
+            log.seek(offset)
+            lines = log.read().decode(errors="replace").splitlines()
+        return [line for line in lines if any(m in line for m in TAKEN)]
+
+    def _wait_ready(self, offset: int) -> bool:
+        """True once the probe passes, False if the process exits or a port was taken first."""
         assert self.proc is not None
         deadline = time.monotonic() + START_TIMEOUT
         while not self._probe():
             if self.proc.poll() is not None:
+                return False
+            if any("address already in use" in line for line in self._taken(offset)):
                 return False
             if time.monotonic() > deadline:
                 raise TimeoutError(

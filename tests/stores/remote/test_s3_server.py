@@ -7,10 +7,12 @@ or hung server makes a call fail within a bounded time instead of hanging."""
 from __future__ import annotations
 
 import multiprocessing
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import obstore
@@ -190,3 +192,27 @@ def test_a_stopped_or_hung_server_fails_calls_within_the_call_time_out(
     finally:
         own_s3.thaw()
     assert bytes(obstore.get(store, "kept").bytes()) == b"acknowledged"
+
+
+def test_a_port_lost_between_the_check_and_the_bind_gives_new_ports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The harness, not the product. A port chosen free and taken by another test after `weed
+    mini` checked it but before its admin server bound it: the admin server fails, and `weed
+    mini` neither serves nor exits (a CI run waited 90 s for it, then failed a test). The
+    wait now reads that in the log, and the start tries again on new ports. (The race itself
+    cannot be staged on cue, so a process that never serves stands in for `weed mini`.)"""
+    server = SeaweedS3(bucket="taken", root=tmp_path)
+    server.log_path.write_text(
+        "Admin        starting\nE1129 02:34:32.940663 mini.go:1673 Admin server error: admin"
+        " server: listen tcp 127.0.0.1:34400: bind: address already in use\n"
+    )
+    monkeypatch.setattr(server, "_probe", lambda: False)
+    server.proc = subprocess.Popen(["sleep", "60"])
+    try:
+        began = time.monotonic()
+        assert server._wait_ready(0) is False
+        assert time.monotonic() - began < 10 and server._taken(0)
+    finally:
+        server.proc.kill()
+        server.proc.wait()
