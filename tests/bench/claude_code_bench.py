@@ -77,11 +77,11 @@ def row(name: str, values: list[float], unit: str = "ms") -> str:
     )
 
 
-def handshake_ms(data: Path) -> float:
-    """From the process start to the first byte of the answer to Claude Code's probe."""
+def probed(data: Path) -> tuple[subprocess.Popen[bytes], bytes]:
+    """`dreamwell serve` started as mcp.json starts it, sent Claude Code's probe: the process
+    and the first line of its answer."""
     params = from_mcp_json(data)
     probe = json.dumps(CLAUDE_CODE.discover("server-discover-probe-1")).encode() + b"\n"
-    started = time.perf_counter()
     proc = subprocess.Popen(
         [params.command, *params.args],
         stdin=subprocess.PIPE,
@@ -92,8 +92,15 @@ def handshake_ms(data: Path) -> float:
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(probe)
     proc.stdin.flush()
-    answer = proc.stdout.readline()
+    return proc, proc.stdout.readline()
+
+
+def handshake_ms(data: Path) -> float:
+    """From the process start to the first byte of the answer to Claude Code's probe."""
+    started = time.perf_counter()
+    proc, answer = probed(data)
     took = (time.perf_counter() - started) * 1000
+    assert proc.stdin is not None
     proc.stdin.close()
     proc.wait(30)
     if b'"supportedVersions"' not in answer:
@@ -105,20 +112,8 @@ def session_cpu_ms(data: Path, life: float) -> float:
     """The CPU time (user + system, ms) of `dreamwell serve` as mcp.json starts it, answering
     Claude Code's probe, then left alone for `life` seconds and stopped with SIGINT as Claude
     Code stops it: what a short session's server costs the cores Claude Code shares."""
-    params = from_mcp_json(data)
-    probe = json.dumps(CLAUDE_CODE.discover("server-discover-probe-1")).encode() + b"\n"
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = subprocess.Popen(
-        [params.command, *params.args],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=params.env,
-    )
-    assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(probe)
-    proc.stdin.flush()
-    proc.stdout.readline()
+    proc, _ = probed(data)
     time.sleep(life)
     proc.send_signal(signal.SIGINT)
     proc.wait(30)
