@@ -127,6 +127,7 @@ def start_resident(where: str, name: str, args: list[str]) -> bool:
 
 
 def main(args: list[str]) -> int:
+    os.umask(0o077)  # what this process and its children create is private (stores/files.py)
     where = run_dir()
     name = key(args[1:])
     sock = connect(os.path.join(where, name + ".sock")) if args and private(where) else None

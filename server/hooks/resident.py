@@ -336,6 +336,7 @@ def _answer_one(conn: socket.socket, answer: Answer) -> None:
 
 
 def main(argv: list[str]) -> int:
+    os.umask(0o077)  # what this process and its children create is private (stores/files.py)
     name, args = argv[0], argv[1:]
     where = Path(run_dir())
     if not private(str(where)):
