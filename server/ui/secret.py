@@ -62,26 +62,29 @@ class RequireSecret:
             await self.app(scope, receive, send)  # lifespan
             return
         request = Request(scope)
-        bearer = request.headers.get("authorization", "")
-        scheme, _, token = bearer.partition(" ")
+        if request.method in ("GET", "HEAD") and self.holds(request.query_params.get(QUERY)):
+            await self.welcome(request)(scope, receive, send)
+            return
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
         if self.holds(request.cookies.get(self.cookie)) or (
             scheme.lower() == "bearer" and self.holds(token.strip())
         ):
             await self.app(scope, receive, send)
             return
-        response = self.refusal(request)
-        await response(scope, receive, send)
+        await self.refusal(request)(scope, receive, send)
+
+    def welcome(self, request: Request) -> Response:
+        """The cookie, and the same address without the token (kept out of the address bar)."""
+        rest = [(k, v) for k, v in request.query_params.multi_items() if k != QUERY]
+        target = request.url.path + (f"?{urlencode(rest)}" if rest else "")
+        response = RedirectResponse(target, 303, headers=_HEADERS)
+        response.set_cookie(
+            self.cookie, self._secret.decode(), httponly=True, samesite="strict", path="/"
+        )
+        return response
 
     def refusal(self, request: Request) -> Response:
-        """The redirect that sets the cookie, for a GET carrying the token; else 401."""
-        if request.method in ("GET", "HEAD") and self.holds(request.query_params.get(QUERY)):
-            rest = [(k, v) for k, v in request.query_params.multi_items() if k != QUERY]
-            target = request.url.path + (f"?{urlencode(rest)}" if rest else "")
-            response: Response = RedirectResponse(target, 303, headers=_HEADERS)
-            response.set_cookie(
-                self.cookie, self._secret.decode(), httponly=True, samesite="strict", path="/"
-            )
-            return response
+        """401: a short page saying which address to open (JSON for the API)."""
         headers = {**_HEADERS, "www-authenticate": 'Bearer realm="dreamwell ui"'}
         if request.url.path.startswith("/ui/api/"):
             return JSONResponse({"error": REFUSED}, 401, headers=headers)
