@@ -39,6 +39,7 @@ import json
 import logging
 import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -272,15 +273,17 @@ class DataDir:
                     yield child.name
 
     # ---- format -------------------------------------------------------------------------------
-    def ensure(self) -> None:
+    def ensure(self, walk: bool = True) -> None:
         """Create the directory and record the layout version when it is new; refuse a
-        directory written by a newer dreamwell."""
+        directory written by a newer dreamwell. Make it private (`make_private`; without
+        `walk`, only the directory itself now, which already shuts others out: the walk is
+        left to the store's opening, after a server's handshake)."""
         problem = self.unusable()
         if problem is not None:
             raise StoreError(problem)
         try:
             self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
-            self.make_private()
+            self.make_private(walk)
             if not self.format_file.exists():
                 write_atomic(self.format_file, json.dumps({"format": FORMAT}))
         except OSError as exc:
@@ -291,15 +294,20 @@ class DataDir:
                 ) from exc
             # a read-only directory still serves reads
 
-    def make_private(self) -> int:
+    def make_private(self, walk: bool = True) -> int:
         """Make this directory the user's alone (folders 0700, files 0600), once: a directory
         that is already 0700 and holds `.private` costs two stat() calls. Says how many paths
-        were tightened, in one line; the number (0 when nothing was to do)."""
+        were tightened, in one line; the number (0 when nothing was to do). Without `walk`,
+        only the directory itself is made 0700, silently."""
         try:
             mode = self.root.stat().st_mode
         except OSError:
             return 0
         if not mode & 0o077 and self.private_marker.exists():
+            return 0
+        if not walk:
+            with contextlib.suppress(OSError):
+                self.root.chmod(stat.S_IMODE(mode) & 0o700)
             return 0
         changed = make_private(self.root)
         with contextlib.suppress(OSError):  # read-only: checked again next time

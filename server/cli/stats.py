@@ -29,7 +29,7 @@ def ensure_format(data_dir: Path) -> None:
     found = read_format(data_dir)
     if found is not None and found > FORMAT_VERSION:
         raise ValueError(format_problem(data_dir, found))
-    DataDir(data_dir).ensure()
+    DataDir(data_dir).ensure(walk=False)  # the walk, if any, when a store opens
 
 
 def read_format(data_dir: Path) -> int | None:
