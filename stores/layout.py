@@ -305,6 +305,8 @@ class DataDir:
             return 0
         if not mode & 0o077 and self.private_marker.exists():
             return 0
+        if self.holds_home():
+            return 0  # --data-dir pointed at a home folder (or above): not ours to change
         if not walk:
             with contextlib.suppress(OSError):
                 self.root.chmod(stat.S_IMODE(mode) & 0o700)
@@ -320,6 +322,14 @@ class DataDir:
                 self.root,
             )
         return changed
+
+    def holds_home(self) -> bool:
+        """Whether this directory is the user's home folder or one above it."""
+        try:
+            home = Path.home().resolve()
+            return self.root.resolve() in (home, *home.parents)
+        except (OSError, RuntimeError):
+            return False
 
     def unusable(self) -> str | None:
         """Why this directory cannot hold a store (unreadable, a file, written by a newer

@@ -139,3 +139,16 @@ def test_without_the_walk_only_the_directory_is_shut_and_the_walk_comes_later(
     ]  # notes.json
     dirs.ensure()
     assert len(caplog.records) == 1
+
+
+def test_a_home_folder_given_as_the_data_directory_is_never_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    (home / "public_html").mkdir(parents=True)
+    for path in (home, home / "public_html"):
+        path.chmod(0o755)
+    monkeypatch.setenv("HOME", str(home))
+    for _ in range(2):  # --data-dir ~ by mistake, twice (then it holds format.json)
+        DataDir(home).ensure()
+    assert {stat.S_IMODE(p.stat().st_mode) for p in (home, home / "public_html")} == {0o755}
