@@ -4,9 +4,9 @@
 `dreamwell ui` serves it alone on 127.0.0.1, to whoever holds the token it prints (secret.py);
 `serve --transport http` serves it at `/` beside `/mcp`, where the page itself holds no data and
 is public and the API under `/ui/api/` sits behind the same bearer tokens as MCP (each token
-sees its own tenant). Every state-changing request must
-carry this process's CSRF token in a header and, when the browser sends one, an Origin equal
-to the page's own; on a loopback bind the Host must be loopback too (no DNS rebinding)."""
+sees its own tenant). Every state-changing request must carry this process's CSRF token in a
+header and, when the browser sends one, an Origin equal to the page's own; on a loopback bind
+the Host must be loopback too (no DNS rebinding)."""
 
 from __future__ import annotations
 
@@ -308,7 +308,6 @@ def ui_command(settings: Settings) -> int:
     settings = settings.model_copy(update={"host": "127.0.0.1", "transport": "http"})
     ensure_format(settings.data_dir)
     runtime = Runtime(settings)
-    secret = new_secret()
     # not `serve`'s port unless asked: both running side by side is the usual set-up
     wanted = settings.port if "port" in settings.model_fields_set else UI_PORT
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -321,7 +320,7 @@ def ui_command(settings: Settings) -> int:
             )
             return 1
         sock.listen(128)
-        port = sock.getsockname()[1]
+        port, secret = sock.getsockname()[1], new_secret()
         app = RequireSecret(with_ui(Starlette(), runtime), secret, f"dreamwell-ui-{port}")
         sys.stderr.write(
             f"dreamwell ui: http://127.0.0.1:{port}/?{QUERY}={secret} (open this address; "
