@@ -296,6 +296,8 @@ def read_payload(raw: bytes) -> dict[str, Any]:
         payload = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise HookInputError(f"the hook input is not JSON ({exc})") from None
+    except RecursionError:  # the parser's depth bound (the interpreter's recursion limit)
+        raise HookInputError("the hook input is nested too deeply") from None
     if not isinstance(payload, dict):
         raise HookInputError("the hook input is not a JSON object")
     session = payload.get("session_id")

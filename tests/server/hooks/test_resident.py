@@ -30,10 +30,13 @@ from tests.support.hooks import (
     Transcript,
     event,
     hook,
+    install_claude_code,
+    installed_hooks,
     lean_hook,
     log_lines,
     prompt,
     residents,
+    run_installed,
     seeded,
     settle,
     turns,
@@ -215,7 +218,8 @@ def test_the_client_imports_only_builtin_modules(tmp_path: Path, run: Path) -> N
     imported = {
         line.split("|")[-1].strip() for line in done.stderr.decode().splitlines() if "|" in line
     } - {"imported package"}
-    assert "_socket" in imported and len(via_resident(tmp_path)) == 1
+    settle(run)
+    assert "_socket" in imported and len(via_resident(tmp_path)) == 1, log_lines(tmp_path)
     assert not {m for m in imported if m.startswith(("dreamwell", "json", "site", "socket"))}
 
 
@@ -247,3 +251,79 @@ def test_the_resident_runs_each_hook_in_the_directory_claude_code_ran_it_in(
     done = lean_hook("user-prompt", ask, data, run, cwd=shop)
     assert mine in done.stdout and theirs not in done.stdout
     assert len(via_resident(data)) == 1
+
+
+def test_slow_and_silent_senders_never_keep_a_hook_from_its_answer(
+    tmp_path: Path, run: Path
+) -> None:
+    """Connections are read side by side, each within CONN_WAIT of its accept: one sender
+    dribbling a byte at a time and twenty that send nothing hold no other hook (they held
+    the resident 30-40 s, past Claude Code's 10 s, when it read one connection at a time)."""
+    seeded(tmp_path)
+    lean_hook("stop", event("s0", "Stop", tmp_path / "t.jsonl"), tmp_path, run)
+    wait_for_resident(run)
+    [path] = (run / "dreamwell").glob("*.sock")
+    stop = threading.Event()
+    silent = [socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(20)]
+
+    def dribble() -> None:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as slow:
+            slow.connect(str(path))
+            while not stop.wait(0.3):
+                try:
+                    slow.sendall(b"u")
+                except OSError:  # dropped at its deadline
+                    return
+
+    sender = threading.Thread(target=dribble)
+    sender.start()
+    try:
+        for sock in silent:
+            sock.connect(str(path))
+        done = lean_hook("user-prompt", prompt("s1", "deploy the api"), tmp_path, run)
+    finally:
+        stop.set()
+        sender.join()
+        for sock in silent:
+            sock.close()
+    assert f"[{DEPLOY}]" in done.stdout and len(via_resident(tmp_path)) == 1
+
+
+def test_deeply_nested_hook_input_is_one_log_line_and_the_resident_lives_on(
+    tmp_path: Path, run: Path
+) -> None:
+    """400 KB of nested arrays: the parse fails as bad input (one hooks.log line, an empty
+    answer), and the same resident answers the next hook."""
+    seeded(tmp_path)
+    lean_hook("stop", event("s0", "Stop", tmp_path / "t.jsonl"), tmp_path, run)
+    first = wait_for_resident(run)
+    deep = b'{"session_id": "s1", "x": ' + b"[" * 200_000 + b"]" * 200_000 + b"}"
+    done = lean_hook("user-prompt", deep, tmp_path, run)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    [failed] = [line for line in log_lines(tmp_path) if "failed" in line]
+    assert "user-prompt failed:" in failed and "the hook input is nested too deeply" in failed
+    again = lean_hook("user-prompt", prompt("s2", "deploy the api"), tmp_path, run)
+    assert f"[{DEPLOY}]" in again.stdout and residents(run) == [first]
+
+
+def test_a_session_end_whose_resident_was_killed_is_recorded_by_the_installed_hook(
+    tmp_path: Path, run: Path
+) -> None:
+    """The hooks `install claude-code` writes, run as Claude Code runs them, after `kill -9`
+    of the resident: the session end runs itself, the session's last turn is recorded, and
+    the next hook has a resident again."""
+    data, home = tmp_path / "data", tmp_path / "home"
+    seeded(data)
+    install_claude_code(home, data)
+    hooks = installed_hooks(home / ".claude" / "settings.json")
+    assert f"[{DEPLOY}]" in run_installed(hooks["UserPromptSubmit"], prompt("s1", "deploy"), run)
+    os.kill(wait_for_resident(run), signal.SIGKILL)  # its socket stays, refusing
+    transcript = Transcript(tmp_path / "t.jsonl", "s1")
+    transcript.user("we ship on fridays")
+    end = event("s1", "SessionEnd", transcript.path, reason="other")
+    assert run_installed(hooks["SessionEnd"], end, run) == ""
+    assert [t["content"] for t in turns(data)][-1] == "we ship on fridays"
+    assert any(" session-end ok: " in line for line in log_lines(data))
+    wait_for_resident(run)  # the session end started a new one
+    assert f"[{DEPLOY}]" in run_installed(hooks["UserPromptSubmit"], prompt("s2", "deploy"), run)
+    assert " user-prompt ok: " in via_resident(data)[-1]
