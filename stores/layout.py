@@ -225,8 +225,8 @@ class DataDir:
 
     @property
     def hook_door(self) -> Path:
-        """Where Claude Code's `http` hooks reach the resident hook process: its port and
-        token (server/hooks/door.py), the user's only (0600)."""
+        """The port and token of the HTTP hook door earlier versions opened: deleted when
+        found (server/cli/old_hooks.py)."""
         return self.root / "hook-door.json"
 
     @property

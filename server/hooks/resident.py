@@ -156,7 +156,8 @@ def serve(server: socket.socket, path: Path, answer: Answer, idle: float = IDLE)
         now = time.monotonic()
         waits = [TICK, idle - (now - last), *(r.deadline - now for r in reading.values())]
         taking = listening and len(reading) < MAX_PENDING
-        ready = _ready(([server] if taking else []) + list(reading), max(0.0, min(waits)))
+        watched = ([server] if taking else []) + list(reading)  # never empty here
+        ready = select.select(watched, [], [], max(0.0, min(waits)))[0]
         if server in ready:
             _accept(server, reading)
         for conn in ready:
@@ -167,13 +168,6 @@ def serve(server: socket.socket, path: Path, answer: Answer, idle: float = IDLE)
             path.unlink(missing_ok=True)
             listening = False
             _accept(server, reading)  # those already waiting in the backlog
-
-
-def _ready(sockets: list[socket.socket], timeout: float) -> list[socket.socket]:
-    if not sockets:
-        time.sleep(timeout)
-        return []
-    return select.select(sockets, [], [], timeout)[0]
 
 
 def _accept(server: socket.socket, reading: dict[socket.socket, Reading]) -> None:

@@ -84,9 +84,9 @@ def test_each_event_prints_and_records_through_the_resident_as_by_itself(
 def test_a_silent_hook_is_answered_before_its_work_through_the_socket(
     tmp_path: Path, run: Path
 ) -> None:
-    """As at the HTTP door (test_door.py): a stop's client gets its (empty) answer at once,
-    while the conversation log is held locked by another process; the resident records the
-    turn once the lock is let go, before it takes its next connection."""
+    """A stop's client gets its (empty) answer at once, while the conversation log is held
+    locked by another process; the resident records the turn once the lock is let go,
+    before it runs the next hook."""
     seeded(tmp_path)
     lean_hook("user-prompt", prompt("s0", "hello"), tmp_path, run)
     wait_for_resident(run)
