@@ -327,3 +327,29 @@ def test_a_session_end_whose_resident_was_killed_is_recorded_by_the_installed_ho
     wait_for_resident(run)  # the session end started a new one
     assert f"[{DEPLOY}]" in run_installed(hooks["UserPromptSubmit"], prompt("s2", "deploy"), run)
     assert " user-prompt ok: " in via_resident(data)[-1]
+
+
+def test_a_stop_and_a_session_end_running_at_once_record_a_turn_once(tmp_path: Path) -> None:
+    """Claude Code does not wait for the hooks install writes `async`, so a stop and the
+    session end of one session may run at once as processes (no resident yet): the second
+    starts from the state the first saved. Both are held at the conversation log's lock
+    (as a slow disk would) until both have started."""
+    seeded(tmp_path)
+    transcript = Transcript(tmp_path / "t.jsonl", "s1")
+    transcript.user("we ship on fridays")  # a turn no prompt hook recorded
+    env = {**os.environ, "DREAMWELL_EMBEDDER": "none"}
+    started = []
+    with FileLock(str(tmp_path / ".conversation.jsonl.lock")):
+        for name, kind in (("stop", "Stop"), ("session-end", "SessionEnd")):
+            command = [sys.executable, "-m", "dreamwell.server", "hook", name]
+            proc = subprocess.Popen(
+                [*command, "--data-dir", str(tmp_path)], stdin=subprocess.PIPE, env=env
+            )
+            assert proc.stdin is not None
+            proc.stdin.write(json.dumps(event("s1", kind, transcript.path)).encode())
+            proc.stdin.close()
+            started.append(proc)
+        threading.Event().wait(LOG_WAIT * 0.8)  # both read the transcript meanwhile
+    assert [p.wait(60) for p in started] == [0, 0]
+    assert [t["content"] for t in turns(tmp_path)] == ["we ship on fridays"]
+    assert sum(" ok: " in line for line in log_lines(tmp_path)) == 2, log_lines(tmp_path)
