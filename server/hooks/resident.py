@@ -11,6 +11,8 @@ never a flag. Connections are read side by side, each within CONN_WAIT seconds o
 (a slow or silent sender is dropped and delays no other hook), at most MAX_PENDING at once;
 the hooks themselves run one at a time, each exactly as `dreamwell hook` runs it
 (events.hook_output, so hooks.log and every record are the same; its line ends "(resident)").
+A hook that prints nothing is answered before its work and kept in `KEY.journal/` until that
+work is done: a resident killed meanwhile leaves it to the next one, which does it first.
 A second resident of the same key gives up at once (the key's lock), as does one whose flags
 only argparse could judge: it leaves `KEY.refused` so that hooks stop starting it, and they
 keep running as processes. At its start it deletes the data directory's `hook-door.json`, the
@@ -143,12 +145,19 @@ class Reading:
                 return None
 
 
-def serve(server: socket.socket, path: Path, answer: Answer, idle: float = IDLE) -> None:
+def serve(
+    server: socket.socket,
+    path: Path,
+    answer: Answer,
+    idle: float = IDLE,
+    journal: Path | None = None,
+) -> None:
     """Answer hooks until idle for `idle` seconds or the socket at `path` is gone (a cleaner
     of /tmp). Connections are read side by side within their deadlines; each one whose
     input is whole is answered at once, one at a time. When idle the socket is removed
     first (a hook from then on runs as a process), and the hooks that connected meanwhile
-    are still answered."""
+    are still answered. `journal`: where a silent hook is kept from its answer to the end of
+    its work (`replay`)."""
     reading: dict[socket.socket, Reading] = {}
     last = time.monotonic()
     listening = True
@@ -161,9 +170,9 @@ def serve(server: socket.socket, path: Path, answer: Answer, idle: float = IDLE)
         if server in ready:
             _accept(server, reading)
         for conn in ready:
-            if conn in reading and _step(reading, conn, answer):
+            if conn in reading and _step(reading, conn, answer, journal):
                 last = time.monotonic()
-        _expire(reading, answer)
+        _expire(reading, answer, journal)
         if listening and (time.monotonic() - last >= idle or (not ready and not path.exists())):
             path.unlink(missing_ok=True)
             listening = False
@@ -179,7 +188,12 @@ def _accept(server: socket.socket, reading: dict[socket.socket, Reading]) -> Non
         reading[conn] = Reading(conn, time.monotonic())
 
 
-def _step(reading: dict[socket.socket, Reading], conn: socket.socket, answer: Answer) -> bool:
+def _step(
+    reading: dict[socket.socket, Reading],
+    conn: socket.socket,
+    answer: Answer,
+    journal: Path | None,
+) -> bool:
     """Read one ready connection; answer its hook once whole (whether one was answered)."""
     state = reading[conn].drain()
     if state is False:
@@ -188,36 +202,71 @@ def _step(reading: dict[socket.socket, Reading], conn: socket.socket, answer: An
     if state is None:
         conn.close()
         return False
-    _answer_one(conn, b"".join(got.chunks), answer)
+    _answer_one(conn, b"".join(got.chunks), answer, journal)
     return True
 
 
-def _expire(reading: dict[socket.socket, Reading], answer: Answer) -> None:
+def _expire(reading: dict[socket.socket, Reading], answer: Answer, journal: Path | None) -> None:
     """Drop the connections past their deadline, but answer those whose input arrived
     whole while another hook ran."""
     now = time.monotonic()
     for conn in [c for c, r in reading.items() if r.deadline <= now]:
         if reading[conn].drain() is True:
-            _answer_one(conn, b"".join(reading.pop(conn).chunks), answer)
+            _answer_one(conn, b"".join(reading.pop(conn).chunks), answer, journal)
         else:
             reading.pop(conn)
             conn.close()
 
 
-def _answer_one(conn: socket.socket, got: bytes, answer: Answer) -> None:
+def _answer_one(conn: socket.socket, got: bytes, answer: Answer, journal: Path | None) -> None:
     """One hook: its event, the directory it ran in (this process changes to it: one hook at
-    a time) and its JSON, NUL-separated; a silent one's (empty) answer comes before its work."""
-    event_bytes, _, rest = got.partition(b"\0")
-    here, _, raw = rest.partition(b"\0")
-    event = event_bytes.decode("ascii", "replace")
-    _enter(os.fsdecode(here))
+    a time) and its JSON, NUL-separated; a silent one's (empty) answer comes before its work,
+    and it stays in the journal until that work is done."""
+    event = got.partition(b"\0")[0].decode("ascii", "replace")
     with conn:
         conn.settimeout(CONN_WAIT)
         if event not in SILENT:
             with contextlib.suppress(OSError):
-                conn.sendall(answer(event, raw))
+                conn.sendall(_run(got, answer))
             return
-    answer(event, raw)  # the client has its (empty) answer: the connection is closed
+        kept = _keep(journal, got)
+    _run(got, answer)  # the client has its (empty) answer: the connection is closed
+    if kept is not None:
+        kept.unlink(missing_ok=True)
+
+
+def _run(got: bytes, answer: Answer) -> bytes:
+    event, _, rest = got.partition(b"\0")
+    here, _, raw = rest.partition(b"\0")
+    _enter(os.fsdecode(here))
+    return answer(event.decode("ascii", "replace"), raw)
+
+
+def _keep(journal: Path | None, got: bytes) -> Path | None:
+    """`got` written to the journal (None: no journal, or it cannot be written)."""
+    if journal is None:
+        return None
+    path = journal / f"{time.time_ns()}.hook"
+    try:
+        journal.mkdir(mode=0o700, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(got)
+    except OSError:
+        return None
+    return path
+
+
+def replay(journal: Path, answer: Answer) -> None:
+    """The silent hooks an earlier resident of this key answered but died before doing (a
+    `kill -9`, a crash): done now, oldest first, each once."""
+    for path in sorted(journal.glob("*.hook")) if journal.is_dir() else []:
+        try:
+            got = path.read_bytes()
+            path.unlink()
+        except OSError:
+            continue
+        _run(got, answer)
 
 
 def _enter(here: str) -> None:
@@ -242,10 +291,12 @@ def main(argv: list[str]) -> int:
         forget_door(_data_dir(args))  # an earlier version's token
         path = where / (name + ".sock")
         pid = where / (name + ".pid")
+        journal = where / (name + ".journal")
+        replay(journal, answer)
         server = listen(path)
         pid.write_text(f"{os.getpid()}\n", encoding="utf-8")
         try:
-            serve(server, path, answer)
+            serve(server, path, answer, journal=journal)
         finally:  # the lock is still held: what is at these paths is this resident's
             server.close()
             path.unlink(missing_ok=True)

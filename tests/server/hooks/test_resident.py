@@ -353,3 +353,31 @@ def test_a_stop_and_a_session_end_running_at_once_record_a_turn_once(tmp_path: P
     assert [p.wait(60) for p in started] == [0, 0]
     assert [t["content"] for t in turns(tmp_path)] == ["we ship on fridays"]
     assert sum(" ok: " in line for line in log_lines(tmp_path)) == 2, log_lines(tmp_path)
+
+
+def test_a_session_end_whose_resident_dies_during_its_work_is_done_by_the_next_resident(
+    tmp_path: Path, run: Path
+) -> None:
+    """A silent hook is answered before its work: a resident killed (`kill -9`) in that
+    work leaves it in its journal, and the next resident of the key does it, once."""
+    seeded(tmp_path)
+    lean_hook("stop", event("s0", "Stop", tmp_path / "t.jsonl"), tmp_path, run)
+    first = wait_for_resident(run)
+    transcript = Transcript(tmp_path / "t.jsonl", "s1")
+    transcript.user("we ship on fridays")
+    end = json.dumps(event("s1", "SessionEnd", transcript.path, reason="other")).encode()
+    command = [sys.executable, "-I", "-S", str(CLIENT), "session-end", "--data-dir"]
+    env = {**os.environ, "DREAMWELL_EMBEDDER": "none", "XDG_RUNTIME_DIR": str(run)}
+    with FileLock(str(tmp_path / ".conversation.jsonl.lock")):  # its work waits here
+        done = subprocess.run(
+            [*command, str(tmp_path)], input=end, capture_output=True, timeout=60, env=env
+        )
+        assert (done.returncode, done.stdout) == (0, b"")  # answered
+        os.kill(first, signal.SIGKILL)
+        wait_for_pid(first)
+    assert turns(tmp_path) == []  # lost with it, for now
+    lean_hook("user-prompt", prompt("s2", "deploy the api"), tmp_path, run)
+    assert wait_for_resident(run) != first
+    settle(run)
+    assert [t["content"] for t in turns(tmp_path)] == ["deploy the api", "we ship on fridays"]
+    assert [line for line in via_resident(tmp_path) if " session-end ok: " in line]
