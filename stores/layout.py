@@ -223,6 +223,11 @@ class DataDir:
     def hooks(self) -> Path:
         return self.root / "hooks"
 
+    @property
+    def hook_state_lock(self) -> Path:
+        """Held by a hook from loading a session's state to saving it (stores/hooks/)."""
+        return self.hooks / ".state.lock"
+
     def hook_session(self, session_id: str) -> Path:
         """The state file of one client session: its id when that is a safe file name, else
         a hash of it."""
@@ -236,8 +241,8 @@ class DataDir:
 
     @property
     def hook_door(self) -> Path:
-        """Where Claude Code's `http` hooks reach the resident hook process: its port and
-        token (server/hooks/door.py), the user's only (0600)."""
+        """The port and token of the HTTP hook door earlier versions opened: deleted when
+        found (server/cli/old_hooks.py)."""
         return self.root / "hook-door.json"
 
     @property
