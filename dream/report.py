@@ -53,7 +53,9 @@ class Change:
 
 
 NO_LLM = "no LLM"  # how a pass skipped for want of an LLM gives its reason
+INCOMPLETE = "the cycle did not finish: it is still running, or it was killed"
 BUDGET = "token budget"  # ... and one skipped because the cycle's LLM budget was spent
+STOPPED = "LLM stopped"  # ... and one skipped because the LLM failed earlier in the cycle
 CHUNK_SKIPPED = "skipped a chunk"  # a note: part of the pass's input got no answer
 
 
@@ -78,6 +80,11 @@ class Report:
     llm_calls: int = 0  # questions the LLM was asked in this cycle
     llm_tokens: int = 0  # what they spent, input + output
     llm_budget: int | None = None  # the cycle's cap (dream_budget_tokens)
+    llm_failed: int = 0  # of the calls, those that failed (booked at what they reported)
+    llm_stopped: str = ""  # the failure that ended the cycle's questions (dream/budget.py)
+    # why the cycle did not run to its end; saved as INCOMPLETE when it starts, so the
+    # report of a cycle killed half-way says so
+    cut_short: str = ""
 
     def changes(self) -> list[Change]:
         return [c for p in self.passes for c in p.changes]
@@ -93,6 +100,9 @@ class Report:
             "llm_calls": self.llm_calls,
             "llm_tokens": self.llm_tokens,
             "llm_budget": self.llm_budget,
+            "llm_failed": self.llm_failed,
+            "llm_stopped": self.llm_stopped,
+            "cut_short": self.cut_short,
             "passes": [
                 {
                     "name": p.name,
@@ -117,6 +127,9 @@ class Report:
             llm_calls=int(data.get("llm_calls") or 0),
             llm_tokens=int(data.get("llm_tokens") or 0),
             llm_budget=data.get("llm_budget"),
+            llm_failed=int(data.get("llm_failed") or 0),
+            llm_stopped=str(data.get("llm_stopped") or ""),
+            cut_short=str(data.get("cut_short") or ""),
         )
         for p in data.get("passes", []):
             report.passes.append(
@@ -197,12 +210,19 @@ def spend(report: Report) -> str:
         return "none"
     of = f" of {report.llm_budget:,}" if report.llm_budget is not None else ""
     calls = "call" if report.llm_calls == 1 else "calls"
-    return f"{report.llm}, {report.llm_calls} {calls}, {report.llm_tokens:,}{of} tokens"
+    failed = f" ({report.llm_failed} failed)" if report.llm_failed else ""
+    return f"{report.llm}, {report.llm_calls} {calls}{failed}, {report.llm_tokens:,}{of} tokens"
 
 
 def render(report: Report) -> str:
     mode = "plan (dry run: nothing was changed)" if report.dry_run else "report"
     lines = [f"Dream {mode} {report.run} — LLM: {spend(report)}"]
+    if report.cut_short:
+        lines.append(f"INCOMPLETE: {report.cut_short}.")
+    if report.llm_stopped:
+        lines.append(
+            f"LLM stopped at its first failure, no more questions this cycle: {report.llm_stopped}"
+        )
     if report.undone:
         lines.append(f"Undone at {report.undone}.")
     for p in report.passes:
