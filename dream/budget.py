@@ -18,6 +18,7 @@ pass was skipped or cut short by the budget or the stop."""
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -81,8 +82,6 @@ class Metered:
     def need(self, system: str, prompt: str, schema: dict[str, Any]) -> int:
         """The most this question can cost: what is sent, the backend's wrapping, the
         longest answer."""
-        import json
-
         sent = _size(system) + _size(prompt) + _size(json.dumps(schema, ensure_ascii=False))
         overhead = getattr(self.llm, "overhead_tokens", OVERHEAD_TOKENS)
         output = getattr(self.llm, "max_output_tokens", MAX_OUTPUT_TOKENS)
@@ -131,6 +130,9 @@ class Metered:
             answer = self.llm.ask(system, prompt, schema, cancel)
             failed = False
             return answer
+        except LLMCancelled:  # stopped by the cycle, not a failure of the LLM
+            failed = False
+            raise
         finally:
             told = getattr(self.llm, "last_tokens", 0)
             if isinstance(told, int) and told > 0:

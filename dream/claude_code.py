@@ -176,16 +176,15 @@ class ClaudeCodeLLM:
             talker = threading.Thread(target=talk, daemon=True)
             talker.start()
             try:
-                self._wait(child, talker, cancel)
+                self._wait(talker, cancel)
             except BaseException:  # a time-out, a cancel, or the dream itself interrupted
                 _stop(child, talker)
                 raise
         stdout, stderr = done.get("io", ("", ""))
         return stdout or "", stderr or "", child.returncode
 
-    def _wait(
-        self, child: subprocess.Popen[str], talker: threading.Thread, cancel: threading.Event | None
-    ) -> None:
+    def _wait(self, talker: threading.Thread, cancel: threading.Event | None) -> None:
+        """Until the run ends; LLMCancelled on cancel, LLMUnavailable past the time-out."""
         deadline = time.monotonic() + self._timeout
         while talker.is_alive():
             if cancel is not None and cancel.is_set():

@@ -11,13 +11,18 @@ import json
 import os
 import signal
 import subprocess
+import tempfile
 import time
+from contextlib import suppress
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from dreamwell.dream import backoff
+import pytest
+
+from dreamwell.dream import ClaudeCodeLLM, backoff, render
+from dreamwell.dream.report import list_reports, load_report
 from dreamwell.server.auto_dream import AutoDream, due, last_cycle
 from dreamwell.stores import DataDir, JsonlLog, LongTermStore, MemoryEntry, exclusive, utcnow
 from tests.support.anthropic_api import AnthropicAPI, Failure, Turn, structured, structured_schema
@@ -106,17 +111,16 @@ def test_the_first_api_failure_ends_the_cycle_s_questions_and_the_next_auto_drea
         assert not due(dirs, auto, now=last + 60 * 2**n - 1), name
         assert due(dirs, auto, now=last + 60 * 2**n + 1), name
     assert len(JsonlLog(home.data_dir, "conversation.jsonl").read()) == 3  # kept for later
-    with AnthropicAPI(every_list_empty) as api:  # the API is back: the back-off is cleared
-        done = dream_once(home, api)
-    assert "LLM stopped" not in done.stdout and backoff.read(home.data_dir).failures == 0
 
 
 def test_what_the_api_counts_never_exceeds_the_token_budget(tmp_path: Path) -> None:
     """Each question is counted before it is sent — with Claude Code's own wrapping and the
-    longest answer it may give — so the API's own count stays within the budget."""
+    longest answer it may give — so the API's own count stays within the budget. And a cycle
+    whose LLM answered clears the back-off of earlier failed ones."""
     home = ClaudeHome(tmp_path)
     home.extra_env |= {"DREAMWELL_LLM_MAX_TOKENS": "256"}  # the longest answer it may give
     seeded(home)
+    backoff.record(home.data_dir, "an earlier cycle's failure")
     counted: list[int] = []
 
     def brain(request: dict[str, Any]) -> Turn:
@@ -129,6 +133,7 @@ def test_what_the_api_counts_never_exceeds_the_token_budget(tmp_path: Path) -> N
     assert 0 < sum(counted) <= 3000, (counted, done.stdout)
     assert f"{sum(counted):,} of 3,000 tokens" in done.stdout, (counted, done.stdout)
     assert "token budget" in done.stdout  # a question was refused before it was sent
+    assert backoff.read(home.data_dir).failures == 0  # the LLM answered: no more back-off
 
 
 def claude_runs_in(tmp: Path) -> list[int]:
@@ -143,8 +148,40 @@ def claude_runs_in(tmp: Path) -> list[int]:
     return found
 
 
-def test_a_cycle_stopped_by_a_signal_says_so_and_leaves_no_claude_nor_temp_folder(
-    tmp_path: Path,
+def last_report(data: Path) -> str:
+    """The newest report, as `dreamwell dream --report` prints it."""
+    return render(load_report(data, list_reports(data)[0]))
+
+
+def dream_stopped_by(home: ClaudeHome, api: AnthropicAPI, signum: int) -> tuple[int, str]:
+    """`dream --once` sent `signum` while its `claude` waits for the API: (exit code, stderr)."""
+    command = [str(DREAMWELL), "dream", "--once", "--llm-provider", "claude-code"]
+    command += ["--claude-path", str(home.binary)]
+    child = subprocess.Popen(
+        command,
+        env=home.env(api),
+        cwd=home.project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while len([r for r in api.requests if structured_schema(r) is not None]) < 1:
+            assert time.monotonic() < deadline and child.poll() is None, child.poll()
+            time.sleep(0.1)
+        api.requests.clear()
+        child.send_signal(signum)
+        _, err = child.communicate(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    return child.returncode, err
+
+
+def test_a_cycle_stopped_by_a_signal_or_killed_says_so_and_leaves_no_claude_nor_temp_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     home = ClaudeHome(tmp_path)
     tmp = tmp_path / "tmp"
@@ -152,29 +189,23 @@ def test_a_cycle_stopped_by_a_signal_says_so_and_leaves_no_claude_nor_temp_folde
     home.extra_env |= {"TMPDIR": str(tmp)}
     seeded(home)
     with AnthropicAPI(lambda request: Failure(hang=True)) as api:
-        command = [str(DREAMWELL), "dream", "--once", "--llm-provider", "claude-code"]
-        command += ["--claude-path", str(home.binary)]
-        child = subprocess.Popen(
-            command,
-            env=home.env(api),
-            cwd=home.project,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            deadline = time.monotonic() + 60
-            while not [r for r in api.requests if structured_schema(r) is not None]:
-                assert time.monotonic() < deadline and child.poll() is None, child.poll()
-                time.sleep(0.1)
-            assert leftovers(tmp) != []  # the run's folder, while it waits for the API
-            child.send_signal(signal.SIGTERM)
-            _, err = child.communicate(timeout=30)
-        finally:
-            if child.poll() is None:
-                child.kill()
-    assert child.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
-    assert leftovers(tmp) == [] and claude_runs_in(tmp) == []
-    assert lock_is_free(home.data_dir)
-    report = home.dreamwell("dream", "--report").stdout
-    assert "INCOMPLETE: cut short: the dream was interrupted" in report, report
+        code, err = dream_stopped_by(home, api, signal.SIGTERM)
+        assert code == 130 and "interrupted" in err and "Traceback" not in err, err
+        assert leftovers(tmp) == [] and claude_runs_in(tmp) == []
+        assert lock_is_free(home.data_dir)
+        report = last_report(home.data_dir)
+        assert "INCOMPLETE: cut short: the dream was interrupted" in report, report
+        # killed outright: nothing of it runs, yet its report says so
+        code, err = dream_stopped_by(home, api, signal.SIGKILL)
+        assert code == -signal.SIGKILL
+        report = last_report(home.data_dir)
+        assert "INCOMPLETE: the cycle did not finish" in report, report
+        assert lock_is_free(home.data_dir)
+        orphans = claude_runs_in(tmp)  # its `claude`, until the API's time-out ends it
+        for pid in orphans:
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    assert leftovers(tmp) != []
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    ClaudeCodeLLM(str(home.binary)).check()  # the next cycle's start removes its folder
+    assert leftovers(tmp) == []

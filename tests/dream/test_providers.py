@@ -114,6 +114,17 @@ def test_429_is_asked_again_after_the_server_s_delay_within_the_cycle_s_wait_bud
     assert (metered.calls, metered.failed, metered.stopped) == (2, 1, "")
 
 
+def test_the_waits_for_retry_after_add_up_to_the_cycle_s_wait_budget_then_it_stops() -> None:
+    slow = Status(429, retry_after="0.6")
+    with fake_openai(slow, slow, PLAN) as (url, script):
+        metered = Metered(openai(url), 10_000, wait_budget=1.0)
+        started = time.monotonic()
+        with pytest.raises(LLMUnavailable, match="429"):
+            metered.ask("s", "p", {})
+    assert len(script.requests) == 2 and 0.6 <= time.monotonic() - started < 5
+    assert "429" in metered.stopped and metered.wait_left == pytest.approx(0.4)
+
+
 def test_a_429_without_retry_after_or_past_the_wait_budget_stops_the_cycle_s_questions() -> None:
     """One request each: the first failure ends the cycle's questions, later ones are not
     sent; the failed call is booked as failed and costs no tokens."""
