@@ -44,7 +44,14 @@ from dreamwell.dream.options import (
     DreamOptions,
     check_cancel,
 )
-from dreamwell.dream.report import INCOMPLETE, NO_LLM, PassResult, Report, save_report
+from dreamwell.dream.report import (
+    INCOMPLETE,
+    NO_LLM,
+    PassResult,
+    Report,
+    failure,
+    save_report,
+)
 from dreamwell.dream.skills import passes as skillpasses
 from dreamwell.dream.writes import commit
 from dreamwell.stores import (
@@ -349,14 +356,9 @@ class _PassRun:
         except (DreamCancelled, LLMCancelled) as exc:
             result.status, result.reason = "partial", "cancelled"
             raise DreamCancelled("the dream cycle was cancelled") from exc
-        except LLMError as exc:  # the LLM's failure: one line, it is in the report
-            logger.warning("dream pass %s failed: %s", name, exc)
-            result.status = "partial" if result.changes else "failed"
-            result.reason = str(exc)
         except Exception as exc:  # a failing pass is reported; the others still run
-            logger.exception("dream pass %s failed", name)
             result.status = "partial" if result.changes else "failed"
-            result.reason = f"{type(exc).__name__}: {exc}"
+            result.reason = failure(name, exc)
         if needs_llm:
             budget.verdict(self.llm, began, result)
         elif budget.refused_since(self.llm, began):  # the judge, inside scoring
@@ -391,5 +393,4 @@ def _maintenance(store: LongTermStore, dry_run: bool) -> PassResult:
         store.maintain()
         return PassResult("maintenance")
     except Exception as exc:
-        logger.exception("dream maintenance failed")
-        return PassResult("maintenance", "failed", f"{type(exc).__name__}: {exc}")
+        return PassResult("maintenance", "failed", failure("maintenance", exc))

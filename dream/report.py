@@ -5,11 +5,14 @@ rendered as text for people and agents."""
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dreamwell.stores import DreamReports, MemoryEntry, entry_from_dict, entry_to_dict
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,17 @@ INCOMPLETE = "the cycle did not finish: it is still running, or it was killed"
 BUDGET = "token budget"  # ... and one skipped because the cycle's LLM budget was spent
 STOPPED = "LLM stopped"  # ... and one skipped because the LLM failed earlier in the cycle
 CHUNK_SKIPPED = "skipped a chunk"  # a note: part of the pass's input got no answer
+
+
+def failure(name: str, exc: Exception) -> str:
+    """A failed pass's reason, said once on stderr as one line (`dream --once`); the
+    traceback only at debug level: the LLM's failures are expected, a bug is in the log."""
+    from dreamwell.dream.llm import LLMError  # loaded already: a pass asked it
+
+    reason = str(exc) if isinstance(exc, LLMError) else f"{type(exc).__name__}: {exc}"
+    logger.warning("dream pass %s failed: %s", name, reason)
+    logger.debug("dream pass %s failed", name, exc_info=exc)
+    return reason
 
 
 @dataclass

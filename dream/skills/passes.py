@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from dreamwell.dream import budget
-from dreamwell.dream.llm import LLM, LLMCancelled, LLMError
-from dreamwell.dream.report import PassResult, Report
+from dreamwell.dream.llm import LLM, LLMCancelled
+from dreamwell.dream.report import PassResult, Report, failure
 from dreamwell.dream.skills.commit import SkillContext
 from dreamwell.dream.skills.consolidate import consolidation_pass
 from dreamwell.dream.skills.gap import gap_pass
@@ -93,13 +93,8 @@ def run_skill_passes(
         except LLMCancelled:
             result.status, result.reason = "partial", "cancelled"
             raise
-        except LLMError as exc:  # the LLM's failure: one line, it is in the report
-            logger.warning("dream pass %s failed: %s", name, exc)
-            result.status = "partial" if result.changes else "failed"
-            result.reason = str(exc)
         except Exception as exc:  # a failing pass is reported; the others still run
-            logger.exception("dream pass %s failed", name)
             result.status = "partial" if result.changes else "failed"
-            result.reason = f"{type(exc).__name__}: {exc}"
+            result.reason = failure(name, exc)
         budget.verdict(llm, began, result)
         saved()

@@ -37,9 +37,9 @@ FAILURES = {  # what the API answers every dream question with, and what the rep
 }
 
 
-def seeded(home: ClaudeHome) -> None:
-    """Two near-duplicates and three user turns: the skill, consolidation and preference
-    passes each have a question to ask."""
+def seeded(home: ClaudeHome, talk: bool = True) -> None:
+    """Two near-duplicates and (`talk`) three user turns: the skill, consolidation and
+    preference passes each have a question to ask."""
     store = LongTermStore(home.data_dir, embedder=None)
     when = utcnow() - timedelta(days=2)
     store.apply(
@@ -48,6 +48,8 @@ def seeded(home: ClaudeHome) -> None:
             MemoryEntry(B, "Daily standup at 9:30, Priya runs it", "work", (), when, when, when),
         ]
     )
+    if not talk:
+        return
     log = JsonlLog(home.data_dir, "conversation.jsonl")
     for session, text in (("s1", "Cut a release with make release"), ("s2", "Release again")):
         log.append({"session": session, "role": "user", "content": text})
@@ -209,3 +211,17 @@ def test_a_cycle_stopped_by_a_signal_or_killed_says_so_and_leaves_no_claude_nor_
     monkeypatch.setattr(tempfile, "tempdir", str(tmp))
     ClaudeCodeLLM(str(home.binary)).check()  # the next cycle's start removes its folder
     assert leftovers(tmp) == []
+
+
+def test_a_pass_that_fails_is_one_line_on_stderr_never_a_traceback(tmp_path: Path) -> None:
+    """`dream.md` that is not UTF-8: the consolidation pass fails before it asks anything."""
+    home = ClaudeHome(tmp_path)
+    seeded(home, talk=False)  # no other pass has a question: no `claude` runs
+    (home.data_dir / "dream.md").write_bytes(b"\xff\xfe not utf-8 \xff")
+    with AnthropicAPI(every_list_empty) as api:
+        done = dream_once(home, api)
+    assert done.returncode == 0
+    assert "- consolidation: failed (UnicodeDecodeError: " in done.stdout, done.stdout
+    failed = [line for line in done.stderr.splitlines() if "dream pass" in line]
+    assert len(failed) == 1 and "consolidation failed: UnicodeDecodeError" in failed[0]
+    assert "Traceback" not in done.stderr, done.stderr
