@@ -143,6 +143,12 @@ class DataDir:
         return self.root / ".auto-dream.started"
 
     @property
+    def dream_backoff(self) -> Path:
+        """Failed dream cycles in a row, and the last one's cause: the dream that starts by
+        itself waits longer after each (dream/backoff.py)."""
+        return self.root / ".dream-backoff.json"
+
+    @property
     def reports(self) -> Path:
         return self.root / "dreams"
 
