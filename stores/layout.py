@@ -25,6 +25,8 @@
                              .import.lock (stores/progress.py)
     hooks/<session>.json     client hooks' state per client session; hooks.log their log
     hooks/entries.sqlite     the memories' text for hooks, which never open LanceDB
+    serve-token              the bearer token `serve --transport http|sse` made for itself
+                             when none was given (0600; server/transports/bearer.py)
     tenants/<name>/          a tenant: the same layout again
     remote.json              present when this directory caches an object-store location
                              (`stores/remote/location.py`): the log is then kept there, not in wal/,
@@ -103,8 +105,7 @@ class DataDir:
 
     @property
     def snapshot(self) -> Path:
-        """The records as of a checkpoint (gzip JSON lines): with the log since, a copy of
-        every memory that does not depend on LanceDB."""
+        """The records at a checkpoint (gzip JSON lines): with the log, a copy without LanceDB."""
         return self.root / "longterm.snapshot.gz"
 
     @property
@@ -173,6 +174,10 @@ class DataDir:
     @property
     def activity(self) -> Path:
         return self.root / ".activity"
+
+    @property
+    def serve_token(self) -> Path:
+        return self.root / "serve-token"
 
     @property
     def format_file(self) -> Path:
@@ -267,10 +272,8 @@ class DataDir:
     def tenants(self) -> Iterator[str]:
         """Names of the tenants that exist under this directory (not the root itself)."""
         folder = self.root / "tenants"
-        if folder.is_dir():
-            for child in sorted(folder.iterdir()):
-                if child.is_dir() and TENANT_RE.fullmatch(child.name):
-                    yield child.name
+        children = sorted(folder.iterdir()) if folder.is_dir() else []
+        yield from (c.name for c in children if c.is_dir() and TENANT_RE.fullmatch(c.name))
 
     # ---- format -------------------------------------------------------------------------------
     def ensure(self, walk: bool = True) -> None:
