@@ -16,11 +16,16 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationErro
 
 from dreamwell.stores import (
     MAX_CONTENT_CHARS,
+    InvalidInput,
     MemoryEntry,
     StoreError,
     check_category,
     check_tags,
     fold_text,
+    redact,
+    redact_category,
+    redact_content,
+    redact_tags,
     utcnow,
 )
 
@@ -71,7 +76,7 @@ class ExportLine(BaseModel):
             score=self.score,
             last_used_at=self.last_used_at,
             decayed_at=self.decayed_at,
-            metadata=dict(self.metadata),
+            metadata={k: redact(v) for k, v in self.metadata.items()},
             archived_at=self.archived_at,
         )
 
@@ -81,14 +86,17 @@ def _content(text: object) -> str:
         raise BadRecord("content is empty or not text")
     if len(text) > MAX_CONTENT_CHARS:
         raise BadRecord(f"content is {len(text)} characters; the limit is {MAX_CONTENT_CHARS}")
-    return text.strip()
+    try:  # secrets never reach the store, whichever door they come through
+        return redact_content(text.strip())[0].strip()
+    except InvalidInput as exc:
+        raise BadRecord(str(exc)) from None
 
 
 def _category(value: object) -> str | None:
     if value is not None and not isinstance(value, str):
         raise BadRecord("category must be text")
     try:
-        return check_category(value)
+        return check_category(redact_category(value)[0])
     except StoreError as exc:
         raise BadRecord(str(exc)) from exc
 
@@ -99,7 +107,7 @@ def _tags(value: object) -> tuple[str, ...]:
     if not isinstance(value, str | list):
         raise BadRecord("tags must be a list of strings or a comma-separated string")
     try:
-        return check_tags(value)
+        return check_tags(redact_tags(value)[0])
     except StoreError as exc:
         raise BadRecord(str(exc)) from exc
 
