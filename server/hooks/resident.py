@@ -52,8 +52,9 @@ def answerer(args: list[str]) -> Answer | None:
     """How this resident answers a hook (event, hook JSON) -> output, with the flags it was
     started with; None when they are not the plain flags install writes."""
     from dreamwell.server.hooks import settings as hook_settings
+    from dreamwell.server.hooks.agents.table import HOOK_EVENTS
     from dreamwell.server.hooks.entry import plain_arguments
-    from dreamwell.server.hooks.events import EVENTS, hook_output
+    from dreamwell.server.hooks.events import hook_output
 
     parsed = plain_arguments(args)
     if parsed is None:
@@ -66,7 +67,7 @@ def answerer(args: list[str]) -> Answer | None:
     _warm()
 
     def answer(event: str, raw: bytes) -> bytes:
-        if event not in EVENTS:
+        if event not in HOOK_EVENTS:
             return b""
         return hook_output(settings, event, parsed["tenant"], raw, " (resident)").encode()
 
@@ -328,7 +329,7 @@ def _answer_one(conn: socket.socket, answer: Answer) -> None:
         got = receive(conn)
         if got is None:
             return
-        if got[0] not in SILENT:
+        if got[0].rpartition(":")[2] not in SILENT:  # `gemini:stop` is silent too
             with contextlib.suppress(OSError):
                 conn.sendall(answer(*got))
             return
