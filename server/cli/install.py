@@ -11,6 +11,8 @@ cursor          ~/.cursor/mcp.json `mcpServers` (--project DIR: DIR/.cursor/mcp.
 vscode          the user profile's mcp.json `servers`: ~/Library/Application Support/Code/User
                 (macOS), %APPDATA%\\Code\\User (Windows), ~/.config/Code/User (Linux)
                 (--project DIR: DIR/.vscode/mcp.json)
+codex, gemini,  the MCP server and the hooks in each agent's own files, with what each needs
+copilot         to run them (server/cli/agents/)
 
 Files are merged, never replaced: every other key stays as it was, an existing `dreamwell`
 entry keeps the keys the user added. The file as it was is kept as `<file>.dreamwell.bak`,
@@ -21,16 +23,29 @@ one-line error (and then no file is written), and `--dry-run` prints the diff in
 from __future__ import annotations
 
 import argparse
-import difflib
-import json
-import os
 import shutil
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dreamwell.server.cli.agents.setup import Setup
+from dreamwell.server.cli.agents.table import NAMES as AGENT_NAMES
+from dreamwell.server.cli.agents.table import PLANS as AGENT_PLANS
+from dreamwell.server.cli.config_files import (
+    NAME,
+    Change,
+    InstallError,
+    TextChange,
+    Where,
+    apply,
+    chain,
+    hook_runner,
+    set_server,
+)
+from dreamwell.server.cli.config_files import object_at as _object
+from dreamwell.server.cli.config_files import put_key as _put
+from dreamwell.server.cli.config_files import quoted as _quoted
 from dreamwell.server.hooks.door import CLAUDE_EVENT, Door
 from dreamwell.server.hooks.door import HOST as DOOR_HOST
 from dreamwell.server.hooks.door import PREFIX as DOOR_PREFIX
@@ -39,42 +54,13 @@ from dreamwell.server.hooks.events import EVENTS
 if TYPE_CHECKING:
     from dreamwell.server.config import Settings
 
-CLIENTS = ("claude-code", "claude-desktop", "cursor", "vscode")
+CLIENTS = ("claude-code", "claude-desktop", "cursor", "vscode", "codex", "gemini", "copilot")
 PLATFORMS = ("linux", "darwin", "win32")
-NAME = "dreamwell"
 HOOK_TIMEOUT = 10  # seconds Claude Code gives a hook before it goes on without it
 # Claude Code's permission rule for every tool of the `dreamwell` server (`mcp__<server>`)
 ALLOW_RULE = f"mcp__{NAME}"
 HOOK_EVENTS = CLAUDE_EVENT  # Claude Code's event name for each `dreamwell hook EVENT`
 assert tuple(HOOK_EVENTS) == EVENTS
-
-
-class InstallError(Exception):
-    """Said to the user as one line; nothing was written."""
-
-
-@dataclass(frozen=True)
-class Where:
-    """Where a client's configuration lives on one machine."""
-
-    platform: str  # linux | darwin | win32
-    home: Path
-    appdata: Path | None = None  # Windows %APPDATA%
-    xdg_config: Path | None = None  # Linux $XDG_CONFIG_HOME
-
-    def app_config(self, *parts: str) -> Path:
-        """The per-user application folder of the platform (Claude Desktop's, VS Code's)."""
-        if self.platform == "darwin":
-            return self.home.joinpath("Library", "Application Support", *parts)
-        if self.platform == "win32":
-            return (self.appdata or self.home / "AppData" / "Roaming").joinpath(*parts)
-        return (self.xdg_config or self.home / ".config").joinpath(*parts)
-
-
-@dataclass(frozen=True)
-class Change:
-    path: Path
-    edit: Callable[[dict[str, Any]], dict[str, Any]]
 
 
 # `--dream`: the dream's LLM is the user's own Claude Code. Carried as flags of the commands
@@ -93,26 +79,6 @@ def server_entry(
     if data_dir is not None:
         entry["env"] = {"DREAMWELL_DATA_DIR": str(data_dir)}
     return entry
-
-
-def _quoted(text: str, platform: str) -> str:
-    if platform == "win32":
-        return f'"{text}"' if " " in text else text
-    import shlex
-
-    return shlex.quote(text)
-
-
-def hook_runner(command: str, platform: str) -> list[str]:
-    """What each hook command starts with. On POSIX: this interpreter running the hooks'
-    lean client (server/hooks/client.py, -I -S: no site-packages to import), which hands
-    the hook to a resident process and falls back to `dreamwell hook` itself; on Windows,
-    which has no Unix sockets for it, `dreamwell hook`."""
-    if platform == "win32":
-        return [command, "hook"]
-    from dreamwell.server.hooks import client
-
-    return [sys.executable, "-I", "-S", str(Path(client.__file__))]
 
 
 def hook_command(
@@ -154,41 +120,6 @@ def is_ours(hook: Any) -> bool:
     return "dreamwell" in text and (" hook " in words or "/hooks/client.py " in words)
 
 
-# ---- edits ------------------------------------------------------------------------------------
-def set_server(
-    key: str, entry: dict[str, Any], remove: bool
-) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    def edit(config: dict[str, Any]) -> dict[str, Any]:
-        servers = _object(config, key)
-        if remove:
-            servers.pop(NAME, None)
-        else:
-            old = servers.get(NAME)
-            servers[NAME] = {**old, **entry} if isinstance(old, dict) else entry
-        return _put(config, key, servers)
-
-    return edit
-
-
-def _object(config: dict[str, Any], key: str) -> dict[str, Any]:
-    """A copy of `config[key]`, which must be a JSON object when present."""
-    found = config.get(key)
-    if found is not None and not isinstance(found, dict):
-        raise InstallError(f"its '{key}' is not a JSON object")
-    return dict(found or {})
-
-
-def _put(config: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
-    """`config` with `key` set to `value`; an empty value is left out unless it was there
-    empty already (what our removal emptied goes: uninstall leaves no empty key)."""
-    out = dict(config)
-    if value or (key in config and not config[key]):
-        out[key] = value
-    else:
-        out.pop(key, None)
-    return out
-
-
 def set_hooks(
     entries: dict[str, dict[str, Any]], remove: bool
 ) -> Callable[[dict[str, Any]], dict[str, Any]]:
@@ -225,19 +156,6 @@ def set_allow(remove: bool) -> Callable[[dict[str, Any]], dict[str, Any]]:
     return edit
 
 
-def chain(
-    edits: list[Callable[[dict[str, Any]], dict[str, Any]]],
-) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """Several edits of one file, one after the other."""
-
-    def edit(config: dict[str, Any]) -> dict[str, Any]:
-        for one in edits:
-            config = one(config)
-        return config
-
-    return edit
-
-
 def _without_ours(group: Any) -> Any:
     if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
         return group
@@ -255,12 +173,14 @@ def plan(
     dream: bool = False,
     allow: bool = True,
     door: Door | None = None,
-) -> list[Change]:
+) -> list[Change | TextChange]:
     """The files to change for `client` and how (`allow`: Claude Code's permission rule
     too; an uninstall removes it whatever `allow` says; `door`: Claude Code's hooks but the
     session start's reach the resident through it)."""
     if dream and client != "claude-code":
         raise InstallError("--dream runs the dream with Claude Code's login: claude-code only")
+    if client in AGENT_PLANS:  # Codex, Gemini CLI, Copilot CLI: server/cli/agents/
+        return AGENT_PLANS[client](Setup(where, command, data_dir, project, remove))
     entry = server_entry(client, command, data_dir, dream)
     if client == "claude-desktop":
         if project is not None:
@@ -289,66 +209,6 @@ def plan(
         Change(servers, set_server("mcpServers", entry, remove)),
         Change(settings, chain(edits)),
     ]
-
-
-def _read(path: Path) -> tuple[str, dict[str, Any]]:
-    """(text as it is, parsed object); a missing file is empty."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return "", {}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InstallError(f"cannot read {path} ({exc}); nothing was changed") from exc
-    if not text.strip():
-        return text, {}
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise InstallError(
-            f"{path} is not valid JSON ({exc}); fix or move it, nothing was changed"
-        ) from None
-    if not isinstance(data, dict):
-        raise InstallError(f"{path} is not a JSON object; nothing was changed")
-    return text, data
-
-
-def apply(changes: list[Change], dry_run: bool, out: Callable[[str], None]) -> int:
-    """Read every file first (one bad file: nothing is written), then write or show."""
-    planned = []
-    for change in changes:
-        before, data = _read(change.path)
-        try:
-            after = json.dumps(change.edit(data), indent=2, ensure_ascii=False) + "\n"
-        except InstallError as exc:
-            raise InstallError(f"{change.path}: {exc}; nothing was changed") from None
-        if json.loads(after) != data:
-            planned.append((change.path, before, after))
-    for path, before, after in planned:
-        if dry_run:
-            diff = difflib.unified_diff(
-                before.splitlines(keepends=True),
-                after.splitlines(keepends=True),
-                str(path),
-                str(path),
-            )
-            out("".join(diff))
-        else:
-            _write(path, before, after)
-            out(f"updated {path}\n")
-    if not planned:
-        out("already as asked; nothing to change\n")
-    return 0
-
-
-def _write(path: Path, before: str, after: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if before:
-        shutil.copy2(path, path.with_name(path.name + ".dreamwell.bak"))
-    tmp = path.with_name(f".{path.name}.dreamwell.tmp")
-    tmp.write_text(after, encoding="utf-8")
-    if path.exists():
-        shutil.copymode(path, tmp)
-    os.replace(tmp, path)
 
 
 # ---- the command ---------------------------------------------------------------------------------
@@ -389,6 +249,7 @@ NAMES = {
     "claude-desktop": "Claude Desktop",
     "cursor": "Cursor",
     "vscode": "VS Code",
+    **AGENT_NAMES,
 }
 
 
