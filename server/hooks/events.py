@@ -327,12 +327,15 @@ def run_hook(
     session = str(payload["session_id"])[:200]
     dirs.ensure()
     sessions = HookSessions(dirs)
-    state = sessions.load(session)
-    state.cwd = redact(str(payload.get("cwd") or "")) or state.cwd
-    state.client = agent.name
     call = Call(event, dirs, payload, session, settings, agent)
-    out = agent.output(event, HANDLERS[event](call, state))
-    sessions.save(state)
+    with sessions.held(session) as had:
+        if not had:
+            hooks_log(dirs, f"{event}: another hook of the session held it; went on")
+        state = sessions.load(session)
+        state.cwd = redact(str(payload.get("cwd") or "")) or state.cwd
+        state.client = agent.name
+        out = agent.output(event, HANDLERS[event](call, state))
+        sessions.save(state)
     if event == "session-end":  # this session counts among those recorded
         start_dream_if_due(call)
     return out

@@ -7,7 +7,6 @@ echoed `<hook_context>` taken out), and the tool it used is read from its own tr
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest

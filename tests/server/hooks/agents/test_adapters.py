@@ -205,3 +205,28 @@ def test_each_agent_s_transcript_gives_the_user_s_turns_tools_and_skills(
     used = JsonlLog(data, SKILL_USAGE).read()
     assert {r["tool"] for r in used if "tool" in r} == set(tools)
     assert {r["client"] for r in used} == {agent}
+
+
+def test_two_hooks_of_one_session_at_once_lose_nothing(tmp_path: Path) -> None:
+    """Copilot CLI runs its session start and its prompt's hook at the same time: the one
+    that loaded the session's state second must not save over what the first recorded."""
+    import threading
+
+    from dreamwell.stores import DataDir
+    from dreamwell.stores.hooks import HookSessions
+    from dreamwell.stores.hooks.sessions import turn_hash
+
+    dirs = DataDir(tmp_path)
+    dirs.ensure()
+    sessions = HookSessions(dirs)
+    given = stdin("copilot", "user-prompt", tmp_path, prompt=PROMPT)
+    prompt_hook = threading.Thread(target=run, args=(tmp_path, "copilot:user-prompt", given))
+    with sessions.held("copilot-1"):  # the session start's hook, between its load and save
+        state = sessions.load("copilot-1")
+        prompt_hook.start()
+        prompt_hook.join(timeout=1.0)  # done here unless it waits for the session
+        state.injected = ["a1a1a1a1a1a1"]
+        sessions.save(state)
+    prompt_hook.join(timeout=30)
+    final = sessions.load("copilot-1")
+    assert final.injected == ["a1a1a1a1a1a1"] and turn_hash(PROMPT) in final.recorded
