@@ -226,7 +226,19 @@ def _planned(change: Change | TextChange) -> tuple[str, str | None] | None:
         return None
     if change.drop_empty and not edited:
         return before, None
-    return before, json.dumps(edited, indent=2, ensure_ascii=False) + "\n"
+    return before, _as_kept(change.path, edited) or json.dumps(
+        edited, indent=2, ensure_ascii=False
+    ) + "\n"
+
+
+def _as_kept(path: Path, data: dict[str, Any]) -> str | None:
+    """The backup's very text when it holds `data` (an uninstall gives the file back byte
+    for byte), else None."""
+    try:
+        kept = path.with_name(path.name + ".dreamwell.bak").read_text(encoding="utf-8")
+        return kept if json.loads(kept) == data else None
+    except (OSError, ValueError):
+        return None
 
 
 def apply(changes: list[Change | TextChange], dry_run: bool, out: Callable[[str], None]) -> int:

@@ -34,6 +34,6 @@ def plan(setup: Setup) -> list[Change | TextChange]:
     entry = {"type": "local", **setup.server(), "tools": ["*"]}
     ours = {} if setup.remove else hooks_file(setup)
     return [
-        Change(servers, set_server("mcpServers", entry, setup.remove)),
+        Change(servers, set_server("mcpServers", entry, setup.remove), drop_empty=True),
         Change(hooks, lambda _: ours, drop_empty=True),
     ]
