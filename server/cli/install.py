@@ -315,6 +315,9 @@ def install_command(settings: Settings, args: argparse.Namespace) -> int:
         return 1
     if code or args.dry_run:
         return code
+    if args.client in AGENT_PLANS:  # Codex, Gemini CLI and Copilot CLI load `.agents/skills`
+        target = where.home / ".agents" / "skills"
+        code = skill_folders(settings.data_dir, target, args.uninstall, ".agents/skills")
     if args.client == "claude-code":
         code = skill_folders(settings.data_dir, where.home / ".claude" / "skills", args.uninstall)
         if not args.uninstall:
@@ -348,7 +351,9 @@ def prime_lists(entry: dict[str, Any], home: Path) -> None:
         _say("the server answered its tools, prompts and resources once (kept for a fast start)\n")
 
 
-def skill_folders(data_dir: Path, target: Path, remove: bool) -> int:
+def skill_folders(
+    data_dir: Path, target: Path, remove: bool, project_folder: str = ".claude/skills"
+) -> int:
     """Claude Code's `Skill` tool loads only skill folders: keep the active skills there
     (stores/skills/sync.py; the servers and hooks keep them in step from now on), or, on
     uninstall, stop and remove the folders dreamwell wrote that nobody edited."""
@@ -358,11 +363,12 @@ def skill_folders(data_dir: Path, target: Path, remove: bool) -> int:
     dirs = DataDir(data_dir)
     try:
         if remove:
-            gone = disable_sync(dirs)
+            gone = disable_sync(dirs, target, project_folder)
             _say(f"removed {len(gone)} skill folders dreamwell wrote in {target}\n" if gone else "")
             return 0
-        enable_sync(dirs, target)
-        [report] = sync_skills(SkillCatalog(dirs))
+        enable_sync(dirs, target, project_folder)
+        reports = sync_skills(SkillCatalog(dirs))
+        report = next(r for r in reports if r.target == target)
     except (StoreError, OSError) as exc:
         sys.stderr.write(f"dreamwell: the skills were not kept as folders in {target}: {exc}\n")
         return 1

@@ -183,6 +183,8 @@ ARGS = {
 SHOP_FACT = "Deploy the shop with make deploy-shop from the repository root"
 BILLING_FACT = "Deploy billing with kubectl apply -f billing.yaml"
 PROMPT = "How do I deploy the shop?"
+SKILL = "shop-release"  # a skill the dream learned: kept in ~/.agents/skills, which all load
+SKILL_MD = f"---\nname: {SKILL}\ndescription: Release the shop service\n---\n\nRun make release.\n"
 
 
 @dataclass(frozen=True)
@@ -197,13 +199,15 @@ class Session:
     log: str
     installed: str
     ids: dict[str, str]
+    skill_folder: Path
 
 
 def one_session(root: Path, agent: str, api: ScriptedAPI) -> Session:
     """Seed a fact of the shop's repository and one of billing's, install dreamwell for
     `agent`, run PROMPT in the shop (the scripted API in `api`) and read what came of it."""
     from dreamwell.server.hooks.refresh import refresh
-    from dreamwell.stores import PROJECT, DataDir, JsonlLog, LongTermStore
+    from dreamwell.stores import PROJECT, DataDir, JsonlLog, LongTermStore, SkillCatalog
+    from dreamwell.stores.skills import make_folder
     from tests.support.repos import two_projects
 
     home = AgentHome(root, agent)
@@ -215,6 +219,7 @@ def one_session(root: Path, agent: str, api: ScriptedAPI) -> Session:
     }
     assert store.checkpoint()
     refresh(DataDir(home.data_dir))
+    SkillCatalog(home.data_dir).put(make_folder(SKILL, {"SKILL.md": SKILL_MD.encode()}, SKILL))
     home.configure(api, shop)
     installed = home.dreamwell("install", agent).stdout
     run = home.run(api, PROMPT, shop)
@@ -230,4 +235,5 @@ def one_session(root: Path, agent: str, api: ScriptedAPI) -> Session:
         log,
         installed,
         ids,
+        home.home / ".agents" / "skills" / SKILL / "SKILL.md",
     )

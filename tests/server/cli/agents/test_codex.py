@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.support.agent_apis import Reply, ResponsesAPI
-from tests.support.agents import PROMPT, Session, one_session
+from tests.support.agents import PROMPT, SKILL, Session, one_session
 
 NAMESPACE = "mcp__dreamwell"
 
@@ -41,6 +41,10 @@ def test_the_repository_s_memory_and_dreamwell_s_tools_are_in_the_first_request(
     offered = {f["name"] for f in spaces[NAMESPACE]["tools"]}
     assert {"search_memory", "save_memory"} <= offered
     assert "clamping" not in session.run.stderr  # the session end's timeout is Codex's 3 s
+    # the skill install kept in ~/.agents/skills is in Codex's own list of skills
+    assert session.skill_folder.is_file()
+    listed = [i for i in session.requests[0]["input"] if "<skills_instructions>" in json.dumps(i)]  # type: ignore[attr-defined]
+    assert SKILL in json.dumps(listed)
 
 
 def test_the_prompt_is_recorded_as_typed_and_the_tool_call_allowed_and_read(

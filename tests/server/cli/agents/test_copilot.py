@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.support.agent_apis import Reply, ResponsesAPI
-from tests.support.agents import PROMPT, Session, one_session
+from tests.support.agents import PROMPT, SKILL, Session, one_session
 
 SEARCH = "dreamwell-search_memory"
 
@@ -39,6 +39,9 @@ def test_the_repository_s_memory_and_dreamwell_s_tools_are_in_the_first_request(
     assert session.ids["shop"] in first and session.ids["billing"] not in first
     offered = {t.get("name") for t in session.requests[0]["tools"]}  # type: ignore[attr-defined]
     assert {SEARCH, "dreamwell-save_memory"} <= offered
+    # the skill install kept in ~/.agents/skills is in Copilot's own instructions
+    assert session.skill_folder.is_file()
+    assert SKILL in str(session.requests[0]["instructions"])
 
 
 def test_the_prompt_is_recorded_as_typed_the_tool_read_and_the_session_ended(

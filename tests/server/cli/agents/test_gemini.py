@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.support.agent_apis import GeminiAPI, Reply
-from tests.support.agents import PROMPT, Session, one_session
+from tests.support.agents import PROMPT, SKILL, Session, one_session
 
 SEARCH = "mcp_dreamwell_search_memory"
 
@@ -49,6 +49,9 @@ def test_the_repository_s_memory_and_dreamwell_s_tools_are_in_the_first_request(
     offered = {f["name"] for t in first["tools"] for f in t.get("functionDeclarations", [])}  # type: ignore[attr-defined]
     assert {SEARCH, "mcp_dreamwell_save_memory"} <= offered
     assert "Hook system message" not in session.run.stdout + session.run.stderr
+    # the skill install kept in ~/.agents/skills is in Gemini's own system instruction
+    assert session.skill_folder.is_file()
+    assert SKILL in json.dumps(first["systemInstruction"])
 
 
 def test_the_prompt_is_recorded_as_typed_and_the_tool_use_read_from_its_transcript(
