@@ -7,6 +7,8 @@ turns and the tools and skills used."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -230,3 +232,31 @@ def test_two_hooks_of_one_session_at_once_lose_nothing(tmp_path: Path) -> None:
     prompt_hook.join(timeout=30)
     final = sessions.load("copilot-1")
     assert final.injected == ["a1a1a1a1a1a1"] and turn_hash(PROMPT) in final.recorded
+
+
+def test_every_agent_s_sessions_count_toward_the_dream_and_stats_name_each(
+    tmp_path: Path,
+) -> None:
+    from dreamwell.server.hooks.stats import hook_lines
+    from dreamwell.stores import DataDir
+    from tests.support.hooks import wait_for_pid
+
+    data = tmp_path / "data"
+    seeded(data)
+    settings = HookSettings(data_dir=data, dream_auto_sessions=2)
+
+    def hook_of(event: str, payload: dict[str, Any]) -> str:
+        return hook_output(settings, event, None, json.dumps(payload).encode())
+
+    hook_of("codex:user-prompt", stdin("codex", "user-prompt", tmp_path, prompt=PROMPT))
+    hook_of("codex:session-end", stdin("codex", "session-end", tmp_path, reason="other"))
+    assert not DataDir(data).auto_dream_started.exists()  # one session: not yet
+    hook_of("copilot:user-prompt", stdin("copilot", "user-prompt", tmp_path, prompt=PROMPT))
+    hook_of("copilot:session-end", stdin("copilot", "session-end", tmp_path, reason="complete"))
+    pid = int(DataDir(data).auto_dream_started.read_text())
+    assert f"session-end started a dream (pid {pid})" in "\n".join(log_lines(data))
+    lines = hook_lines(DataDir(data))
+    assert any(line.strip().startswith("codex codex-1: 1 turn") for line in lines), lines
+    assert any(line.strip().startswith("copilot copilot-1: 1 turn") for line in lines), lines
+    os.kill(pid, signal.SIGTERM)  # the dream it started: its own tests run one through
+    wait_for_pid(pid)
