@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from dreamwell.server.cli.agents.setup import Setup
 from dreamwell.server.cli.agents.table import NAMES as AGENT_NAMES
 from dreamwell.server.cli.agents.table import PLANS as AGENT_PLANS
+from dreamwell.server.cli.agents.table import PROJECT_TRUST
 from dreamwell.server.cli.config_files import (
     NAME,
     Change,
@@ -315,6 +316,8 @@ def install_command(settings: Settings, args: argparse.Namespace) -> int:
         return 1
     if code or args.dry_run:
         return code
+    if args.client in AGENT_PLANS and project is not None and not args.uninstall:
+        _say(PROJECT_TRUST[args.client].format(dir=project))
     if args.client in AGENT_PLANS:  # Codex, Gemini CLI and Copilot CLI load `.agents/skills`
         target = where.home / ".agents" / "skills"
         code = skill_folders(settings.data_dir, target, args.uninstall, ".agents/skills")
