@@ -7,6 +7,7 @@ echoed `<hook_context>` taken out), and the tool it used is read from its own tr
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -57,6 +58,9 @@ def test_the_repository_s_memory_and_dreamwell_s_tools_are_in_the_first_request(
 def test_the_prompt_is_recorded_as_typed_and_the_tool_use_read_from_its_transcript(
     session: Session,
 ) -> None:
+    # the session start said something (the skill), which Gemini echoes into the prompt
+    # as <hook_context>…</hook_context>: recorded without it
+    assert re.search(r"gemini:session-start ok: [1-9]\d* chars", session.log), session.log
     assert [(t["client"], t["content"]) for t in session.turns] == [("gemini", PROMPT)]
     tools = {u["tool"]: u["client"] for u in session.usage if "tool" in u}
     assert tools.get("mcp__dreamwell__search_memory") == "gemini", session.usage
