@@ -183,6 +183,7 @@ ARGS = {
 SHOP_FACT = "Deploy the shop with make deploy-shop from the repository root"
 BILLING_FACT = "Deploy billing with kubectl apply -f billing.yaml"
 PROMPT = "How do I deploy the shop?"
+SAVED = "The shop's release notes go in CHANGES.md"  # what the model saves through the agent
 SKILL = "shop-release"  # a skill the dream learned: kept in ~/.agents/skills, which all load
 SKILL_MD = f"---\nname: {SKILL}\ndescription: Release the shop service\n---\n\nRun make release.\n"
 
@@ -200,6 +201,7 @@ class Session:
     installed: str
     ids: dict[str, str]
     skill_folder: Path
+    saved: dict[str, str | None]  # content -> project of each memory afterwards
 
 
 def one_session(root: Path, agent: str, api: ScriptedAPI) -> Session:
@@ -236,4 +238,5 @@ def one_session(root: Path, agent: str, api: ScriptedAPI) -> Session:
         installed,
         ids,
         home.home / ".agents" / "skills" / SKILL / "SKILL.md",
+        {e.content: e.metadata.get(PROJECT) for e in LongTermStore(home.data_dir).entries()},
     )

@@ -13,16 +13,16 @@ from typing import Any
 import pytest
 
 from tests.support.agent_apis import Reply, ResponsesAPI
-from tests.support.agents import PROMPT, SKILL, Session, one_session
+from tests.support.agents import PROMPT, SAVED, SKILL, Session, one_session
 
 NAMESPACE = "mcp__dreamwell"
 
 
 def brain(request: dict[str, Any]) -> Reply:
-    """Search dreamwell once, then answer."""
+    """Save a memory through dreamwell once, then answer."""
     called = [i for i in request.get("input") or [] if i.get("type") == "function_call"]
     if request.get("tools") and not called:
-        return Reply(tool="search_memory", namespace=NAMESPACE, arguments={"query": "deploy"})
+        return Reply(tool="save_memory", namespace=NAMESPACE, arguments={"content": SAVED})
     return Reply(text="Use make deploy-shop.")
 
 
@@ -59,7 +59,10 @@ def test_the_prompt_is_recorded_as_typed_and_the_tool_call_allowed_and_read(
     ]
     assert results and "requires approval" not in json.dumps(results), results
     tools = {u["tool"]: u["client"] for u in session.usage if "tool" in u}
-    assert tools.get("mcp__dreamwell__search_memory") == "codex", session.usage
+    assert tools.get("mcp__dreamwell__save_memory") == "codex", session.usage
+    # saved through the agent's own MCP client in the shop: the shop's memory, so every
+    # agent's hook recalls it there and in no other repository
+    assert session.saved[SAVED] == "github.com/acme/shop", session.saved
     assert "failed" not in session.log, session.log
     for event in ("session-start", "user-prompt", "stop", "session-end"):
         assert f"codex:{event} ok" in session.log, session.log

@@ -13,16 +13,16 @@ from typing import Any
 import pytest
 
 from tests.support.agent_apis import Reply, ResponsesAPI
-from tests.support.agents import PROMPT, SKILL, Session, one_session
+from tests.support.agents import PROMPT, SAVED, SKILL, Session, one_session
 
-SEARCH = "dreamwell-search_memory"
+SEARCH, SAVE = "dreamwell-search_memory", "dreamwell-save_memory"
 
 
 def brain(request: dict[str, Any]) -> Reply:
-    """Search dreamwell once, then answer."""
+    """Save a memory through dreamwell once, then answer."""
     called = [i for i in request.get("input") or [] if i.get("type") == "function_call"]
     if request.get("tools") and not called:
-        return Reply(tool=SEARCH, arguments={"query": "deploy"})
+        return Reply(tool=SAVE, arguments={"content": SAVED})
     return Reply(text="Use make deploy-shop.")
 
 
@@ -38,7 +38,7 @@ def test_the_repository_s_memory_and_dreamwell_s_tools_are_in_the_first_request(
     first = json.dumps(session.requests[0]["input"])
     assert session.ids["shop"] in first and session.ids["billing"] not in first
     offered = {t.get("name") for t in session.requests[0]["tools"]}  # type: ignore[attr-defined]
-    assert {SEARCH, "dreamwell-save_memory"} <= offered
+    assert {SEARCH, SAVE} <= offered
     # the skill install kept in ~/.agents/skills is in Copilot's own instructions
     assert session.skill_folder.is_file()
     assert SKILL in str(session.requests[0]["instructions"])
@@ -49,7 +49,10 @@ def test_the_prompt_is_recorded_as_typed_the_tool_read_and_the_session_ended(
 ) -> None:
     assert [(t["client"], t["content"]) for t in session.turns] == [("copilot", PROMPT)]
     tools = {u["tool"]: u["client"] for u in session.usage if "tool" in u}
-    assert tools.get("mcp__dreamwell__search_memory") == "copilot", session.usage
+    assert tools.get("mcp__dreamwell__save_memory") == "copilot", session.usage
+    # saved through the agent's own MCP client in the shop: the shop's memory, so every
+    # agent's hook recalls it there and in no other repository
+    assert session.saved[SAVED] == "github.com/acme/shop", session.saved
     assert "failed" not in session.log, session.log
     for event in ("session-start", "user-prompt", "stop", "session-end"):
         assert f"copilot:{event} ok" in session.log, session.log

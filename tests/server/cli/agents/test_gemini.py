@@ -13,21 +13,21 @@ from typing import Any
 import pytest
 
 from tests.support.agent_apis import GeminiAPI, Reply
-from tests.support.agents import PROMPT, SKILL, Session, one_session
+from tests.support.agents import PROMPT, SAVED, SKILL, Session, one_session
 
-SEARCH = "mcp_dreamwell_search_memory"
+SEARCH, SAVE = "mcp_dreamwell_search_memory", "mcp_dreamwell_save_memory"
 
 
 def brain(request: dict[str, Any]) -> Reply:
-    """Search dreamwell once, then answer."""
+    """Save a memory through dreamwell once, then answer."""
     called = [
         p["functionCall"]["name"]
         for c in request.get("contents") or []
         for p in c.get("parts") or []
         if "functionCall" in p
     ]
-    if request.get("tools") and SEARCH not in called:
-        return Reply(tool=SEARCH, arguments={"query": "deploy the shop"})
+    if request.get("tools") and SAVE not in called:
+        return Reply(tool=SAVE, arguments={"content": SAVED})
     return Reply(text="Use make deploy-shop.")
 
 
@@ -48,7 +48,7 @@ def test_the_repository_s_memory_and_dreamwell_s_tools_are_in_the_first_request(
     first = session.requests[0]
     assert session.ids["shop"] in texts(first) and session.ids["billing"] not in texts(first)
     offered = {f["name"] for t in first["tools"] for f in t.get("functionDeclarations", [])}  # type: ignore[attr-defined]
-    assert {SEARCH, "mcp_dreamwell_save_memory"} <= offered
+    assert {SEARCH, SAVE} <= offered
     assert "Hook system message" not in session.run.stdout + session.run.stderr
     # the skill install kept in ~/.agents/skills is in Gemini's own system instruction
     assert session.skill_folder.is_file()
@@ -63,7 +63,10 @@ def test_the_prompt_is_recorded_as_typed_and_the_tool_use_read_from_its_transcri
     assert re.search(r"gemini:session-start ok: [1-9]\d* chars", session.log), session.log
     assert [(t["client"], t["content"]) for t in session.turns] == [("gemini", PROMPT)]
     tools = {u["tool"]: u["client"] for u in session.usage if "tool" in u}
-    assert tools.get("mcp__dreamwell__search_memory") == "gemini", session.usage
+    assert tools.get("mcp__dreamwell__save_memory") == "gemini", session.usage
+    # saved through the agent's own MCP client in the shop: the shop's memory, so every
+    # agent's hook recalls it there and in no other repository
+    assert session.saved[SAVED] == "github.com/acme/shop", session.saved
     assert "failed" not in session.log, session.log
     for event in ("session-start", "user-prompt", "stop", "session-end"):
         assert f"gemini:{event} ok" in session.log, session.log
