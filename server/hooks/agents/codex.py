@@ -40,4 +40,9 @@ def take_codex(record: dict[str, Any], news: TranscriptNews) -> None:
             news.tools[f"{space}__{name}" if space else name] += 1
 
 
-CODEX = Agent("codex", EVENT_NAMES, take_codex)
+CODEX = Agent(
+    "codex",
+    EVENT_NAMES,
+    take_codex,
+    skill_hint="(each is in your skills list: read its SKILL.md to use it)",
+)

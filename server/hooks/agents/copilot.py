@@ -39,5 +39,6 @@ COPILOT = Agent(
     EVENT_NAMES,
     take_copilot,
     echoed=(block("current_datetime"), block("system_reminder")),
+    skill_hint="(load one with the skill tool)",
     shape=top_level_json,
 )

@@ -15,6 +15,8 @@ from dreamwell.server.hooks.transcript import Reader
 
 EVENTS = ("session-start", "user-prompt", "stop", "pre-compact", "session-end")
 CONTEXT_EVENTS = ("session-start", "user-prompt")  # the events whose text reaches the model
+# how the hooks' skill list says a skill is loaded (events.SKILLS_HEADER), in Claude Code
+CLAUDE_SKILL_HINT = "(load one with the Skill tool)"
 
 
 def plain_text(event: str, name: str, text: str) -> str:
@@ -32,6 +34,7 @@ class Agent:
     echoed: tuple[re.Pattern[str], ...] = ()  # context the agent echoed into the prompt
     shape: Callable[[str, str, str], str] = plain_text  # (event, its name, text) -> stdout
     fields: dict[str, str] = field(default_factory=dict)  # our stdin key -> the agent's
+    skill_hint: str = CLAUDE_SKILL_HINT  # how this agent loads a skill the hooks list
 
     def prompt(self, text: str) -> str:
         """The prompt as the user typed it: the context the agent echoed into it removed."""
@@ -54,6 +57,7 @@ class Agent:
         """What the hook prints for `text` ("" prints nothing: the agent adds nothing)."""
         if not text or event not in CONTEXT_EVENTS:
             return ""
+        text = text.replace(CLAUDE_SKILL_HINT, self.skill_hint)
         return self.shape(event, self.events[event], text)
 
 

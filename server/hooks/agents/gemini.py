@@ -60,5 +60,6 @@ GEMINI = Agent(
     EVENT_NAMES,
     take_gemini,
     echoed=(block("hook_context"),),
+    skill_hint="(load one with activate_skill)",
     shape=nested_json,
 )

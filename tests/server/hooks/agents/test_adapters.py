@@ -260,3 +260,20 @@ def test_every_agent_s_sessions_count_toward_the_dream_and_stats_name_each(
     assert any(line.strip().startswith("copilot copilot-1: 1 turn") for line in lines), lines
     os.kill(pid, signal.SIGTERM)  # the dream it started: its own tests run one through
     wait_for_pid(pid)
+
+
+def test_each_agent_is_told_how_it_loads_a_listed_skill(tmp_path: Path) -> None:
+    from dreamwell.server.hooks.agents.core import CLAUDE_SKILL_HINT
+    from dreamwell.server.hooks.events import SKILLS_HEADER
+
+    assert CLAUDE_SKILL_HINT in SKILLS_HEADER
+    said = {
+        "gemini": "activate_skill",
+        "copilot": "the skill tool",
+        "codex": "SKILL.md",
+        "claude-code": "the Skill tool",
+    }
+    for name, how in said.items():
+        agent, _ = agent_of("session-start" if name == "claude-code" else f"{name}:session-start")
+        out = agent.output("session-start", f"{SKILLS_HEADER}\n- x: y")
+        assert how in out and (name == "claude-code" or CLAUDE_SKILL_HINT not in out), out
