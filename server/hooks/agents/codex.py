@@ -3,15 +3,20 @@ the context as a developer message. Its transcript is a rollout file
 (`~/.codex/sessions/Y/M/D/rollout-*.jsonl`), one `{"timestamp", "type", "payload"}` a line:
 the user's words in an `event_msg` whose `item_completed` item is a `UserMessage` (older
 versions: a `user_message` event), each tool call a `response_item` `function_call` (an MCP
-server's tools under the namespace `mcp__SERVER`) or `custom_tool_call`."""
+server's tools under the namespace `mcp__SERVER`) or `custom_tool_call`. Codex uses a skill by
+reading its `SKILL.md` (its skills list gives the path): a call whose arguments read
+`…/skills/NAME/SKILL.md` counts as a use of the skill NAME."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from dreamwell.server.hooks.agents.claude import EVENT_NAMES
 from dreamwell.server.hooks.agents.core import Agent
-from dreamwell.server.hooks.transcript import TranscriptNews
+from dreamwell.server.hooks.transcript import TranscriptNews, skill_name
+
+_SKILL_READ = re.compile(r"skills/([A-Za-z0-9_.:-]+)/SKILL\.md")
 
 
 def take_codex(record: dict[str, Any], news: TranscriptNews) -> None:
@@ -38,6 +43,9 @@ def take_codex(record: dict[str, Any], news: TranscriptNews) -> None:
         space = str(payload.get("namespace") or "")
         if name:
             news.tools[f"{space}__{name}" if space else name] += 1
+        given = payload.get("arguments") or payload.get("input") or ""
+        for found in dict.fromkeys(_SKILL_READ.findall(str(given))):
+            news.skills.append(skill_name(found))
 
 
 CODEX = Agent(

@@ -135,7 +135,14 @@ CODEX_LINES = [
             "call_id": "call_3",
         },
     },
-    {"type": "response_item", "payload": {"type": "function_call", "name": "exec_command"}},
+    {
+        "type": "response_item",
+        "payload": {
+            "type": "function_call",
+            "name": "exec_command",
+            "arguments": '{"cmd": "sed -n 1,200p /home/u/.agents/skills/release/SKILL.md"}',
+        },
+    },
 ]
 GEMINI_CALL = {
     "id": "mcp_dreamwell_search_memory_1",
@@ -181,7 +188,7 @@ SEARCH = "mcp__dreamwell__search_memory"
 @pytest.mark.parametrize(
     ("agent", "lines", "tools", "skills"),
     [
-        ("codex", CODEX_LINES, {SEARCH: 1, "exec_command": 1}, []),
+        ("codex", CODEX_LINES, {SEARCH: 1, "exec_command": 1}, ["release"]),
         ("gemini", GEMINI_LINES, {SEARCH: 1, "activate_skill": 1}, ["release"]),
         ("copilot", COPILOT_LINES, {SEARCH: 1, "bash": 1}, ["release"]),
     ],
