@@ -10,7 +10,6 @@ import json
 from pathlib import Path
 
 import pytest
-import tomllib
 
 from dreamwell.server.cli.agents.codex import trusted_hash
 from dreamwell.server.cli.config_files import InstallError, Where, apply
@@ -31,6 +30,12 @@ FILES = {
     "gemini": [".gemini/settings.json"],
     "copilot": [".copilot/mcp-config.json", ".copilot/hooks/dreamwell.json"],
 }
+
+
+def toml(text: str) -> dict[str, object]:
+    """The TOML read back (Python 3.11's tomllib; the install itself runs without it)."""
+    loaded: dict[str, object] = pytest.importorskip("tomllib").loads(text)
+    return loaded
 
 
 def install(agent: str, home: Path, project: Path | None = None, **kw: bool) -> str:
@@ -73,7 +78,7 @@ def test_codex_gets_approval_startup_and_a_trust_hash_for_each_hook(tmp_path: Pa
     install("codex", tmp_path)
     text = (tmp_path / ".codex" / "config.toml").read_text()
     assert text.startswith(USER_TOML)  # every byte of the user's kept, comments too
-    config = tomllib.loads(text)
+    config = toml(text)
     server = config["mcp_servers"]["dreamwell"]
     assert server["command"] == CMD and server["args"] == ["serve"]
     assert server["default_tools_approval_mode"] == "approve" and server["required"] is True
@@ -98,7 +103,7 @@ def test_a_codex_hook_after_the_user_s_own_is_trusted_at_its_own_index(tmp_path:
     install("codex", tmp_path)
     hooks = json.loads((tmp_path / ".codex" / "hooks.json").read_text())["hooks"]
     assert hooks["Stop"][0]["hooks"] == [theirs]
-    state = tomllib.loads((tmp_path / ".codex" / "config.toml").read_text())["hooks"]["state"]
+    state = toml((tmp_path / ".codex" / "config.toml").read_text())["hooks"]["state"]
     assert any(k.endswith(":stop:1:0") for k in state) and not any(
         k.endswith(":stop:0:0") for k in state
     )
@@ -160,5 +165,5 @@ def test_project_installs_write_the_project_s_files(
     written = sorted(str(p.relative_to(project)) for p in project.rglob("*") if p.is_file())
     assert written == sorted(files)
     if agent == "codex":  # the trust of the project's hooks is the user's to give
-        state = tomllib.loads((home / ".codex" / "config.toml").read_text())["hooks"]["state"]
+        state = toml((home / ".codex" / "config.toml").read_text())["hooks"]["state"]
         assert all(k.startswith(str(project / ".codex" / "hooks.json")) for k in state)
