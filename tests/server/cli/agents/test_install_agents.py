@@ -167,3 +167,17 @@ def test_project_installs_write_the_project_s_files(
     if agent == "codex":  # the trust of the project's hooks is the user's to give
         state = toml((home / ".codex" / "config.toml").read_text())["hooks"]["state"]
         assert all(k.startswith(str(project / ".codex" / "hooks.json")) for k in state)
+
+
+def test_a_data_directory_of_its_own_reaches_each_agent_s_server_and_hooks(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "my data"  # a space: quoted in the hook commands
+    for agent in FILES:
+        apply(plan(agent, Where("linux", tmp_path), CMD, data, None, False), False, lambda _: None)
+    servers = toml((tmp_path / ".codex" / "config.toml").read_text())["mcp_servers"]
+    assert servers["dreamwell"]["env"] == {"DREAMWELL_DATA_DIR": str(data)}  # type: ignore[index]
+    gemini = json.loads((tmp_path / ".gemini" / "settings.json").read_text())
+    assert gemini["mcpServers"]["dreamwell"]["env"] == {"DREAMWELL_DATA_DIR": str(data)}
+    hooks = (tmp_path / ".copilot" / "hooks" / "dreamwell.json").read_text()
+    assert f"--data-dir '{data}'" in json.loads(hooks)["hooks"]["Stop"][0]["bash"]
