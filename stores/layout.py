@@ -234,11 +234,6 @@ class DataDir:
     def hooks(self) -> Path:
         return self.root / "hooks"
 
-    @property
-    def hook_state_lock(self) -> Path:
-        """Held by a hook from loading a session's state to saving it (stores/hooks/)."""
-        return self.hooks / ".state.lock"
-
     def hook_session(self, session_id: str) -> Path:
         """The state file of one client session: its id when that is a safe file name, else
         a hash of it."""

@@ -11,6 +11,8 @@ cursor          ~/.cursor/mcp.json `mcpServers` (--project DIR: DIR/.cursor/mcp.
 vscode          the user profile's mcp.json `servers`: ~/Library/Application Support/Code/User
                 (macOS), %APPDATA%\\Code\\User (Windows), ~/.config/Code/User (Linux)
                 (--project DIR: DIR/.vscode/mcp.json)
+codex, gemini,  the MCP server and the hooks in each agent's own files, with what each needs
+copilot         to run them (server/cli/agents/)
 
 Files are merged, never replaced: every other key stays as it was, an existing `dreamwell`
 entry keeps the keys the user added. The file as it was is kept as `<file>.dreamwell.bak`,
@@ -21,30 +23,39 @@ one-line error (and then no file is written), and `--dry-run` prints the diff in
 from __future__ import annotations
 
 import argparse
-import difflib
-import json
 import shutil
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dreamwell.server.cli.old_hooks import (
-    forget_door,
-    is_old_door,
-    keep_backup,
-    replace_text,
-    scrub_backup,
+from dreamwell.server.cli.agents.setup import Setup
+from dreamwell.server.cli.agents.table import NAMES as AGENT_NAMES
+from dreamwell.server.cli.agents.table import PLANS as AGENT_PLANS
+from dreamwell.server.cli.agents.table import PROJECT_TRUST
+from dreamwell.server.cli.config_files import (
+    NAME,
+    Change,
+    InstallError,
+    TextChange,
+    Where,
+    apply,
+    chain,
+    hook_runner,
+    is_our_command,
+    set_server,
 )
+from dreamwell.server.cli.config_files import object_at as _object
+from dreamwell.server.cli.config_files import put_key as _put
+from dreamwell.server.cli.config_files import quoted as _quoted
+from dreamwell.server.cli.old_hooks import forget_door, is_old_door
 from dreamwell.server.hooks.events import EVENTS
 
 if TYPE_CHECKING:
     from dreamwell.server.config import Settings
 
-CLIENTS = ("claude-code", "claude-desktop", "cursor", "vscode")
+CLIENTS = ("claude-code", "claude-desktop", "cursor", "vscode", "codex", "gemini", "copilot")
 PLATFORMS = ("linux", "darwin", "win32")
-NAME = "dreamwell"
 HOOK_TIMEOUT = 10  # seconds Claude Code gives a hook before it goes on without it
 # Claude Code's permission rule for every tool of the `dreamwell` server (`mcp__<server>`)
 ALLOW_RULE = f"mcp__{NAME}"
@@ -64,34 +75,6 @@ assert tuple(HOOK_EVENTS) == EVENTS
 BACKGROUND = frozenset({"stop", "pre-compact", "session-end"})
 
 
-class InstallError(Exception):
-    """Said to the user as one line; nothing was written."""
-
-
-@dataclass(frozen=True)
-class Where:
-    """Where a client's configuration lives on one machine."""
-
-    platform: str  # linux | darwin | win32
-    home: Path
-    appdata: Path | None = None  # Windows %APPDATA%
-    xdg_config: Path | None = None  # Linux $XDG_CONFIG_HOME
-
-    def app_config(self, *parts: str) -> Path:
-        """The per-user application folder of the platform (Claude Desktop's, VS Code's)."""
-        if self.platform == "darwin":
-            return self.home.joinpath("Library", "Application Support", *parts)
-        if self.platform == "win32":
-            return (self.appdata or self.home / "AppData" / "Roaming").joinpath(*parts)
-        return (self.xdg_config or self.home / ".config").joinpath(*parts)
-
-
-@dataclass(frozen=True)
-class Change:
-    path: Path
-    edit: Callable[[dict[str, Any]], dict[str, Any]]
-
-
 # `--dream`: the dream's LLM is the user's own Claude Code. Carried as flags of the commands
 # install writes (the server's args, the session-end hook), not as `env`: a hook command has
 # no portable way to set a variable (Windows' shell differs), flags show in the config where
@@ -108,26 +91,6 @@ def server_entry(
     if data_dir is not None:
         entry["env"] = {"DREAMWELL_DATA_DIR": str(data_dir)}
     return entry
-
-
-def _quoted(text: str, platform: str) -> str:
-    if platform == "win32":
-        return f'"{text}"' if " " in text else text
-    import shlex
-
-    return shlex.quote(text)
-
-
-def hook_runner(command: str, platform: str) -> list[str]:
-    """What each hook command starts with. On POSIX: this interpreter running the hooks'
-    lean client (server/hooks/client.py, -I -S: no site-packages to import), which hands
-    the hook to a resident process and falls back to `dreamwell hook` itself; on Windows,
-    which has no Unix sockets for it, `dreamwell hook`."""
-    if platform == "win32":
-        return [command, "hook"]
-    from dreamwell.server.hooks import client
-
-    return [sys.executable, "-I", "-S", str(Path(client.__file__))]
 
 
 def hook_command(
@@ -153,48 +116,7 @@ def hook_entry(command: str, event: str) -> dict[str, Any]:
 def is_ours(hook: Any) -> bool:
     """A hook install wrote: `dreamwell hook EVENT` (as written before the client, and on
     Windows), the client, or an earlier version's post to the HTTP door."""
-    if not isinstance(hook, dict):
-        return False
-    if hook.get("type") == "http":
-        return is_old_door(hook)
-    text = str(hook.get("command", ""))
-    words = f" {text} ".replace("\\", "/")
-    return "dreamwell" in text and (" hook " in words or "/hooks/client.py " in words)
-
-
-# ---- edits ------------------------------------------------------------------------------------
-def set_server(
-    key: str, entry: dict[str, Any], remove: bool
-) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    def edit(config: dict[str, Any]) -> dict[str, Any]:
-        servers = _object(config, key)
-        if remove:
-            servers.pop(NAME, None)
-        else:
-            old = servers.get(NAME)
-            servers[NAME] = {**old, **entry} if isinstance(old, dict) else entry
-        return _put(config, key, servers)
-
-    return edit
-
-
-def _object(config: dict[str, Any], key: str) -> dict[str, Any]:
-    """A copy of `config[key]`, which must be a JSON object when present."""
-    found = config.get(key)
-    if found is not None and not isinstance(found, dict):
-        raise InstallError(f"its '{key}' is not a JSON object")
-    return dict(found or {})
-
-
-def _put(config: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
-    """`config` with `key` set to `value`; an empty value is left out unless it was there
-    empty already (what our removal emptied goes: uninstall leaves no empty key)."""
-    out = dict(config)
-    if value or (key in config and not config[key]):
-        out[key] = value
-    else:
-        out.pop(key, None)
-    return out
+    return is_old_door(hook) or is_our_command(hook)
 
 
 def set_hooks(
@@ -233,19 +155,6 @@ def set_allow(remove: bool) -> Callable[[dict[str, Any]], dict[str, Any]]:
     return edit
 
 
-def chain(
-    edits: list[Callable[[dict[str, Any]], dict[str, Any]]],
-) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """Several edits of one file, one after the other."""
-
-    def edit(config: dict[str, Any]) -> dict[str, Any]:
-        for one in edits:
-            config = one(config)
-        return config
-
-    return edit
-
-
 def _without_ours(group: Any) -> Any:
     if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
         return group
@@ -262,11 +171,13 @@ def plan(
     remove: bool,
     dream: bool = False,
     allow: bool = True,
-) -> list[Change]:
+) -> list[Change | TextChange]:
     """The files to change for `client` and how (`allow`: Claude Code's permission rule
     too; an uninstall removes it whatever `allow` says)."""
     if dream and client != "claude-code":
         raise InstallError("--dream runs the dream with Claude Code's login: claude-code only")
+    if client in AGENT_PLANS:  # Codex, Gemini CLI, Copilot CLI: server/cli/agents/
+        return AGENT_PLANS[client](Setup(where, command, data_dir, project, remove))
     entry = server_entry(client, command, data_dir, dream)
     if client == "claude-desktop":
         if project is not None:
@@ -294,64 +205,6 @@ def plan(
         Change(servers, set_server("mcpServers", entry, remove)),
         Change(settings, chain(edits)),
     ]
-
-
-def _read(path: Path) -> tuple[str, dict[str, Any]]:
-    """(text as it is, parsed object); a missing file is empty."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return "", {}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InstallError(f"cannot read {path} ({exc}); nothing was changed") from exc
-    if not text.strip():
-        return text, {}
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise InstallError(
-            f"{path} is not valid JSON ({exc}); fix or move it, nothing was changed"
-        ) from None
-    if not isinstance(data, dict):
-        raise InstallError(f"{path} is not a JSON object; nothing was changed")
-    return text, data
-
-
-def apply(changes: list[Change], dry_run: bool, out: Callable[[str], None]) -> int:
-    """Read every file first (one bad file: nothing is written), then write or show."""
-    planned = []
-    for change in changes:
-        before, data = _read(change.path)
-        try:
-            after = json.dumps(change.edit(data), indent=2, ensure_ascii=False) + "\n"
-        except InstallError as exc:
-            raise InstallError(f"{change.path}: {exc}; nothing was changed") from None
-        if json.loads(after) != data:
-            planned.append((change.path, before, after))
-    for path, before, after in planned:
-        if dry_run:
-            diff = difflib.unified_diff(
-                before.splitlines(keepends=True),
-                after.splitlines(keepends=True),
-                str(path),
-                str(path),
-            )
-            out("".join(diff))
-        else:
-            _write(path, before, after)
-            out(f"updated {path}\n")
-    for change in [] if dry_run else changes:  # one an earlier version left
-        scrub_backup(change.path)
-    if not planned:
-        out("already as asked; nothing to change\n")
-    return 0
-
-
-def _write(path: Path, before: str, after: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if before:
-        keep_backup(path, before)
-    replace_text(path, after, path)
 
 
 # ---- the command ---------------------------------------------------------------------------------
@@ -389,6 +242,7 @@ NAMES = {
     "claude-desktop": "Claude Desktop",
     "cursor": "Cursor",
     "vscode": "VS Code",
+    **AGENT_NAMES,
 }
 
 
@@ -456,6 +310,11 @@ def install_command(settings: Settings, args: argparse.Namespace) -> int:
         return 1
     if code or args.dry_run:
         return code
+    if args.client in AGENT_PLANS and project is not None and not args.uninstall:
+        _say(PROJECT_TRUST[args.client].format(dir=project))
+    if args.client in AGENT_PLANS:  # Codex, Gemini CLI and Copilot CLI load `.agents/skills`
+        target = where.home / ".agents" / "skills"
+        code = skill_folders(settings.data_dir, target, args.uninstall, ".agents/skills")
     if args.client == "claude-code":
         forget_door(settings.data_dir)  # an earlier version's token
         code = skill_folders(settings.data_dir, where.home / ".claude" / "skills", args.uninstall)
@@ -474,7 +333,9 @@ def prime_lists(entry: dict[str, Any], home: Path) -> None:
         _say("the server answered its tools, prompts and resources once (kept for a fast start)\n")
 
 
-def skill_folders(data_dir: Path, target: Path, remove: bool) -> int:
+def skill_folders(
+    data_dir: Path, target: Path, remove: bool, project_folder: str = ".claude/skills"
+) -> int:
     """Claude Code's `Skill` tool loads only skill folders: keep the active skills there
     (stores/skills/sync.py; the servers and hooks keep them in step from now on), or, on
     uninstall, stop and remove the folders dreamwell wrote that nobody edited."""
@@ -484,11 +345,12 @@ def skill_folders(data_dir: Path, target: Path, remove: bool) -> int:
     dirs = DataDir(data_dir)
     try:
         if remove:
-            gone = disable_sync(dirs)
+            gone = disable_sync(dirs, target, project_folder)
             _say(f"removed {len(gone)} skill folders dreamwell wrote in {target}\n" if gone else "")
             return 0
-        enable_sync(dirs, target)
-        [report] = sync_skills(SkillCatalog(dirs))
+        enable_sync(dirs, target, project_folder)
+        reports = sync_skills(SkillCatalog(dirs))
+        report = next(r for r in reports if r.target == target)
     except (StoreError, OSError) as exc:
         sys.stderr.write(f"dreamwell: the skills were not kept as folders in {target}: {exc}\n")
         return 1

@@ -95,7 +95,10 @@ def replace_text(path: Path, text: str, mode_of: Path) -> None:
 def keep_backup(path: Path, before: str) -> None:
     """Keep the file at `path` as it was (`before`, a JSON object) beside it, without an
     earlier version's HTTP hooks and their token."""
-    data = json.loads(before) if before.strip() else {}
+    try:  # a TOML file (Codex's) holds no HTTP hook
+        data = json.loads(before) if before.strip() else {}
+    except ValueError:
+        data = {}
     if isinstance(data, dict) and count_old_door(data):
         text = json.dumps(without_old_door(data), indent=2, ensure_ascii=False) + "\n"
         replace_text(backup_of(path), text, path)

@@ -51,8 +51,9 @@ def answerer(args: list[str]) -> Answer | None:
     """How this resident answers a hook (event, hook JSON) -> output, with the flags it was
     started with; None when they are not the plain flags install writes."""
     from dreamwell.server.hooks import settings as hook_settings
+    from dreamwell.server.hooks.agents.table import HOOK_EVENTS
     from dreamwell.server.hooks.entry import plain_arguments
-    from dreamwell.server.hooks.events import EVENTS, hook_output
+    from dreamwell.server.hooks.events import hook_output
 
     parsed = plain_arguments(args)
     if parsed is None:
@@ -65,7 +66,7 @@ def answerer(args: list[str]) -> Answer | None:
     _warm()
 
     def answer(event: str, raw: bytes) -> bytes:
-        if event not in EVENTS:
+        if event not in HOOK_EVENTS:
             return b""
         return hook_output(settings, event, parsed["tenant"], raw, " (resident)").encode()
 
@@ -225,7 +226,7 @@ def _answer_one(conn: socket.socket, got: bytes, answer: Answer, journal: Path |
     event = got.partition(b"\0")[0].decode("ascii", "replace")
     with conn:
         conn.settimeout(CONN_WAIT)
-        if event not in SILENT:
+        if event.rpartition(":")[2] not in SILENT:  # `gemini:stop` is silent too
             with contextlib.suppress(OSError):
                 conn.sendall(_run(got, answer))
             return

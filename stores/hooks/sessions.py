@@ -7,14 +7,14 @@ are pruned. Writes are atomic (temp file + rename): a reader sees the old state 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-
-from filelock import FileLock
 
 from dreamwell.stores.files import write_atomic
 from dreamwell.stores.layout import DataDir
@@ -83,21 +83,39 @@ class HookSession:
         ]
 
 
-STATE_WAIT = 5.0  # seconds a hook waits for another to save its session's state
-
-
 class HookSessions:
     def __init__(self, dirs: DataDir) -> None:
         self.dirs = dirs
 
-    def locked(self) -> FileLock:
-        """The lock a hook holds from loading a session's state to saving it, across
-        processes: Claude Code does not wait for the hooks it runs in the background, so a
-        stop and the session end can run at once (as processes when no resident answers),
-        and each must start from what the other saved, or both record the same transcript
-        lines. Waits STATE_WAIT seconds at most (filelock.Timeout)."""
+    @contextlib.contextmanager
+    def held(self, session_id: str, wait: float = 2.0) -> Iterator[bool]:
+        """One hook of a session at a time between its load and its save (an agent may run
+        two at once: Copilot CLI its session start and its prompt's), waiting at most `wait`
+        seconds; whether it was had (not: the hook goes on, a prompt must not wait longer).
+        No lock where there is no fcntl (Windows)."""
+        try:
+            import fcntl
+        except ImportError:
+            yield False
+            return
         self.dirs.hooks.mkdir(parents=True, exist_ok=True)
-        return FileLock(str(self.dirs.hook_state_lock), timeout=STATE_WAIT, mode=0o600)
+        path = self.dirs.hook_session(session_id).with_suffix(".lock")
+        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            deadline = time.monotonic() + wait
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    had = True
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        had = False
+                        break
+                    time.sleep(0.01)
+            yield had
+        finally:
+            os.close(fd)
 
     def load(self, session_id: str) -> HookSession:
         """The session's state; a new one when there is none or it is damaged."""
@@ -130,7 +148,7 @@ class HookSessions:
             return 0
         cutoff = time.time() - max_age
         gone = 0
-        for path in self.dirs.hooks.glob("*.json"):
+        for path in [*self.dirs.hooks.glob("*.json"), *self.dirs.hooks.glob("*.lock")]:
             try:
                 if path.stat().st_mtime < cutoff:
                     path.unlink()

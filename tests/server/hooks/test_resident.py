@@ -379,5 +379,8 @@ def test_a_session_end_whose_resident_dies_during_its_work_is_done_by_the_next_r
     lean_hook("user-prompt", prompt("s2", "deploy the api"), tmp_path, run)
     assert wait_for_resident(run) != first
     settle(run)
-    assert [t["content"] for t in turns(tmp_path)] == ["deploy the api", "we ship on fridays"]
+    # the prompt runs as its own process while the new resident replays its journal: either
+    # may record first; the session end's turn is there once
+    recorded = sorted(t["content"] for t in turns(tmp_path))
+    assert recorded == ["deploy the api", "we ship on fridays"]
     assert [line for line in via_resident(tmp_path) if " session-end ok: " in line]
