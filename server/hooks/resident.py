@@ -64,6 +64,9 @@ def answerer(args: list[str]) -> Answer | None:
     except hook_settings.NotPlain:
         return None
     _warm()
+    from dreamwell.server.hooks import hybrid
+
+    hybrid.start(settings.data_dir, parsed["tenant"] or "", given)  # hybrid ranking, soon
 
     def answer(event: str, raw: bytes) -> bytes:
         if event not in EVENTS:
@@ -83,6 +86,7 @@ def _warm() -> None:
         "dreamwell.server.hooks.skills",
         "dreamwell.server.hooks.transcript",
         "dreamwell.server.mcp.recall_text",
+        "dreamwell.stores.hooks.inject",
         "dreamwell.stores.hooks.quick_recall",
         "dreamwell.stores.index.hybrid_rank",
         "dreamwell.stores.index.relevance",

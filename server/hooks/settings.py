@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 _TRUE = ("1", "true", "yes", "on", "y", "t")
 _FALSE = ("0", "false", "no", "off", "n", "f")
 MAX_CHARS_RANGE = (200, 100_000)  # Settings.hook_max_chars' bounds
+SESSION_CHARS_RANGE = (0, 10_000_000)  # Settings.hook_session_chars' bounds
 
 
 SESSIONS_RANGE = (0, 100_000)  # Settings.dream_auto_sessions' bounds
@@ -37,6 +38,7 @@ class HookSettings:
     dream_auto_sessions: int = 5
     dream_flags: tuple[str, ...] = ()  # given on the hook's command line, for its dream
     project: str | None = None  # pinned (SPEC §11); else the hook input's `cwd`
+    hook_session_chars: int = 4000  # characters the hooks inject into a session in all
 
 
 class NotPlain(ValueError):
@@ -57,6 +59,13 @@ def _chars(text: str) -> int:
     if not MAX_CHARS_RANGE[0] <= value <= MAX_CHARS_RANGE[1]:
         raise NotPlain(text)
     return value
+
+
+def _session_chars(text: str) -> int:
+    low, high = SESSION_CHARS_RANGE
+    if not text.strip().isdigit() or not low <= int(text) <= high:
+        raise NotPlain(text)
+    return int(text)
 
 
 def _sessions(text: str) -> int:
@@ -116,6 +125,7 @@ def read(data_dir_flag: str | None, given: Mapping[str, str | None] | None = Non
         _sessions(env["dream_auto_sessions"]) if "dream_auto_sessions" in env else 5,
         dream_flags(given or {}),
         env.get("project") or None,
+        _session_chars(env["hook_session_chars"]) if "hook_session_chars" in env else 4000,
     )
 
 
@@ -135,4 +145,5 @@ def from_settings(
         settings.dream_auto_sessions,
         dream_flags(given or {}),
         settings.project,
+        settings.hook_session_chars,
     )

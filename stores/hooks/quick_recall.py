@@ -178,6 +178,21 @@ class QuickRecall:
     def search(self, text: str, limit: int, project: str | None = None) -> list[MemoryEntry]:
         """Live entries for `text` (of `project` or global, if given), BM25 × importance as
         the server ranks with keywords only; entries with the same folded text once."""
+        out: list[MemoryEntry] = []
+        folded: set[str] = set()
+        for entry in self.ranked(text, limit, project):
+            key = fold_text(entry.content)
+            if key not in folded:
+                folded.add(key)
+                out.append(entry)
+        return out
+
+    def ranked(
+        self, text: str, limit: int, project: str | None = None, prefixes: Sequence[str] = ()
+    ) -> list[MemoryEntry]:
+        """The relevant live entries for `text`, best first, as the server's search with
+        keywords only returns its best `limit` (of `project` or global, if given; under one
+        of `prefixes`, if given): a `Ranker` (inject.py)."""
         pending = self._tail.pending
         hits: list[tuple[str, float]] = []
         if self._index is not None:
@@ -189,21 +204,16 @@ class QuickRecall:
                 if (e := self._tail.overlay.get(i)) is not None and e.live and _of(e, project)
             }
             hits += self._index.score_docs(text, docs)
-        entries = self.get_many([i for i, _ in hits])
+        entries = {
+            i: e
+            for i, e in self.get_many([i for i, _ in hits]).items()
+            if _under(e.category, prefixes)
+        }
         bm25 = [h for h in hits if h[0] in entries]
         ranked = rank_hits(bm25, [], {i: e.importance for i, e in entries.items()}, 0.0, 1.0)
         if self._index is not None:  # what the server returns: only hits relevant enough
             ranked = self._relevant(text, ranked, entries, limit)
-        out: list[MemoryEntry] = []
-        folded: set[str] = set()
-        for i, _ in ranked:
-            key = fold_text(entries[i].content)
-            if key not in folded:
-                folded.add(key)
-                out.append(entries[i])
-            if len(out) >= limit:
-                break
-        return out
+        return [entries[i] for i, _ in ranked[:limit]]
 
     def _relevant(
         self,
