@@ -42,9 +42,15 @@ class Hybrid:
         self._ranker: StoreRanker | None = None
         self.why = "embedder loading"
         self._wanted = threading.Event()
+        self._stopped = False
 
     def start(self) -> None:
         threading.Thread(target=self._run, name="dreamwell-hybrid", daemon=True).start()
+
+    def stop(self) -> None:
+        """End the backfill thread (after its current round)."""
+        self._stopped = True
+        self._wanted.set()
 
     def ranker(self, dirs: DataDir) -> StoreRanker | None:
         if dirs.root != self.dirs.root:
@@ -94,6 +100,7 @@ class Hybrid:
         warm = getattr(runtime.embedder, "warm", None)
         if warm is not None:
             warm()
+        store.search("warm")  # embeds the reference sentences: not on the first prompt's clock
         return store
 
     def _backfill_forever(self, store: Any) -> None:
@@ -104,10 +111,12 @@ class Hybrid:
         from dreamwell.server.heap import give_back_freed
 
         claim = FileLock(str(self.dirs.backfill_lock), timeout=0)
-        while True:
+        while not self._stopped:
             soon = store.vectors_claimed_for()
             self._wanted.wait(BACKFILL_IDLE if soon is None else min(BACKFILL_IDLE, soon + 0.05))
             self._wanted.clear()
+            if self._stopped:
+                return
             done = 0
             with contextlib.suppress(Timeout), claim:
                 try:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dreamwell.stores.index.hybrid_rank import rank_hits
-from dreamwell.stores.index.relevance import Rule, Words, keyword_share, select
+from dreamwell.stores.index.relevance import Meaning, Rule, Words, keyword_share, select
 from dreamwell.stores.index.text_index import IndexDoc, TextIndex
 from dreamwell.stores.layout import DataDir
 from dreamwell.stores.longterm.log import Record
@@ -229,10 +229,10 @@ class QuickRecall:
         assert index is not None
         weights = index.term_weights(text)
 
-        def judge(entry_id: str) -> tuple[float, Words]:
+        def judge(entry_id: str) -> tuple[Meaning, Words]:
             e = entries[entry_id]
             terms = index.doc_terms(IndexDoc(e.id, e.content, e.category, e.tags))
-            return float("-inf"), keyword_share(weights, terms.counts, terms.context)
+            return Meaning(), keyword_share(weights, terms.counts, terms.context)
 
         return select(Rule(), ranked, judge, limit)
 
