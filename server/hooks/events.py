@@ -33,8 +33,7 @@ from dreamwell.stores.hooks import HookSession, HookSessions, hooks_log
 
 if TYPE_CHECKING:
     from dreamwell.server.hooks.settings import HookSettings
-    from dreamwell.stores.hooks import QuickRecall
-    from dreamwell.stores.hooks.inject import Ranker
+    from dreamwell.stores.hooks import QuickRecall, Ranker
 
 EVENTS = ("session-start", "user-prompt", "stop", "pre-compact", "session-end")
 CLIENT = "claude-code"
@@ -259,7 +258,7 @@ def where_queries(call: Call, project: Project | None) -> list[str]:
 
 def _preferences(ranker: Ranker, queries: list[str], project: str | None) -> list[MemoryEntry]:
     """The preferences relevant to any of `queries`, taken from each in turn."""
-    from dreamwell.stores.hooks.inject import recalled
+    from dreamwell.stores.hooks import recalled
 
     found = [recalled(ranker, q, project, (), PREFERENCE_LINES, PREFERENCES) for q in queries]
     out: dict[str, MemoryEntry] = {}
@@ -301,7 +300,7 @@ def session_start(call: Call, state: HookSession) -> str:
 def user_prompt(call: Call, state: HookSession) -> str:
     from dreamwell.server.mcp.recall_text import RECALLED, fill
     from dreamwell.server.mcp.recall_text import memory_line as _line
-    from dreamwell.stores.hooks.inject import recalled
+    from dreamwell.stores.hooks import recalled
 
     prompt = call.payload.get("prompt")
     if not isinstance(prompt, str):

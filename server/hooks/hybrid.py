@@ -23,7 +23,7 @@ from dreamwell.stores import DataDir
 from dreamwell.stores.hooks import hooks_log
 
 if TYPE_CHECKING:
-    from dreamwell.stores.hooks.inject import StoreRanker
+    from dreamwell.stores.hooks import StoreRanker
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ class Hybrid:
             self.why = f"the store could not be opened for vectors ({type(exc).__name__}: {exc})"
             hooks_log(self.dirs, f"resident: keyword-only: {self.why}")
             return
-        from dreamwell.stores.hooks.inject import StoreRanker
+        from dreamwell.stores.hooks import StoreRanker
 
         self._ranker = StoreRanker(store)
         self.why = ""

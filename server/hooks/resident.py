@@ -66,7 +66,8 @@ def answerer(args: list[str]) -> Answer | None:
     _warm()
     from dreamwell.server.hooks import hybrid
 
-    hybrid.start(settings.data_dir, parsed["tenant"] or "", given)  # hybrid ranking, soon
+    if settings.embedder != "none":  # hybrid ranking, seconds from now
+        hybrid.start(settings.data_dir, parsed["tenant"] or "", given)
 
     def answer(event: str, raw: bytes) -> bytes:
         if event not in EVENTS:

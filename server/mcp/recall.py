@@ -71,7 +71,7 @@ def _recalled(
     """Up to MAX_RECALLED memories relevant to `message` (of the caller's project and global
     ones) not yet shown to the caller: what every injecting path recalls
     (stores/hooks/inject.py), as `search_memory` ranks them."""
-    from dreamwell.stores.hooks.inject import StoreRanker, recalled
+    from dreamwell.stores.hooks import StoreRanker, recalled
 
     return recalled(StoreRanker(tenant.longterm), message, project, injected.seen(caller))
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from dreamwell.stores.index.hybrid_rank import rank_hits
 from dreamwell.stores.index.relevance import Meaning, Rule, Words, keyword_share, select
+from dreamwell.stores.index.stopwords import ENGLISH_STOPWORDS
 from dreamwell.stores.index.text_index import IndexDoc, TextIndex
 from dreamwell.stores.layout import DataDir
 from dreamwell.stores.longterm.log import Record
@@ -204,6 +206,8 @@ class QuickRecall:
                 if (e := self._tail.overlay.get(i)) is not None and e.live and _of(e, project)
             }
             hits += self._index.score_docs(text, docs)
+        else:  # the server repairs it meanwhile: the log's tail, by the words it shares
+            hits = self._by_words(text, project)
         entries = {
             i: e
             for i, e in self.get_many([i for i, _ in hits]).items()
@@ -214,6 +218,23 @@ class QuickRecall:
         if self._index is not None:  # what the server returns: only hits relevant enough
             ranked = self._relevant(text, ranked, entries, limit)
         return [entries[i] for i, _ in ranked[:limit]]
+
+    def _by_words(self, text: str, project: str | None) -> list[tuple[str, float]]:
+        """The log's live entries by the share of `text`'s words (stop-words left out) they
+        hold, kept as the relevance rule keeps hits by words (without an index to weigh
+        them, each word weighs the same)."""
+        asked = {
+            _stem(w) for w in re.findall(r"\w+", text.casefold()) if w not in ENGLISH_STOPWORDS
+        }
+        hits = []
+        for entry in self._tail.overlay.values():
+            if entry is None or not entry.live or not _of(entry, project) or not asked:
+                continue
+            held = len(asked & {_stem(w) for w in re.findall(r"\w+", entry.content.casefold())})
+            words = Words(held / len(asked), held, len(asked))
+            if Rule().answers(Meaning(), words):
+                hits.append((entry.id, words.share))
+        return sorted(hits, key=lambda h: (-h[1], h[0]))
 
     def _relevant(
         self,
@@ -295,3 +316,11 @@ def _under(category: str | None, prefixes: Sequence[str]) -> bool:
         return True
     cat = category or ""
     return any(cat == p or cat.startswith(p + "/") for p in prefixes)
+
+
+def _stem(word: str) -> str:
+    """`word` without a plural's or a tense's ending (the index's stemmer, roughly)."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word

@@ -277,3 +277,13 @@ def seeded(data: Path) -> LongTermStore:
     store.checkpoint()
     refresh(DataDir(data))
     return store
+
+
+PREFERENCES_ASKED = "answer in prose without bullet points; search code with ripgrep, not find"
+
+
+def lately_asked(data: Path, cwd: str = "/work/proj") -> None:
+    """A prompt recorded lately in `cwd` that the seeded preference and anti-pattern answer:
+    a session start there ranks the preferences against it (issue 54)."""
+    record = {"session": "earlier", "role": "user", "content": PREFERENCES_ASKED, "cwd": cwd}
+    JsonlLog(data, CONVERSATION).append(record | {"via": "hook", "client": "claude-code"})

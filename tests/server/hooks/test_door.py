@@ -25,6 +25,7 @@ from tests.support.hooks import (
     PREF,
     Transcript,
     event,
+    lately_asked,
     lean_hook,
     log_lines,
     prompt,
@@ -170,6 +171,7 @@ def test_a_server_keeps_a_resident_at_the_door_and_starts_one_when_none_answers(
     tmp_path: Path, run: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seeded(tmp_path)
+    lately_asked(tmp_path)
     door = hook_door.ensure(DataDir(tmp_path).hook_door)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(run))
     monkeypatch.setenv("DREAMWELL_EMBEDDER", "none")
@@ -221,6 +223,7 @@ def test_the_first_session_start_returns_once_its_resident_is_at_the_door(
     returns only when it is up, because the prompt's hook right after it is a post to the
     door that nothing would answer (Claude Code goes on without it)."""
     seeded(tmp_path)
+    lately_asked(tmp_path)
     door = hook_door.ensure(DataDir(tmp_path).hook_door)
     start = event("s1", "SessionStart", tmp_path / "t.jsonl", source="startup")
     done = lean_hook("session-start", start, tmp_path, run)

@@ -41,7 +41,7 @@ def model(request: dict[str, Any]) -> str:
 
 def scripted_session(data: Path, t: Transcript) -> None:
     start = hook("session-start", event("s1", "SessionStart", t.path, source="startup"), data)
-    assert PREF in start.stdout
+    assert start.returncode == 0 and DEPLOY not in start.stdout  # nothing asked here yet
     t.user("how do I deploy the api?")
     shown = hook(
         "user-prompt", prompt("s1", "how do I deploy the api?", transcript_path=str(t.path)), data
