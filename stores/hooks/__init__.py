@@ -1,8 +1,8 @@
 """What client hooks read and keep, in a fresh process per event: per-session state
 and the hooks' log (sessions.py), what any injecting path recalls for a message, the one
 function they all call (inject.py: `recalled` over a `Ranker`), and keyword recall from a
-small SQLite snapshot of the memories plus the log since (quick_recall.py, the only module that imports sqlite3). Nothing
-here imports LanceDB, numpy or onnxruntime.
+small SQLite snapshot of the memories plus the log since (quick_recall.py, the only module
+that imports sqlite3). Nothing here imports LanceDB, numpy or onnxruntime.
 
 May import: the stores root, stores.index (the text index), stores.longterm (the log's
 records and state file).
