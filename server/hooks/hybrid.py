@@ -13,6 +13,7 @@ logs their vectors, as a server's backfill does."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import threading
 from collections.abc import Mapping
@@ -101,6 +102,10 @@ class Hybrid:
         if warm is not None:
             warm()
         store.search("warm")  # embeds the reference sentences: not on the first prompt's clock
+        from dreamwell.server.heap import give_back_freed
+
+        gc.collect()
+        give_back_freed()  # the stored vectors' Arrow batches and the model's first activations
         return store
 
     def _backfill_forever(self, store: Any) -> None:
