@@ -2,6 +2,8 @@
 
 <root>/                      the root store (stdio, single token)
     format.json              {"format": N}: the layout version, written when absent
+    .private                 present once every path below was made the user's own (0700
+                             folders, 0600 files; `DataDir.ensure`)
     lancedb/                 durable long-term records and vectors
     index/                   the Tantivy index derived from them
     wal/<first-seq>.log      write-ahead log of long-term writes not yet checkpointed
@@ -31,22 +33,26 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import logging
 import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from dreamwell.stores.errors import StoreError
-from dreamwell.stores.files import write_atomic
+from dreamwell.stores.files import make_private, write_atomic
 from dreamwell.stores.model import TENANT_RE, check_tenant
 from dreamwell.stores.remote.location import Remote
 from dreamwell.stores.remote.location import of as remote_of
 
 FORMAT = 2  # 1: v0.1 (one LanceDB version per write); 2: write-ahead log + checkpoints
 _SAFE_SESSION = re.compile(r"[A-Za-z0-9_-]{1,80}")
+logger = logging.getLogger(__name__)
 
 
 def newer_format(root: Path, found: int) -> str:
@@ -172,6 +178,11 @@ class DataDir:
     def format_file(self) -> Path:
         return self.root / "format.json"
 
+    @property
+    def private_marker(self) -> Path:
+        """Present once every path in this directory was made the user's own (`ensure`)."""
+        return self.root / ".private"
+
     # ---- skills (docs/data-directory.md) ----------------------------------------------------
     @property
     def skills(self) -> Path:
@@ -212,6 +223,11 @@ class DataDir:
     def hooks(self) -> Path:
         return self.root / "hooks"
 
+    @property
+    def hook_state_lock(self) -> Path:
+        """Held by a hook from loading a session's state to saving it (stores/hooks/)."""
+        return self.hooks / ".state.lock"
+
     def hook_session(self, session_id: str) -> Path:
         """The state file of one client session: its id when that is a safe file name, else
         a hash of it."""
@@ -225,8 +241,8 @@ class DataDir:
 
     @property
     def hook_door(self) -> Path:
-        """Where Claude Code's `http` hooks reach the resident hook process: its port and
-        token (server/hooks/door.py), the user's only (0600)."""
+        """The port and token of the HTTP hook door earlier versions opened: deleted when
+        found (server/cli/old_hooks.py)."""
         return self.root / "hook-door.json"
 
     @property
@@ -262,14 +278,17 @@ class DataDir:
                     yield child.name
 
     # ---- format -------------------------------------------------------------------------------
-    def ensure(self) -> None:
+    def ensure(self, walk: bool = True) -> None:
         """Create the directory and record the layout version when it is new; refuse a
-        directory written by a newer dreamwell."""
+        directory written by a newer dreamwell. Make it private (`make_private`; without
+        `walk`, only the directory itself now, which already shuts others out: the walk is
+        left to the store's opening, after a server's handshake)."""
         problem = self.unusable()
         if problem is not None:
             raise StoreError(problem)
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
+            self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self.make_private(walk)
             if not self.format_file.exists():
                 write_atomic(self.format_file, json.dumps({"format": FORMAT}))
         except OSError as exc:
@@ -279,6 +298,43 @@ class DataDir:
                     "Choose another with --data-dir."
                 ) from exc
             # a read-only directory still serves reads
+
+    def make_private(self, walk: bool = True) -> int:
+        """Make this directory the user's alone (folders 0700, files 0600), once: a directory
+        that is already 0700 and holds `.private` costs two stat() calls. Says how many paths
+        were tightened, in one line; the number (0 when nothing was to do). Without `walk`,
+        only the directory itself is made 0700, silently."""
+        try:
+            mode = self.root.stat().st_mode
+        except OSError:
+            return 0
+        if not mode & 0o077 and self.private_marker.exists():
+            return 0
+        if self.holds_home():
+            return 0  # --data-dir pointed at a home folder (or above): not ours to change
+        if not walk:
+            with contextlib.suppress(OSError):
+                self.root.chmod(stat.S_IMODE(mode) & 0o700)
+            return 0
+        changed = make_private(self.root)
+        with contextlib.suppress(OSError):  # read-only: checked again next time
+            os.close(os.open(self.private_marker, os.O_WRONLY | os.O_CREAT, 0o600))
+        if changed:
+            logger.warning(
+                "made %d paths in the data directory %s readable by this user only (folders "
+                "0700, files 0600): other local users could read them",
+                changed,
+                self.root,
+            )
+        return changed
+
+    def holds_home(self) -> bool:
+        """Whether this directory is the user's home folder or one above it."""
+        try:
+            home = Path.home().resolve()
+            return self.root.resolve() in (home, *home.parents)
+        except (OSError, RuntimeError):
+            return False
 
     def unusable(self) -> str | None:
         """Why this directory cannot hold a store (unreadable, a file, written by a newer

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
-import os
 import shutil
 import sys
 from collections.abc import Callable
@@ -31,9 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dreamwell.server.hooks.door import CLAUDE_EVENT, Door
-from dreamwell.server.hooks.door import HOST as DOOR_HOST
-from dreamwell.server.hooks.door import PREFIX as DOOR_PREFIX
+from dreamwell.server.cli.old_hooks import (
+    forget_door,
+    is_old_door,
+    keep_backup,
+    replace_text,
+    scrub_backup,
+)
 from dreamwell.server.hooks.events import EVENTS
 
 if TYPE_CHECKING:
@@ -45,8 +48,20 @@ NAME = "dreamwell"
 HOOK_TIMEOUT = 10  # seconds Claude Code gives a hook before it goes on without it
 # Claude Code's permission rule for every tool of the `dreamwell` server (`mcp__<server>`)
 ALLOW_RULE = f"mcp__{NAME}"
-HOOK_EVENTS = CLAUDE_EVENT  # Claude Code's event name for each `dreamwell hook EVENT`
+# Claude Code's event name for each `dreamwell hook EVENT`
+HOOK_EVENTS = {
+    "session-start": "SessionStart",
+    "user-prompt": "UserPromptSubmit",
+    "stop": "Stop",
+    "pre-compact": "PreCompact",
+    "session-end": "SessionEnd",
+}
 assert tuple(HOOK_EVENTS) == EVENTS
+# the hooks that print nothing: Claude Code runs them in the background ("async"), without
+# waiting for them (the resident answers them before their work anyway); an async Stop that
+# a `claude -p` run's end cancels is recorded by the session end, which reads the transcript
+# from where the last hook left it
+BACKGROUND = frozenset({"stop", "pre-compact", "session-end"})
 
 
 class InstallError(Exception):
@@ -126,29 +141,22 @@ def hook_command(
     return " ".join(parts)
 
 
-def hook_entry(command: str, door: Door | None, event: str, dream: bool) -> dict[str, Any]:
-    """The hook install writes for `event`: through the HTTP door when there is one (every
-    event but the session start, whose command starts the resident the others reach;
-    server/hooks/door.py), else the command."""
-    if door is None or event == "session-start":
-        return {"type": "command", "command": command, "timeout": HOOK_TIMEOUT}
-    extra = DREAM_FLAGS if dream and event == "session-end" else ()
-    return {
-        "type": "http",
-        "url": door.url(event, extra),
-        "headers": {"Authorization": f"Bearer {door.token}"},
-        "timeout": HOOK_TIMEOUT,
-    }
+def hook_entry(command: str, event: str) -> dict[str, Any]:
+    """The hook install writes for `event`: always a command (server/hooks/client.py on
+    POSIX), never an HTTP hook: Claude Code cannot tell who listens on a loopback port."""
+    entry: dict[str, Any] = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT}
+    if event in BACKGROUND:
+        entry["async"] = True
+    return entry
 
 
 def is_ours(hook: Any) -> bool:
     """A hook install wrote: `dreamwell hook EVENT` (as written before the client, and on
-    Windows), the client, or a post to the HTTP door."""
+    Windows), the client, or an earlier version's post to the HTTP door."""
     if not isinstance(hook, dict):
         return False
-    url = str(hook.get("url", ""))
     if hook.get("type") == "http":
-        return url.startswith(f"http://{DOOR_HOST}:") and DOOR_PREFIX in url
+        return is_old_door(hook)
     text = str(hook.get("command", ""))
     words = f" {text} ".replace("\\", "/")
     return "dreamwell" in text and (" hook " in words or "/hooks/client.py " in words)
@@ -254,11 +262,9 @@ def plan(
     remove: bool,
     dream: bool = False,
     allow: bool = True,
-    door: Door | None = None,
 ) -> list[Change]:
     """The files to change for `client` and how (`allow`: Claude Code's permission rule
-    too; an uninstall removes it whatever `allow` says; `door`: Claude Code's hooks but the
-    session start's reach the resident through it)."""
+    too; an uninstall removes it whatever `allow` says)."""
     if dream and client != "claude-code":
         raise InstallError("--dream runs the dream with Claude Code's login: claude-code only")
     entry = server_entry(client, command, data_dir, dream)
@@ -279,8 +285,7 @@ def plan(
         return [Change(path, set_server("servers", entry, remove))]
     runner = hook_runner(command, where.platform)
     entries = {
-        e: hook_entry(hook_command(runner, e, data_dir, where.platform, dream), door, e, dream)
-        for e in EVENTS
+        e: hook_entry(hook_command(runner, e, data_dir, where.platform, dream), e) for e in EVENTS
     }
     servers = project / ".mcp.json" if project else where.home / ".claude.json"
     settings = (project or where.home) / ".claude" / "settings.json"
@@ -335,6 +340,8 @@ def apply(changes: list[Change], dry_run: bool, out: Callable[[str], None]) -> i
         else:
             _write(path, before, after)
             out(f"updated {path}\n")
+    for change in [] if dry_run else changes:  # one an earlier version left
+        scrub_backup(change.path)
     if not planned:
         out("already as asked; nothing to change\n")
     return 0
@@ -343,12 +350,8 @@ def apply(changes: list[Change], dry_run: bool, out: Callable[[str], None]) -> i
 def _write(path: Path, before: str, after: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if before:
-        shutil.copy2(path, path.with_name(path.name + ".dreamwell.bak"))
-    tmp = path.with_name(f".{path.name}.dreamwell.tmp")
-    tmp.write_text(after, encoding="utf-8")
-    if path.exists():
-        shutil.copymode(path, tmp)
-    os.replace(tmp, path)
+        keep_backup(path, before)
+    replace_text(path, after, path)
 
 
 # ---- the command ---------------------------------------------------------------------------------
@@ -363,12 +366,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="claude-code: the dream runs by itself with your Claude Code login "
         "(llm_provider=claude-code); it spends your Claude usage",
     )
-    parser.add_argument(
-        "--command-hooks",
-        action="store_true",
-        help="claude-code: every hook a command, none a post to the resident hook process on "
-        "127.0.0.1 (slower; for a machine shared with users you do not trust)",
-    )
+    # accepted, with a line saying so, for scripts written for earlier versions: every hook
+    # is a command now
+    parser.add_argument("--command-hooks", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument(
         "--no-allow",
         dest="allow",
@@ -434,7 +434,10 @@ def install_command(settings: Settings, args: argparse.Namespace) -> int:
         return 2
     try:
         dream = bool(args.dream) and not args.uninstall
-        door = _door(settings, args, where)
+        if args.command_hooks:
+            sys.stderr.write(
+                "dreamwell: --command-hooks is no longer needed: every hook is a command now\n"
+            )
         changes = plan(
             args.client,
             where,
@@ -444,7 +447,6 @@ def install_command(settings: Settings, args: argparse.Namespace) -> int:
             args.uninstall,
             dream,
             args.allow,
-            door,
         )
         code = apply(changes, args.dry_run, _say)
         if dream:
@@ -455,27 +457,12 @@ def install_command(settings: Settings, args: argparse.Namespace) -> int:
     if code or args.dry_run:
         return code
     if args.client == "claude-code":
+        forget_door(settings.data_dir)  # an earlier version's token
         code = skill_folders(settings.data_dir, where.home / ".claude" / "skills", args.uninstall)
         if not args.uninstall:
             prime_lists(server_entry(args.client, this_command(), data_dir, dream), where.home)
     _say(restart_line(args.client, args.uninstall))
     return code
-
-
-def _door(settings: Settings, args: argparse.Namespace, where: Where) -> Door | None:
-    """Claude Code's HTTP door to the resident hook process (server/hooks/door.py): made
-    once per data directory and kept (a dry run makes none: it shows the one it would)."""
-    if args.client != "claude-code" or args.uninstall or args.command_hooks:
-        return None
-    if where.platform == "win32":  # no resident there (client.py needs Unix sockets)
-        return None
-    from dreamwell.server.hooks import door
-    from dreamwell.stores import DataDir
-
-    path = DataDir(settings.data_dir).hook_door
-    if args.dry_run:
-        return door.read(path) or Door(door.PORTS[0], "<a new token>")
-    return door.ensure(path)
 
 
 def prime_lists(entry: dict[str, Any], home: Path) -> None:

@@ -375,6 +375,8 @@ def read_payload(raw: bytes) -> dict[str, Any]:
         payload = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise HookInputError(f"the hook input is not JSON ({exc})") from None
+    except RecursionError:  # the parser's depth bound (the interpreter's recursion limit)
+        raise HookInputError("the hook input is nested too deeply") from None
     if not isinstance(payload, dict):
         raise HookInputError("the hook input is not a JSON object")
     session = payload.get("session_id")
@@ -389,11 +391,12 @@ def run_hook(event: str, dirs: DataDir, settings: HookSettings, raw: bytes) -> s
     session = str(payload["session_id"])[:200]
     dirs.ensure()
     sessions = HookSessions(dirs)
-    state = sessions.load(session)
-    state.cwd = redact(str(payload.get("cwd") or "")) or state.cwd
     call = Call(event, dirs, payload, session, settings)
-    out = HANDLERS[event](call, state)
-    sessions.save(state)
+    with sessions.locked():  # a hook Claude Code runs in the background may be running
+        state = sessions.load(session)
+        state.cwd = redact(str(payload.get("cwd") or "")) or state.cwd
+        out = HANDLERS[event](call, state)
+        sessions.save(state)
     if event == "session-end":  # this session counts among those recorded
         start_dream_if_due(call)
     return out

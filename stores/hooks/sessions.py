@@ -14,6 +14,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
+from filelock import FileLock
+
 from dreamwell.stores.files import write_atomic
 from dreamwell.stores.layout import DataDir
 from dreamwell.stores.model import utcnow
@@ -83,9 +85,21 @@ class HookSession:
         ]
 
 
+STATE_WAIT = 5.0  # seconds a hook waits for another to save its session's state
+
+
 class HookSessions:
     def __init__(self, dirs: DataDir) -> None:
         self.dirs = dirs
+
+    def locked(self) -> FileLock:
+        """The lock a hook holds from loading a session's state to saving it, across
+        processes: Claude Code does not wait for the hooks it runs in the background, so a
+        stop and the session end can run at once (as processes when no resident answers),
+        and each must start from what the other saved, or both record the same transcript
+        lines. Waits STATE_WAIT seconds at most (filelock.Timeout)."""
+        self.dirs.hooks.mkdir(parents=True, exist_ok=True)
+        return FileLock(str(self.dirs.hook_state_lock), timeout=STATE_WAIT, mode=0o600)
 
     def load(self, session_id: str) -> HookSession:
         """The session's state; a new one when there is none or it is damaged."""

@@ -24,9 +24,9 @@ def read(path: Path) -> dict[str, Any]:
 
 
 def session_end(home: Path) -> str:
-    """The session end's hook: its URL (a post to the resident's HTTP door)."""
+    """The session end's hook: its command (the flags it may run the dream with)."""
     hooks = read(home / ".claude" / "settings.json")["hooks"]
-    return str(hooks["SessionEnd"][0]["hooks"][0]["url"])
+    return str(hooks["SessionEnd"][0]["hooks"][0]["command"])
 
 
 def test_install_dream_turns_on_claude_code_as_the_llm_and_says_so(tmp_path: Path) -> None:
@@ -37,11 +37,11 @@ def test_install_dream_turns_on_claude_code_as_the_llm_and_says_so(tmp_path: Pat
     assert "200,000 tokens a cycle" in said and "without --dream" in said
     server = read(tmp_path / ".claude.json")["mcpServers"]["dreamwell"]
     assert server["args"] == ["serve", "--llm-provider", "claude-code"]
-    assert session_end(tmp_path).endswith("/session-end?arg=--llm-provider&arg=claude-code")
+    assert session_end(tmp_path).endswith(" session-end --llm-provider claude-code")
     again = install("claude-code", home=tmp_path)
     assert "llm_provider" not in again.stdout
     assert read(tmp_path / ".claude.json")["mcpServers"]["dreamwell"]["args"] == ["serve"]
-    assert session_end(tmp_path).endswith("/dreamwell/hook/session-end")
+    assert session_end(tmp_path).endswith(" session-end")
 
 
 def test_dream_is_for_claude_code_only(tmp_path: Path) -> None:
