@@ -25,6 +25,8 @@
                              .import.lock (stores/progress.py)
     hooks/<session>.json     client hooks' state per client session; hooks.log their log
     hooks/entries.sqlite     the memories' text for hooks, which never open LanceDB
+    serve-token              the bearer token `serve --transport http|sse` made for itself
+                             when none was given (0600; server/transports/bearer.py)
     tenants/<name>/          a tenant: the same layout again
     remote.json              present when this directory caches an object-store location
                              (`stores/remote/location.py`): the log is then kept there, not in wal/,
@@ -103,8 +105,7 @@ class DataDir:
 
     @property
     def snapshot(self) -> Path:
-        """The records as of a checkpoint (gzip JSON lines): with the log since, a copy of
-        every memory that does not depend on LanceDB."""
+        """The records at a checkpoint (gzip JSON lines): with the log, a copy without LanceDB."""
         return self.root / "longterm.snapshot.gz"
 
     @property
@@ -143,6 +144,12 @@ class DataDir:
         return self.root / ".auto-dream.started"
 
     @property
+    def dream_backoff(self) -> Path:
+        """Failed dream cycles in a row, and the last one's cause: the dream that starts by
+        itself waits longer after each (dream/backoff.py)."""
+        return self.root / ".dream-backoff.json"
+
+    @property
     def reports(self) -> Path:
         return self.root / "dreams"
 
@@ -173,6 +180,10 @@ class DataDir:
     @property
     def activity(self) -> Path:
         return self.root / ".activity"
+
+    @property
+    def serve_token(self) -> Path:
+        return self.root / "serve-token"
 
     @property
     def format_file(self) -> Path:
@@ -241,8 +252,7 @@ class DataDir:
 
     @property
     def hook_door(self) -> Path:
-        """The port and token of the HTTP hook door earlier versions opened: deleted when
-        found (server/cli/old_hooks.py)."""
+        """An earlier version's HTTP hook door (port, token): deleted (server/cli/old_hooks.py)."""
         return self.root / "hook-door.json"
 
     @property
@@ -272,10 +282,8 @@ class DataDir:
     def tenants(self) -> Iterator[str]:
         """Names of the tenants that exist under this directory (not the root itself)."""
         folder = self.root / "tenants"
-        if folder.is_dir():
-            for child in sorted(folder.iterdir()):
-                if child.is_dir() and TENANT_RE.fullmatch(child.name):
-                    yield child.name
+        children = sorted(folder.iterdir()) if folder.is_dir() else []
+        yield from (c.name for c in children if c.is_dir() and TENANT_RE.fullmatch(c.name))
 
     # ---- format -------------------------------------------------------------------------------
     def ensure(self, walk: bool = True) -> None:
@@ -300,17 +308,16 @@ class DataDir:
             # a read-only directory still serves reads
 
     def make_private(self, walk: bool = True) -> int:
-        """Make this directory the user's alone (folders 0700, files 0600), once: a directory
-        that is already 0700 and holds `.private` costs two stat() calls. Says how many paths
-        were tightened, in one line; the number (0 when nothing was to do). Without `walk`,
-        only the directory itself is made 0700, silently."""
+        """Make this directory the user's alone (folders 0700, files 0600), once (then two
+        stat() calls); one line says how many paths were tightened, and returns it. Without
+        `walk`, only the directory itself is made 0700, silently."""
         try:
             mode = self.root.stat().st_mode
         except OSError:
             return 0
         if not mode & 0o077 and self.private_marker.exists():
             return 0
-        if self.holds_home():
+        if _home_or_above(self.root):
             return 0  # --data-dir pointed at a home folder (or above): not ours to change
         if not walk:
             with contextlib.suppress(OSError):
@@ -327,14 +334,6 @@ class DataDir:
                 self.root,
             )
         return changed
-
-    def holds_home(self) -> bool:
-        """Whether this directory is the user's home folder or one above it."""
-        try:
-            home = Path.home().resolve()
-            return self.root.resolve() in (home, *home.parents)
-        except (OSError, RuntimeError):
-            return False
 
     def unusable(self) -> str | None:
         """Why this directory cannot hold a store (unreadable, a file, written by a newer
@@ -366,3 +365,12 @@ class DataDir:
             return int(json.loads(self.format_file.read_text(encoding="utf-8"))["format"])
         except (OSError, ValueError, KeyError, TypeError):
             return None
+
+
+def _home_or_above(root: Path) -> bool:
+    """Whether `root` is the user's home folder or one above it."""
+    try:
+        home = Path.home().resolve()
+        return root.resolve() in (home, *home.parents)
+    except (OSError, RuntimeError):
+        return False

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -67,6 +68,17 @@ def _http_server(mcp: MCPServer[Runtime], settings: Settings, runtime: Runtime) 
     return uvicorn_server(build_asgi(mcp, settings, runtime), settings)
 
 
+def _with_token(settings: Settings) -> Settings:
+    """HTTP and SSE are never open by default: a token of its own unless given some or
+    `--no-token` (server/transports/bearer.py); one line on stderr says which."""
+    from dreamwell.server.transports.bearer import with_token
+
+    settings, line = with_token(settings)
+    if line is not None:
+        sys.stderr.write(line + "\n")
+    return settings
+
+
 def _forget_hook_door(settings: Settings) -> None:
     """The token file of the HTTP hook door earlier versions opened goes (the hooks are
     commands now; server/hooks/resident.py)."""
@@ -80,6 +92,8 @@ async def serve(settings: Settings, early: Handover | None = None) -> None:
     before the SDK was loaded (server/transports/early.py)."""
     quiet_collections()  # trim_when_idle, below, runs them
     _forget_hook_door(settings)
+    if settings.transport != "stdio":
+        settings = _with_token(settings)
     runtime = Runtime(settings)
     mcp = build_server(settings, runtime)
     server = None if settings.transport == "stdio" else _http_server(mcp, settings, runtime)

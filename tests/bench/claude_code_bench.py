@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import resource
+import secrets
 import signal
 import socket
 import statistics
@@ -192,11 +193,11 @@ def _serve_http(home: ClaudeHome) -> subprocess.Popen[bytes]:
     """`dreamwell serve --transport http` on the home's data directory, started now and
     answering before the rounds, as dreamwell's MCP entry of type `http` (the hooks stay as
     installed): what Claude Code pays when no process starts for the MCP server at all."""
-    port = free_port()
+    port, token = free_port(), secrets.token_urlsafe(32)
     served = subprocess.Popen(
         [
             *(sys.executable, "-m", "dreamwell.server", "serve", "--transport", "http"),
-            *("--port", str(port), "--data-dir", str(home.data_dir)),
+            *("--port", str(port), "--data-dir", str(home.data_dir), "--token", token),
         ],
         env={**home.env(), "DREAMWELL_EMBEDDER": "none"},
         stdout=subprocess.DEVNULL,
@@ -211,7 +212,8 @@ def _serve_http(home: ClaudeHome) -> subprocess.Popen[bytes]:
         except OSError:
             time.sleep(0.5)
     config = home.claude_json()
-    config["mcpServers"]["dreamwell"] = {"type": "http", "url": url}
+    bearer = {"Authorization": f"Bearer {token}"}
+    config["mcpServers"]["dreamwell"] = {"type": "http", "url": url, "headers": bearer}
     (home.home / ".claude.json").write_text(json.dumps(config))
     return served
 
