@@ -134,6 +134,7 @@ class Settings(BaseSettings):
     dream_budget_tokens: int = _setting("dream_budget_tokens", ge=1, le=100_000_000)
     record_conversation: bool = _setting("record_conversation")
     hook_max_chars: int = _setting("hook_max_chars", ge=200, le=100_000)
+    hook_session_chars: int = _setting("hook_session_chars", ge=0, le=10_000_000)
     enrich: bool = _setting("enrich")
     # dreaming inside `serve` (off unless set), e.g. "12h", "30m"
     dream_every: str | None = _setting("dream_every")

@@ -194,6 +194,11 @@ SETTINGS: dict[str, Meta] = {
         "characters a client hook (`dreamwell hook`) adds to the context at most, per event",
         default=6000,
     ),
+    "hook_session_chars": Meta(
+        "characters the client hooks add to one session's context at most, across its "
+        "prompts (counted again after `/clear` or a compaction)",
+        default=4000,
+    ),
     "enrich": Meta(
         "with an LLM configured, expand saved memories into atomic facts in the background "
         "(reported and undoable like a dream); `false` turns it off",

@@ -24,7 +24,7 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -35,12 +35,12 @@ from dreamwell.server.hooks.agents.core import EVENTS as EVENTS
 from dreamwell.server.hooks.agents.core import Agent
 from dreamwell.server.hooks.agents.table import agent_of
 from dreamwell.server.hooks.client import MAX_INPUT
-from dreamwell.stores import DataDir, Project, pinned_project, project_of, redact
+from dreamwell.stores import DataDir, MemoryEntry, Project, pinned_project, project_of, redact
 from dreamwell.stores.hooks import HookSession, HookSessions, hooks_log
 
 if TYPE_CHECKING:
     from dreamwell.server.hooks.settings import HookSettings
-    from dreamwell.stores.hooks import QuickRecall
+    from dreamwell.stores.hooks import QuickRecall, Ranker
 
 CLIENT = CLAUDE_CODE.name  # the agent of a bare EVENT
 MAX_TURN_CHARS = 16_000  # of one recorded turn (a log line holds 64 KiB; the dream reads 800)
@@ -49,6 +49,9 @@ PREFERENCES = ("user-preferences", "preferences", "anti-patterns")
 PREFERENCES_HEADER = "The user's preferences and anti-patterns (from long-term memory):"
 SKILLS_HEADER = "Skills available (load one with the Skill tool):"
 WORKING_HEADER = "Working memory (use get_from_working_memory with the full key to read):"
+PREFERENCE_LINES = 8  # preferences a session start injects at most: those relevant to it
+RECENT_PROMPTS = 3  # prompts of the session's project its preferences are ranked against
+TAIL_BYTES = 64 * 1024  # of the conversation log read for them
 
 
 class HookInputError(ValueError):
@@ -194,6 +197,25 @@ def _recall(dirs: DataDir) -> QuickRecall:
     return reader
 
 
+@contextlib.contextmanager
+def ranking(call: Call) -> Iterator[Ranker]:
+    """How this hook ranks: as `search_memory` does in a resident that holds the store and
+    its embedder (server/hooks/hybrid.py), else by keywords under the same relevance rule
+    (and hooks.log says why)."""
+    from dreamwell.server.hooks import hybrid
+
+    found, why = hybrid.ranker(call.dirs)
+    if found is not None:
+        yield found
+        return
+    hooks_log(call.dirs, f"{call.event} keyword-only: {why}")
+    reader = _recall(call.dirs)
+    try:
+        yield reader
+    finally:
+        reader.close()
+
+
 def _working_lines(call: Call) -> list[str]:
     from dreamwell.server.mcp.recall_text import wm_line
     from dreamwell.stores.working import WorkingMemory
@@ -203,59 +225,116 @@ def _working_lines(call: Call) -> list[str]:
     return [wm_line(e) for p in prefixes for e in working.listing(p)]
 
 
+def _room(call: Call, state: HookSession) -> int:
+    """Characters this hook may inject: hook_max_chars, within what is left of the
+    session's budget (hook_session_chars) since its context last started afresh."""
+    left = call.settings.hook_session_chars - state.budget_used
+    if left <= 0:
+        hooks_log(call.dirs, f"{call.event}: the session's budget of injected text is spent")
+    return max(0, min(call.settings.hook_max_chars, left))
+
+
+def _spent(state: HookSession, block: str) -> None:
+    state.budget_used += len(block)
+    state.injected_chars += len(block)
+
+
+def where_queries(call: Call, project: Project | None) -> list[str]:
+    """What a session start's preferences are ranked against, each alone: where the session
+    is (its project's or directory's name) and what was asked there lately (the last
+    RECENT_PROMPTS prompts recorded in that project, else in that directory), newest first."""
+    from dreamwell.stores.inputs import CONVERSATION
+
+    cwd = redact(str(call.payload.get("cwd") or ""))
+    words = [project.root.name if project is not None else Path(cwd).name]
+    path = call.dirs.root / CONVERSATION
+    try:
+        with open(path, "rb") as fh:
+            start = fh.seek(max(0, fh.seek(0, os.SEEK_END) - TAIL_BYTES))
+            lines = fh.read().splitlines()[1 if start else 0 :]  # no line cut in two
+    except OSError:
+        lines = []
+    prompts: list[str] = []
+    for line in reversed(lines):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        mine = project.key == record.get("project") if project is not None else False
+        if isinstance(record, dict) and (mine or (cwd and record.get("cwd") == cwd)):
+            prompts.append(str(record.get("content") or "")[:500])
+        if len(prompts) >= RECENT_PROMPTS:
+            break
+    return [q for q in [*prompts, *words] if q.strip()]
+
+
+def _preferences(ranker: Ranker, queries: list[str], project: str | None) -> list[MemoryEntry]:
+    """The preferences relevant to any of `queries`, taken from each in turn."""
+    from dreamwell.stores.hooks import recalled
+
+    found = [recalled(ranker, q, project, (), PREFERENCE_LINES, PREFERENCES) for q in queries]
+    out: dict[str, MemoryEntry] = {}
+    for rank in range(PREFERENCE_LINES):
+        for hits in found:
+            if rank < len(hits) and len(out) < PREFERENCE_LINES:
+                out.setdefault(hits[rank].id, hits[rank])
+    return list(out.values())
+
+
 def session_start(call: Call, state: HookSession) -> str:
     from dreamwell.server.mcp.recall_text import fill
     from dreamwell.server.mcp.recall_text import memory_line as _line
 
     if call.payload.get("source") in ("clear", "compact"):
         state.injected, state.skills = [], []  # the context no longer holds what was shown
-    reader = _recall(call.dirs)
+        state.budget_used = 0
     project = caller_project(call)
     key = _key(project)
-    try:
-        preferences = reader.recent(40, PREFERENCES, key)
-    finally:
-        reader.close()
+    queries = where_queries(call, project)
+    with ranking(call) as ranker:
+        preferences = _preferences(ranker, queries, key)
     skills = skills_for_session_start(call.dirs, state, project)
     sections = [
         (PREFERENCES_HEADER, [_line(e) for e in preferences]),
         (SKILLS_HEADER, [f"- {name}: {about}" for name, about in skills]),
         (WORKING_HEADER, _working_lines(call)),
     ]
-    block = fill(sections, call.settings.hook_max_chars)
+    block = fill(sections, _room(call, state))
     ids = [e.id for e in preferences if f"[{e.id}]" in block]
-    record_recall(call, state, "", ids, [n for n, _ in skills if f"- {n}:" in block])
+    record_recall(
+        call, state, " / ".join(queries), ids, [n for n, _ in skills if f"- {n}:" in block]
+    )
+    _spent(state, block)
     HookSessions(call.dirs).prune()
     return block
 
 
 def user_prompt(call: Call, state: HookSession) -> str:
-    from dreamwell.server.mcp.recall_text import FIRST_TURN_RECENT, MAX_RECALLED, RECALLED, fill
+    from dreamwell.server.mcp.recall_text import RECALLED, fill
     from dreamwell.server.mcp.recall_text import memory_line as _line
+    from dreamwell.stores.hooks import recalled
 
     prompt = call.payload.get("prompt")
     if not isinstance(prompt, str):
         raise HookInputError("the hook input has no 'prompt' text")
     text = redact(prompt)
     record_turn(call, state, text)
-    reader = _recall(call.dirs)
     project = caller_project(call)
-    key = _key(project)
-    try:
-        hits = reader.search(text, MAX_RECALLED * 3, key) if text.strip() else []
-        if not hits and not state.recalls:
-            hits = reader.recent(FIRST_TURN_RECENT, project=key)
-    finally:
-        reader.close()
-    fresh = [e for e in hits if e.id not in state.injected][:MAX_RECALLED]
+    room = _room(call, state)
+    if not room:
+        record_recall(call, state, text, [], [])
+        return ""
+    with ranking(call) as ranker:
+        fresh = recalled(ranker, text, _key(project), state.injected)
     skills = skills_for_prompt(call.dirs, state, text, project)
     sections = [
         (RECALLED, [_line(e) for e in fresh]),
         (SKILLS_HEADER, [f"- {name}: {about}" for name, about in skills]),
     ]
-    block = fill(sections, call.settings.hook_max_chars)
+    block = fill(sections, room)
     ids = [e.id for e in fresh if f"[{e.id}]" in block]
     record_recall(call, state, text, ids, [n for n, _ in skills if f"- {n}:" in block])
+    _spent(state, block)
     return block
 
 

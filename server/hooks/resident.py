@@ -16,7 +16,9 @@ work is done: a resident killed meanwhile leaves it to the next one, which does 
 A second resident of the same key gives up at once (the key's lock), as does one whose flags
 only argparse could judge: it leaves `KEY.refused` so that hooks stop starting it, and they
 keep running as processes. At its start it deletes the data directory's `hook-door.json`, the
-token of the HTTP door earlier versions opened (docs/claude-code.md)."""
+token of the HTTP door earlier versions opened (docs/claude-code.md). Unless the embedder is
+`none`, it also opens the long-term store with its embedder on a thread (hybrid.py): the
+prompt hook and the session start rank as `search_memory` does once that is done."""
 
 from __future__ import annotations
 
@@ -64,6 +66,10 @@ def answerer(args: list[str]) -> Answer | None:
     except hook_settings.NotPlain:
         return None
     _warm()
+    from dreamwell.server.hooks import hybrid
+
+    if settings.embedder != "none":  # hybrid ranking, seconds from now
+        hybrid.start(settings.data_dir, parsed["tenant"] or "", given)
 
     def answer(event: str, raw: bytes) -> bytes:
         if event not in HOOK_EVENTS:
@@ -83,6 +89,7 @@ def _warm() -> None:
         "dreamwell.server.hooks.skills",
         "dreamwell.server.hooks.transcript",
         "dreamwell.server.mcp.recall_text",
+        "dreamwell.stores.hooks.inject",
         "dreamwell.stores.hooks.quick_recall",
         "dreamwell.stores.index.hybrid_rank",
         "dreamwell.stores.index.relevance",

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 _TRUE = ("1", "true", "yes", "on", "y", "t")
 _FALSE = ("0", "false", "no", "off", "n", "f")
 MAX_CHARS_RANGE = (200, 100_000)  # Settings.hook_max_chars' bounds
+SESSION_CHARS_RANGE = (0, 10_000_000)  # Settings.hook_session_chars' bounds
+EMBEDDERS = ("e5", "minilm", "ollama", "none")  # Settings.embedder's values
 
 
 SESSIONS_RANGE = (0, 100_000)  # Settings.dream_auto_sessions' bounds
@@ -37,6 +39,8 @@ class HookSettings:
     dream_auto_sessions: int = 5
     dream_flags: tuple[str, ...] = ()  # given on the hook's command line, for its dream
     project: str | None = None  # pinned (SPEC §11); else the hook input's `cwd`
+    hook_session_chars: int = 4000  # characters the hooks inject into a session in all
+    embedder: str = "e5"  # "none": the resident holds no store for hybrid ranking
 
 
 class NotPlain(ValueError):
@@ -57,6 +61,19 @@ def _chars(text: str) -> int:
     if not MAX_CHARS_RANGE[0] <= value <= MAX_CHARS_RANGE[1]:
         raise NotPlain(text)
     return value
+
+
+def _session_chars(text: str) -> int:
+    low, high = SESSION_CHARS_RANGE
+    if not text.strip().isdigit() or not low <= int(text) <= high:
+        raise NotPlain(text)
+    return int(text)
+
+
+def _embedder(text: str) -> str:
+    if text not in EMBEDDERS:
+        raise NotPlain(text)
+    return text
 
 
 def _sessions(text: str) -> int:
@@ -116,6 +133,8 @@ def read(data_dir_flag: str | None, given: Mapping[str, str | None] | None = Non
         _sessions(env["dream_auto_sessions"]) if "dream_auto_sessions" in env else 5,
         dream_flags(given or {}),
         env.get("project") or None,
+        _session_chars(env["hook_session_chars"]) if "hook_session_chars" in env else 4000,
+        _embedder(env["embedder"]) if "embedder" in env else "e5",
     )
 
 
@@ -135,4 +154,6 @@ def from_settings(
         settings.dream_auto_sessions,
         dream_flags(given or {}),
         settings.project,
+        settings.hook_session_chars,
+        settings.embedder,
     )

@@ -32,6 +32,7 @@ class SessionActivity:
     recalls: int
     memories: int
     last: float  # unix time of its latest event
+    tokens: int = 0  # what its hooks injected into its context in all, ≈ characters / 4
 
 
 @dataclass
@@ -121,7 +122,14 @@ def hook_activity(dirs: DataDir, now: float | None = None) -> HookActivity:
             last = max(e[0] for e in state.events)
             rows.append(
                 SessionActivity(
-                    state.client, state.session, state.cwd, turns, recalls, memories, last
+                    state.client,
+                    state.session,
+                    state.cwd,
+                    turns,
+                    recalls,
+                    memories,
+                    last,
+                    (state.injected_chars + 3) // 4,
                 )
             )
     rows.sort(key=lambda r: (-r.turns - r.recalls, r.session))
@@ -149,7 +157,8 @@ def hook_lines(dirs: DataDir, now: float | None = None, stored: int | None = Non
     for r in rows[:MAX_SESSIONS_SHOWN]:
         lines.append(
             f"    {r.client} {r.session[:36]}: {plural(r.turns, 'turn')}, "
-            f"{plural(r.recalls, 'recall')}, {plural(r.memories, 'memory', 'memories')}"
+            f"{plural(r.recalls, 'recall')}, {plural(r.memories, 'memory', 'memories')}, "
+            f"~{plural(r.tokens, 'token')} injected"
         )
     if len(rows) > MAX_SESSIONS_SHOWN:
         lines.append(f"    … {len(rows) - MAX_SESSIONS_SHOWN} more sessions")

@@ -15,8 +15,6 @@ from pydantic import Field
 
 from dreamwell.server.mcp.projects import caller_project
 from dreamwell.server.mcp.recall_text import (
-    FIRST_TURN_RECENT,
-    MAX_RECALLED,
     OWN,
     PATROL,
     RECALLED,
@@ -30,7 +28,6 @@ from dreamwell.stores import (
     MemoryEntry,
     Project,
     StoreError,
-    fold_text,
     redact,
 )
 
@@ -53,9 +50,8 @@ class Injected:
     def first_turn(self, caller: tuple[str, str]) -> bool:
         return caller not in self._seen
 
-    def fresh(self, caller: tuple[str, str], entries: Iterable[MemoryEntry]) -> list[MemoryEntry]:
-        seen = self._seen.get(caller, set())
-        return [e for e in entries if e.id not in seen]
+    def seen(self, caller: tuple[str, str]) -> set[str]:
+        return self._seen.get(caller, set())
 
     def mark(self, caller: tuple[str, str], ids: Iterable[str]) -> None:
         seen = self._seen.setdefault(caller, set())
@@ -65,38 +61,19 @@ class Injected:
             self._seen.popitem(last=False)
 
 
-def _hits(
+def _recalled(
     tenant: Tenant,
     message: str,
     injected: Injected,
     caller: tuple[str, str],
     project: str | None = None,
 ) -> list[MemoryEntry]:
-    """The memories found for `message` (of the caller's project and global ones); on a
-    caller's first turn with none, the newest."""
-    search = tenant.longterm.search
-    hits = (
-        [h.entry for h in search(message, limit=MAX_RECALLED * 3, project=project)]
-        if message.strip()
-        else []
-    )
-    if not hits and injected.first_turn(caller):
-        hits = [h.entry for h in search(None, limit=FIRST_TURN_RECENT, project=project)]
-    return hits
+    """Up to MAX_RECALLED memories relevant to `message` (of the caller's project and global
+    ones) not yet shown to the caller: what every injecting path recalls
+    (stores/hooks/inject.py), as `search_memory` ranks them."""
+    from dreamwell.stores.hooks import StoreRanker, recalled
 
-
-def _new_to_caller(
-    hits: list[MemoryEntry], injected: Injected, caller: tuple[str, str]
-) -> list[MemoryEntry]:
-    """Up to MAX_RECALLED hits not yet shown to the caller, one per folded text."""
-    folded: set[str] = set()
-    recalled: list[MemoryEntry] = []
-    for entry in injected.fresh(caller, hits):
-        key = fold_text(entry.content)
-        if key not in folded and len(recalled) < MAX_RECALLED:
-            folded.add(key)
-            recalled.append(entry)
-    return recalled
+    return recalled(StoreRanker(tenant.longterm), message, project, injected.seen(caller))
 
 
 def build_block(
@@ -110,10 +87,9 @@ def build_block(
 ) -> str:
     unavailable = ""
     try:
-        hits = _hits(tenant, message, injected, caller, project)
+        recalled = _recalled(tenant, message, injected, caller, project)
     except StoreError as exc:  # working memory can still be shown
-        hits, unavailable = [], f"Long-term memory is unavailable: {exc}"
-    recalled = _new_to_caller(hits, injected, caller)
+        recalled, unavailable = [], f"Long-term memory is unavailable: {exc}"
     lines = [memory_line(e) for e in recalled]
     sections = [(RECALLED, lines), (OWN, [wm_line(e) for e in tenant.working.listing(namespace)])]
     if not namespace.startswith("patrol/"):

@@ -14,8 +14,7 @@ OWN = (
 PATROL = (
     "Patrol findings in working memory (use get_from_working_memory with the full key to read):"
 )
-MAX_RECALLED = 8
-FIRST_TURN_RECENT = 5
+MAX_RECALLED = 8  # stores/hooks/inject.py recalls as many
 
 
 def memory_line(entry: MemoryEntry) -> str:

@@ -1,7 +1,8 @@
 """What client hooks read and keep, in a fresh process per event: per-session state
-and the hooks' log (sessions.py), and keyword recall from a small SQLite snapshot of the
-memories plus the log since (quick_recall.py, the only module that imports sqlite3). Nothing
-here imports LanceDB, numpy or onnxruntime.
+and the hooks' log (sessions.py), what any injecting path recalls for a message, the one
+function they all call (inject.py: `recalled` over a `Ranker`), and keyword recall from a
+small SQLite snapshot of the memories plus the log since (quick_recall.py, the only module
+that imports sqlite3). Nothing here imports LanceDB, numpy or onnxruntime.
 
 May import: the stores root, stores.index (the text index), stores.longterm (the log's
 records and state file).
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING
 from dreamwell.stores.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
+    from dreamwell.stores.hooks.inject import Ranker, StoreRanker, recalled
     from dreamwell.stores.hooks.quick_recall import QuickRecall, write_snapshot
     from dreamwell.stores.hooks.sessions import DAY, HookSession, HookSessions, hooks_log
 
@@ -28,6 +30,7 @@ _LAZY = {
         ],
         "sessions",
     ),
+    **dict.fromkeys(["Ranker", "StoreRanker", "recalled"], "inject"),
     **dict.fromkeys(
         [
             "QuickRecall",
@@ -44,6 +47,9 @@ __all__ = [
     "HookSession",
     "HookSessions",
     "QuickRecall",
+    "Ranker",
+    "StoreRanker",
     "hooks_log",
+    "recalled",
     "write_snapshot",
 ]

@@ -14,13 +14,15 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from dreamwell.stores.index.hybrid_rank import rank_hits
-from dreamwell.stores.index.relevance import Rule, Words, keyword_share, select
+from dreamwell.stores.index.relevance import Meaning, Rule, Words, keyword_share, select
+from dreamwell.stores.index.stopwords import ENGLISH_STOPWORDS
 from dreamwell.stores.index.text_index import IndexDoc, TextIndex
 from dreamwell.stores.layout import DataDir
 from dreamwell.stores.longterm.log import Record
@@ -178,6 +180,21 @@ class QuickRecall:
     def search(self, text: str, limit: int, project: str | None = None) -> list[MemoryEntry]:
         """Live entries for `text` (of `project` or global, if given), BM25 × importance as
         the server ranks with keywords only; entries with the same folded text once."""
+        out: list[MemoryEntry] = []
+        folded: set[str] = set()
+        for entry in self.ranked(text, limit, project):
+            key = fold_text(entry.content)
+            if key not in folded:
+                folded.add(key)
+                out.append(entry)
+        return out
+
+    def ranked(
+        self, text: str, limit: int, project: str | None = None, prefixes: Sequence[str] = ()
+    ) -> list[MemoryEntry]:
+        """The relevant live entries for `text`, best first, as the server's search with
+        keywords only returns its best `limit` (of `project` or global, if given; under one
+        of `prefixes`, if given): a `Ranker` (inject.py)."""
         pending = self._tail.pending
         hits: list[tuple[str, float]] = []
         if self._index is not None:
@@ -189,21 +206,35 @@ class QuickRecall:
                 if (e := self._tail.overlay.get(i)) is not None and e.live and _of(e, project)
             }
             hits += self._index.score_docs(text, docs)
-        entries = self.get_many([i for i, _ in hits])
+        else:  # the server repairs it meanwhile: the log's tail, by the words it shares
+            hits = self._by_words(text, project)
+        entries = {
+            i: e
+            for i, e in self.get_many([i for i, _ in hits]).items()
+            if _under(e.category, prefixes)
+        }
         bm25 = [h for h in hits if h[0] in entries]
         ranked = rank_hits(bm25, [], {i: e.importance for i, e in entries.items()}, 0.0, 1.0)
         if self._index is not None:  # what the server returns: only hits relevant enough
             ranked = self._relevant(text, ranked, entries, limit)
-        out: list[MemoryEntry] = []
-        folded: set[str] = set()
-        for i, _ in ranked:
-            key = fold_text(entries[i].content)
-            if key not in folded:
-                folded.add(key)
-                out.append(entries[i])
-            if len(out) >= limit:
-                break
-        return out
+        return [entries[i] for i, _ in ranked[:limit]]
+
+    def _by_words(self, text: str, project: str | None) -> list[tuple[str, float]]:
+        """The log's live entries by the share of `text`'s words (stop-words left out) they
+        hold, kept as the relevance rule keeps hits by words (without an index to weigh
+        them, each word weighs the same)."""
+        asked = {
+            _stem(w) for w in re.findall(r"\w+", text.casefold()) if w not in ENGLISH_STOPWORDS
+        }
+        hits = []
+        for entry in self._tail.overlay.values():
+            if entry is None or not entry.live or not _of(entry, project) or not asked:
+                continue
+            held = len(asked & {_stem(w) for w in re.findall(r"\w+", entry.content.casefold())})
+            words = Words(held / len(asked), held, len(asked))
+            if Rule().answers(Meaning(), words):
+                hits.append((entry.id, words.share))
+        return sorted(hits, key=lambda h: (-h[1], h[0]))
 
     def _relevant(
         self,
@@ -219,10 +250,10 @@ class QuickRecall:
         assert index is not None
         weights = index.term_weights(text)
 
-        def judge(entry_id: str) -> tuple[float, Words]:
+        def judge(entry_id: str) -> tuple[Meaning, Words]:
             e = entries[entry_id]
             terms = index.doc_terms(IndexDoc(e.id, e.content, e.category, e.tags))
-            return float("-inf"), keyword_share(weights, terms.counts, terms.context)
+            return Meaning(), keyword_share(weights, terms.counts, terms.context)
 
         return select(Rule(), ranked, judge, limit)
 
@@ -285,3 +316,11 @@ def _under(category: str | None, prefixes: Sequence[str]) -> bool:
         return True
     cat = category or ""
     return any(cat == p or cat.startswith(p + "/") for p in prefixes)
+
+
+def _stem(word: str) -> str:
+    """`word` without a plural's or a tense's ending (the index's stemmer, roughly)."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word

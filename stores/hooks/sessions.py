@@ -45,6 +45,8 @@ class HookSession:
     recorded: list[str] = field(default_factory=list)  # turn_hash of recorded user turns
     turns: int = 0
     recalls: int = 0
+    injected_chars: int = 0  # characters the hooks injected into this session, in all
+    budget_used: int = 0  # of them, since the context last started afresh (/clear, compact)
     # the last day's activity, for `dreamwell stats`: [unix time, 0 = a turn recorded |
     # 1 = a prompt's recall hook ran | 2 = a session-start hook ran, memories it injected]
     events: list[list[float]] = field(default_factory=list)

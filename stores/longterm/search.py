@@ -180,7 +180,7 @@ class Searcher:
         return select(
             rule,
             ranked,
-            lambda i: (floor.above(cosine.get(i), i), self._share(i, weights, view)),
+            lambda i: (floor.meaning(cosine.get(i), i), self._share(i, weights, view)),
             limit,
         )
 
@@ -223,7 +223,7 @@ class Searcher:
         sampled, scores = rows.sample_cosines(vector, SAMPLE)
         if len(refs):
             scores = np.concatenate([scores, refs @ q])
-        return Baseline(scores, sampled)
+        return Baseline(scores, sampled, len(refs), rows.vector_count())
 
     def _reference_vectors(self, dim: int) -> npt.NDArray[np.float32]:
         """REFERENCES embedded once per searcher (none if the embedder fails now)."""

@@ -86,6 +86,7 @@ class LongTermStore:
         log: Log | None = None,
         save_backlog: int | None = None,
         relevance: Rule | None = RELEVANT,
+        search_embeds_others: bool = False,
     ) -> None:
         """Opening only reads. `embedder` adds vector recall; with `embed_on_save` a save
         embeds its text before it replies, else `backfill()` embeds in the background. With
@@ -100,7 +101,9 @@ class LongTermStore:
         backfill is logging them (`Vectors.hold_save`). The settings are
         fixed when the store is opened (the attributes of the same names only say them).
         `relevance` says which hits a search returns (`stores/index/relevance.py`); None
-        returns the best ranked whatever they are."""
+        returns the best ranked whatever they are. With `search_embeds_others`, a search
+        embeds (in memory, a few short ones) memories other processes saved without waiting
+        for them to log a vector: a resident hook process, whose savers live a second."""
         self.dirs = DataDir(Path(data_dir))
         self.dirs.ensure()
         self.data_dir = self.dirs.root
@@ -117,6 +120,7 @@ class LongTermStore:
         self._parts = self._open(lock_timeout, on_vectors_wanted, log)
         self.vectors_wanted = self._parts.mirror.vectors_wanted
         self._start()
+        self._vectors.search_embeds_others = search_embeds_others
 
     def _start(self) -> None:
         """Make the parts that act, load, and make good what was lost on disk."""

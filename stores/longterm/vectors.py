@@ -56,6 +56,9 @@ class Vectors:
         self.group = commit
         self.embedder = embedder
         self.wait_for_model = wait_for_model
+        # a search embeds (in memory) what another process saved and may never log a vector
+        # for: a resident hook process, whose savers are sessions that end within a second
+        self.search_embeds_others = False
 
     def load(self) -> None:
         """Read this embedder's vectors from LanceDB into memory. Vectors of edited text are
@@ -205,7 +208,7 @@ class Vectors:
         if not self.wait_for_model and not getattr(self.embedder, "ready", True):
             return False  # the model is still loading: keywords now rather than a wait
         rows = m.rows
-        claimed = m.claimed()  # another process embeds these
+        claimed: set[str] = set() if self.search_embeds_others else m.claimed()
         counted = rows.vector_count()  # 0.15 ms at a million rows: counted once
         waiting = view.live_count - counted - len(claimed)
         if 0 < waiting <= SEARCH_EMBEDS:  # a few of this process's own: embed them here?

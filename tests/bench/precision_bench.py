@@ -100,12 +100,12 @@ INF = float("inf")
 RULES: dict[str, Rule | None] = {  # "today": every hit; "shipped": the default Rule()
     "today": None,
     "shipped": Rule(),
-    "gate only": Rule(hit_margin=-INF, hit_share=0.0),
-    "gate 4/0.5": Rule(vector_margin=4.0, keyword_share=0.5, hit_margin=2.0, hit_share=0.2),
-    "gate 4/0.2": Rule(keyword_share=0.2),
-    "hits 1/0.1": Rule(hit_margin=1.0),
-    "gate 3.0": Rule(vector_margin=3.0),
-    "gate 3.5": Rule(vector_margin=3.5),
+    "no ref gap": Rule(reference_gap=-INF, keep_gap=-INF),  # turn 4's rule, issue 54's refs
+    "gap 0.5": Rule(reference_gap=0.5),
+    "gap 1.0": Rule(reference_gap=1.0),
+    "z 2.5": Rule(vector_margin=2.5),
+    "keep gap 0.5": Rule(keep_gap=0.5),
+    "keep gap 1.0": Rule(keep_gap=1.0),
 }
 
 
@@ -138,6 +138,7 @@ def locomo(name: str, embedder: Embedder | None, root: Path, conversations: rang
     data = json.loads((SHARED / "data/locomo-dev.json").read_text())
     acc = {r: bench.RecallAcc((5, 10)) for r in RULES}
     adversarial: dict[str, list[int]] = {r: [] for r in RULES}
+    answered: dict[str, list[int]] = {r: [] for r in RULES}
     for conv in conversations:
         turns, qas, _ = bench.locomo_conversation(data[conv], False)
         store = open_store(root / f"locomo-{conv}", name, embedder)
@@ -152,6 +153,7 @@ def locomo(name: str, embedder: Embedder | None, root: Path, conversations: rang
                     adversarial[label].append(len(hits))
                 else:
                     acc[label].add([key.get(h.entry.id) for h in hits], qa["evidence"])
+                    answered[label].append(len(hits))
         sys.stderr.write(f"  conversation {conv}: {len(turns)} turns, {len(qas)} questions\n")
     for label in RULES:
         report = acc[label].report()
@@ -159,8 +161,8 @@ def locomo(name: str, embedder: Embedder | None, root: Path, conversations: rang
         say(
             f"  {label:14s} categories 1-4 (n={report['n']}): "
             f"R@5 {report['recall@5']:.3f}  R@10 {report['recall@10']:.3f}  "
-            f"MRR {report['mrr']:.3f};  category 5: {statistics.mean(adv) if adv else 0:.2f} "
-            "hits per question"
+            f"MRR {report['mrr']:.3f}, hits median {statistics.median(answered[label]):.0f};  "
+            f"category 5: {statistics.mean(adv) if adv else 0:.2f} hits per question"
         )
 
 

@@ -111,3 +111,29 @@ def overlapping_backfills(
     assert other.missing_vectors() == 0
     records = saver._wal.sealed_records(0, 10**9)
     return [str(op["id"]) for r in records for op in r.ops if op["op"] == "vec"]
+
+
+class Perturbed:
+    """Another CPU's view of an embedder: its int8 kernels round differently, so every
+    vector moves a little (here by `scale` of its length, in a direction fixed per text and
+    `seed`: cosine 0.9988 with the original at 0.05), and it is still the same model."""
+
+    def __init__(self, inner: object, scale: float, seed: int) -> None:
+        self.inner, self.scale, self.seed = inner, scale, seed
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+    def _moved(self, text: str, vector: Sequence[float]) -> list[float]:
+        v = np.asarray(vector, dtype=np.float64)
+        digest = hashlib.sha256(f"{self.seed}\0{text}".encode()).digest()
+        noise = np.random.default_rng(int.from_bytes(digest[:8], "big")).normal(size=len(v))
+        v = v + self.scale * np.linalg.norm(v) * noise / np.linalg.norm(noise)
+        return (v / np.linalg.norm(v)).tolist()  # type: ignore[no-any-return]
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        found = self.inner.embed(texts)  # type: ignore[attr-defined]
+        return [self._moved(t, v) for t, v in zip(texts, found, strict=True)]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._moved("query: " + text, self.inner.embed_query(text))  # type: ignore[attr-defined]

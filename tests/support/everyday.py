@@ -86,3 +86,26 @@ def everyday_memories(n: int = 300) -> list[tuple[str, str]]:
         if len(out) == n:
             break
     return out
+
+
+# everyday prompts to a coding agent that nothing a project stores answers (issue 54: each
+# got 3-8 memories injected); none is a reference sentence of stores/index/relevance.py
+CODING_PROMPTS = (
+    "what is 2+2",
+    "refactor this function to use a dataclass",
+    "why does this test fail with KeyError",
+    "write a regex that matches an email address",
+    "how do I undo the last git commit",
+    "add type hints to this module",
+    "rename the variable foo to bar everywhere",
+    "explain this stack trace from the parser",
+)
+
+# a new user's first memories of a project (newcomer-turn5.md)
+PROJECT_MEMORIES = (
+    "We deploy the web app with make ship",
+    "The frontend is written in TypeScript with React 19 and Vite",
+    "Staging runs Postgres 15 on the db-stage host",
+    "The user is in the Europe/Berlin time zone",
+    "Never git push --force to main",
+)

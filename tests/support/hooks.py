@@ -291,6 +291,16 @@ def seeded(data: Path) -> LongTermStore:
     return store
 
 
+PREFERENCES_ASKED = "answer in prose without bullet points; search code with ripgrep, not find"
+
+
+def lately_asked(data: Path, cwd: str = "/work/proj") -> None:
+    """A prompt recorded lately in `cwd` that the seeded preference and anti-pattern answer:
+    a session start there ranks the preferences against it (issue 54)."""
+    record = {"session": "earlier", "role": "user", "content": PREFERENCES_ASKED, "cwd": cwd}
+    JsonlLog(data, CONVERSATION).append(record | {"via": "hook", "client": "claude-code"})
+
+
 def install_claude_code(home: Path, data: Path, *flags: str) -> None:
     """`dreamwell install claude-code --data-dir DATA FLAGS` in this process (the real
     install code) for a user whose HOME is `home`; the server's lists are not primed (that

@@ -73,19 +73,24 @@ def test_a_memory_is_injected_once_per_session_and_again_after_a_compaction(tmp_
     assert len(turns(tmp_path)) == 3  # the repeated prompt of s1 is one turn
 
 
-def test_session_start_prints_preferences_and_anti_patterns(tmp_path: Path) -> None:
+def test_session_start_prints_the_preferences_relevant_to_where_the_session_is(
+    tmp_path: Path,
+) -> None:
+    """Ranked against the project's name and the prompts lately asked there, not the most
+    recent whatever they are: a session in a directory where nothing was asked gets none."""
     seeded(tmp_path)
-    done = hook(
-        "session-start",
-        event("s1", "SessionStart", tmp_path / "t.jsonl", source="startup"),
-        tmp_path,
-    )
+    start = event("s1", "SessionStart", tmp_path / "t.jsonl", source="startup")
+    assert hook("session-start", start, tmp_path).stdout == ""
+    asked = "answer in prose without bullet points; search code with ripgrep, not find"
+    assert hook("user-prompt", prompt("s1", asked), tmp_path).returncode == 0
+    done = hook("session-start", start | {"session_id": "s2"}, tmp_path)
     assert done.returncode == 0
     assert done.stdout.startswith("The user's preferences and anti-patterns")
     assert PREF in done.stdout and ANTI in done.stdout
     assert DEPLOY not in done.stdout and TEA not in done.stdout
-    [shown] = recalls(tmp_path)
-    assert {PREF, ANTI} <= set(shown["ids"])
+    elsewhere = start | {"session_id": "s3", "cwd": "/work/other"}
+    assert hook("session-start", elsewhere, tmp_path).stdout == ""
+    assert {PREF, ANTI} <= set(recalls(tmp_path)[-1]["ids"])
 
 
 def test_session_start_stays_within_hook_max_chars(tmp_path: Path) -> None:
@@ -94,13 +99,12 @@ def test_session_start_stays_within_hook_max_chars(tmp_path: Path) -> None:
         store.save(f"preference number {i} " + "x" * 80, category="user-preferences/long")
     store.checkpoint()
     refresh(DataDir(tmp_path))
+    env = {"DREAMWELL_HOOK_MAX_CHARS": "500"}
+    hook("user-prompt", prompt("s0", "which preference number?"), tmp_path, env=env)
     done = hook(
-        "session-start",
-        event("s1", "SessionStart", tmp_path / "t.jsonl"),
-        tmp_path,
-        env={"DREAMWELL_HOOK_MAX_CHARS": "1000"},
+        "session-start", event("s1", "SessionStart", tmp_path / "t.jsonl"), tmp_path, env=env
     )
-    assert 500 < len(done.stdout) <= 1001
+    assert 250 < len(done.stdout) <= 501
 
 
 def test_memories_not_yet_checkpointed_are_found_from_the_log(tmp_path: Path) -> None:

@@ -42,11 +42,13 @@ def test_the_prompt_hook_injects_the_cwd_s_project_and_never_another_s(tmp_path:
         assert ids["shop"] not in other.stdout and ids["billing"] in other.stdout
 
 
-def test_the_first_prompt_s_recent_memories_are_the_project_s(tmp_path: Path) -> None:
+def test_a_prompt_in_a_project_recalls_that_project_s_memories(tmp_path: Path) -> None:
+    """And a prompt nothing answers recalls nothing (it got the project's most recent)."""
     shop, _ = two_projects(tmp_path / "src")
     data = tmp_path / "data"
     ids = _seed(data, checkpoint=True)
-    out = hook("user-prompt", prompt("s1", "zzz qqq", cwd=str(shop)), data)
+    assert hook("user-prompt", prompt("s1", "zzz qqq", cwd=str(shop)), data).stdout == ""
+    out = hook("user-prompt", prompt("s1", "how do we deploy?", cwd=str(shop)), data)
     assert ids["shop"] in out.stdout and "billing" not in out.stdout.lower()
 
 

@@ -32,6 +32,7 @@ from tests.support.hooks import (
     hook,
     install_claude_code,
     installed_hooks,
+    lately_asked,
     lean_hook,
     log_lines,
     prompt,
@@ -72,6 +73,8 @@ def test_each_event_prints_and_records_through_the_resident_as_by_itself(
 ) -> None:
     seeded(tmp_path / "a")
     seeded(tmp_path / "b")
+    lately_asked(tmp_path / "a")
+    lately_asked(tmp_path / "b")
     start = event("s1", "SessionStart", tmp_path / "t.jsonl", source="startup")
     by_itself = hook("session-start", start, tmp_path / "a")
     lean_hook("stop", event("warm", "Stop", tmp_path / "t.jsonl"), tmp_path / "b", run)

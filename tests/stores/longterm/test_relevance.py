@@ -11,15 +11,25 @@ import pytest
 
 from dreamwell.stores import DataDir, LongTermStore, OnnxE5
 from dreamwell.stores.hooks import QuickRecall
-from dreamwell.stores.index.relevance import Baseline
-from tests.support.everyday import ANSWERABLE, GIBBERISH, UNANSWERABLE, everyday_memories
+from dreamwell.stores.index.relevance import Baseline, expected_best
+from tests.support.embedders import Perturbed
+from tests.support.everyday import (
+    ANSWERABLE,
+    CODING_PROMPTS,
+    GIBBERISH,
+    PROJECT_MEMORIES,
+    UNANSWERABLE,
+    everyday_memories,
+)
+
+E5 = OnnxE5()  # one model for the module (its vectors are the same for every store)
 
 
 @pytest.fixture(scope="module")
 def everyday(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LongTermStore]:
     store = LongTermStore(
         tmp_path_factory.mktemp("everyday"),
-        embedder=OnnxE5(),
+        embedder=E5,
         min_similarity=0.7,
         keyword_weight=0.4,
     )
@@ -91,7 +101,7 @@ def test_a_memory_is_judged_against_the_others_not_against_itself(tmp_path: Path
     reference sentences) and "which city does the person live in" found nothing (3.10
     spreads above it, 3.25 asked); the stdio test failed in CI whenever the backfill did
     not take both memories in one batch. Judged against the others, it stands 3.49 above."""
-    store = LongTermStore(tmp_path, embedder=OnnxE5(), min_similarity=0.7, keyword_weight=0.4)
+    store = LongTermStore(tmp_path, embedder=E5, min_similarity=0.7, keyword_weight=0.4)
     for content in ("The user is based in Chicago, Illinois", "Deploys happen on Tuesdays"):
         store.save(content)
         while store.backfill():
@@ -110,3 +120,61 @@ def test_a_sampled_memory_is_left_out_of_its_own_baseline() -> None:
     assert floor.above(0.95, "answer") == pytest.approx(alone.above(0.95))
     assert floor.above(0.95, "answer") > floor.above(0.95, "not sampled") > 0
     assert Baseline(cosines[:7]).above(0.95) == float("-inf")  # too few to say
+
+
+NOTHING_ANSWERS = (*GIBBERISH, *CODING_PROMPTS)
+
+
+@pytest.mark.parametrize(("scale", "seed"), [(0.0, 0), (0.05, 1), (0.05, 2), (0.05, 3)])
+def test_a_small_store_answers_nothing_unrelated_on_any_cpu(
+    tmp_path: Path, scale: float, seed: int
+) -> None:
+    """A new user's five memories, vectors and queries moved as another CPU's int8 kernels
+    would move them: gibberish and everyday coding prompts find nothing (gibberish found 5
+    of a 7-memory store, "what is 2+2" every memory holding a "2"), the questions they
+    answer still find them."""
+    model = Perturbed(E5, scale, seed)
+    store = LongTermStore(tmp_path, embedder=model, min_similarity=0.7, keyword_weight=0.4)  # type: ignore[arg-type]
+    for content in PROJECT_MEMORIES:
+        store.save(content, "projects/web")
+    while store.backfill():
+        pass
+    assert {q: store.search(q) for q in NOTHING_ANSWERS} == {q: [] for q in NOTHING_ANSWERS}
+    for question, phrase in (
+        ("which postgres version is staging on", "Postgres 15"),
+        ("what time zone is the user in", "Europe/Berlin"),
+    ):
+        assert phrase in store.search(question)[0].entry.content
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_three_hundred_memories_answer_no_gibberish_on_any_cpu(
+    everyday: LongTermStore, seed: int
+) -> None:
+    """The 300-memory store's queries and reference sentences moved as another CPU would
+    (`aaaaaaaaaaaaaaaa` stood 3.27 spreads above the baseline here, 3.25 asked: 20 hits on
+    one CPU, none on another); the answers are still found."""
+    searcher = everyday._searcher
+    kept = searcher.embedder, searcher._references
+    searcher.embedder, searcher._references = Perturbed(E5, 0.05, seed), None  # type: ignore[assignment]
+    try:
+        assert {q: everyday.search(q) for q in GIBBERISH} == {q: [] for q in GIBBERISH}
+        for question, answer in ANSWERABLE:
+            assert any(answer in h.entry.content for h in everyday.search(question)[:5])
+    finally:
+        searcher.embedder, searcher._references = kept
+
+
+def test_the_best_of_many_unrelated_memories_is_expected_higher() -> None:
+    """Chance alone puts the best of 100,000 unrelated memories 4.3 spreads above their
+    median: the rule asks that much more of a hit in such a store than in a small one."""
+    assert expected_best(5) == pytest.approx(1.18, abs=0.01)
+    assert expected_best(100_000) == pytest.approx(4.3, abs=0.1)
+    import numpy as np
+
+    cosines = np.linspace(0.70, 0.80, 70, dtype=np.float32)
+    small = Baseline(cosines, (), references=20, population=10)
+    large = Baseline(cosines, (), references=20, population=100_000)
+    assert small.meaning(0.9).beyond - large.meaning(0.9).beyond == pytest.approx(
+        expected_best(100_000) - expected_best(20)
+    )

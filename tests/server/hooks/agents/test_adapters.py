@@ -19,6 +19,7 @@ from dreamwell.server.hooks.events import hook_output
 from dreamwell.server.hooks.settings import HookSettings
 from dreamwell.server.hooks.transcript import read_new
 from dreamwell.stores.inputs import SKILL_USAGE, JsonlLog
+from dreamwell.stores.working import WorkingMemory
 from tests.support.hooks import DEPLOY, log_lines, seeded, turns
 
 PROMPT = "How do we deploy the api?"
@@ -65,6 +66,9 @@ def test_gemini_s_echoed_session_context_is_not_searched_with_nor_recorded(
 ) -> None:
     data = tmp_path / "data"
     seeded(data)
+    # what a session start always shows, whatever the directory: a patrol's finding (its
+    # preferences are those relevant to where it is, none here)
+    WorkingMemory(data).save("patrol", "ci-check", "the nightly build failed", ttl_minutes=60)
     start = run(data, "gemini:session-start", stdin("gemini", "session-start", tmp_path))
     shown = json.loads(start)["hookSpecificOutput"]
     assert shown["hookEventName"] == "SessionStart" and shown["additionalContext"]
