@@ -3,7 +3,8 @@
 Keyword candidates are BM25 over the Tantivy index plus the entries changed since the last
 checkpoint (scored with the index's own statistics, overriding the index's copy); vector
 candidates are the top cosines of the query over this process's rows, and of their
-contextual neighbours. `rank_hits` blends them; a reranker, if given, re-orders the head.
+contextual neighbours. `rank_hits` blends them, a "when" question favours the candidates that
+say when (`temporal`); a reranker, if given, re-orders the head.
 With no query, the most recently seen entries. Everything is read from the mirror: a search
 takes no lock and writes nothing.
 """
@@ -33,6 +34,7 @@ from dreamwell.stores.index.relevance import (
     select,
 )
 from dreamwell.stores.index.rows import Rows
+from dreamwell.stores.index.temporal import favour_times
 from dreamwell.stores.index.view import View
 from dreamwell.stores.longterm.components import Parts
 from dreamwell.stores.longterm.mirror import Pending
@@ -107,6 +109,11 @@ def _weights(view: View, candidates: Scored, f: Filter) -> dict[str, float]:
     }
 
 
+def _content(view: View, entry_id: str) -> str | None:
+    entry = view.get(entry_id)
+    return None if entry is None else entry.content
+
+
 @functools.cache
 def _query_pool() -> ThreadPoolExecutor:
     """The threads that run the keyword side of searches (Tantivy's search, the pending
@@ -159,6 +166,7 @@ class Searcher:
             if cosine
             else (),
         )
+        ranked = favour_times(text, ranked, lambda i: _content(view, i))
         if t.reranker is not None:
             ranked = self._rerank(t.reranker, text, ranked, view)
         if t.relevance is not None:

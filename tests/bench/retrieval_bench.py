@@ -19,7 +19,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-SHARED = Path(__file__).resolve().parents[3] / "shared"
+SHARED = next(  # ../shared beside the checkout, or beside the worktrees' folder
+    (p / "shared" for p in Path(__file__).resolve().parents if (p / "shared/bench").is_dir()),
+    Path(__file__).resolve().parents[3] / "shared",
+)
 MODES = {
     "hybrid": [],
     "bm25-only": ["DREAMWELL_EMBEDDER=none"],

@@ -21,10 +21,11 @@ Run: python tests/bench/tune_hybrid.py [--conversations 0-4] [--no-rerank] [--gr
 contextual scheme ("server": window-sum contextual cosine as in Rows.vector_top, the ctx BM25
 field with the neighbours' text at CONTEXT_BOOST, CONTEXT_WEIGHT) and one row per lever, each
 with the paired bootstrap 95% CI of its R@5/R@10 gain over "server", R@5/R@10 per conversation
-and R@10 per category. Options: --prefixes (query prefix rows), --unrelated SHARE (that
+and R@5/R@10 per category. Options: --prefixes (query prefix rows), --unrelated SHARE (that
 share of the links points at another session: the cost of bad gating), --costs (each step's
-CPU per search at 10,000 memories), --only 'a|b' (rows whose name contains a or b).
-About 1-5 minutes once the vectors are cached.
+CPU per search at 10,000 memories), --only 'a|b' (rows whose name contains a or b),
+--no-joined (leave out the levers that need a second embedding: 3 minutes less the first
+time). About 1-5 minutes once the vectors are cached.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from dreamwell.stores import CrossEncoderReranker, Embedder, OnnxE5, OnnxMiniLM, rank_hits
-from dreamwell.stores.index import text_index
+from dreamwell.stores.index import temporal, text_index
 from dreamwell.stores.index.hybrid_rank import CONTEXT_WEIGHT
 from dreamwell.stores.index.stopwords import ENGLISH_STOPWORDS
 from dreamwell.stores.index.text_index import (
@@ -391,8 +392,10 @@ def main() -> None:
 # "server" is what dreamwell does today with the e5 default: BM25 over the memory's text plus
 # a `ctx` field holding the text of the memories saved just before and after it (boost
 # CONTEXT_BOOST), query stop-words dropped; cosine; a contextual cosine = (own cosine +
-# neighbours' cosines) / norm of the summed vectors (Rows.vector_top); rank_hits with BM25
-# 0.4, contextual CONTEXT_WEIGHT, min_similarity 0.7 on both cosine lists, 100 candidates.
+# the cosines of the neighbours up to RADIUS = 2 links each way) / norm of the summed vectors
+# (Rows.vector_top); rank_hits with BM25 0.4, contextual CONTEXT_WEIGHT, min_similarity 0.7
+# on both cosine lists, 100 candidates. The "when" lever is the server's since issue 54, but
+# off in "server" so that its rows show its gain.
 # Each lever below changes one thing and is scored against it per question, so the gain gets
 # a paired bootstrap interval and per-conversation figures.
 
@@ -536,7 +539,7 @@ def lever_conversation(number: int, sample: dict[str, Any], bench: Any, args: An
     idx = conv.index = indexes[1]
     conv.tf, conv.surface = analysed(idx, texts)
     conv.df = Counter(t for counts in conv.tf for t in counts)
-    if not args.unrelated:  # the second-embedding levers (a few minutes the first time)
+    if not (args.unrelated or args.no_joined):  # second-embedding levers (minutes, once)
         conv.joined = joined_vectors(conv, args)
     out = []
     for qa in qas:
@@ -609,7 +612,7 @@ class Lever:
     wc: float = CONTEXT_WEIGHT
     min_sim: float = SERVER_MIN
     depth: int = SERVER_DEPTH
-    window: Window = (1.0,)  # weight of neighbours at distance 1, 2, ... in ctx
+    window: Window = (1.0, 1.0)  # weight of neighbours at distance 1, 2, ... in ctx (RADIUS 2)
     field_radius: int = 1  # the BM25 ctx field holds neighbours up to this many links away
     boost: float = CONTEXT_BOOST
     pool: str = "centroid"  # how the window's cosines make the contextual score
@@ -624,6 +627,7 @@ class Lever:
     prf_weight: float = 0.3
     rocchio: float = 0.0  # query vector += this x the mean of the top prf_docs' vectors
     rocchio_docs: int = 3
+    when: float = 0.0  # a "when" question: a memory that holds a time gains this (temporal)
 
 
 def contextual(conv: Conv, sims: np.ndarray, window: Window, pool: str = "centroid") -> np.ndarray:
@@ -721,11 +725,19 @@ def lever_rank(q: LQ, lever: Lever) -> list[str]:
         fused = fuse(q, lever, bm25, qv)
     elif lever.rocchio:
         fused = fuse(q, lever, base_bm25, qv)
+    if lever.when:
+        fused = timed(q, fused, lever.when)
     if lever.propagate:
         fused = propagated(q.conv, fused, lever.propagate)
     if lever.spread:
         fused = spread(q.conv, fused, lever.spread)
     return [i for i, _ in fused[:20]]
+
+
+def timed(q: LQ, fused: list[tuple[str, float]], gain: float) -> Hits:
+    """The server's time-aware ranking (stores/index/temporal.py) with another gain."""
+    texts = dict(zip(q.conv.ids, q.conv.texts, strict=True))
+    return temporal.favour_times(q.text, fused, texts.get, gain)
 
 
 def spread(conv: Conv, fused: list[tuple[str, float]], penalty: float) -> Hits:
@@ -853,6 +865,9 @@ MORE = {
     "C, DBSF normalisation": dataclasses.replace(BEST, wc=CONTEXT_WEIGHT, dbsf=True),
     "B, DBSF normalisation": dataclasses.replace(BEST, dbsf=True),
 }
+WHEN = {
+    f"when-question: a memory holding a time +{g}": Lever(when=g) for g in (0.05, 0.1, 0.2, 0.3)
+}
 PREFIX_LEVERS = {
     "query embedded as 'passage: '": Lever(prefix="passage"),
     "query embedded with no prefix": Lever(prefix="none"),
@@ -867,8 +882,8 @@ def lever_table(questions: list[LQ], levers: dict[str, Lever], out: Any) -> None
     out.write(
         f"{'lever':46s} R@1  R@5  R@10 MRR  | dR@5 95% CI       | dR@10 95% CI      | "
         + " ".join(f"c{c} R@5/R@10" for c in convs)
-        + " | R@10 "
-        + "/".join(CATEGORIES.values())
+        + " | R@5/R@10 "
+        + " ".join(CATEGORIES.values())
         + "\n"
     )
     for name, lever in levers.items():
@@ -886,7 +901,11 @@ def lever_table(questions: list[LQ], levers: dict[str, Lever], out: Any) -> None
                 for m in by_conv.values()
             )
         )
-        cells.append("/".join(f"{got[m, 2].mean():.2f}" for m in cats.values() if m.any()))
+        cells.append(
+            " ".join(
+                f"{got[m, 1].mean():.2f}/{got[m, 2].mean():.2f}" for m in cats.values() if m.any()
+            )
+        )
         out.write(" | ".join(cells) + "\n")
         out.flush()
     out.write(f"{len(questions)} questions (categories 1-4); '*' = R@10 below the server's\n")
@@ -978,6 +997,9 @@ def levers_main() -> None:
     parser.add_argument("--prefixes", action="store_true", help="also try query prefixes")
     parser.add_argument("--costs", action="store_true", help="time each lever at 10k memories")
     parser.add_argument(
+        "--no-joined", action="store_true", help="skip the second-embedding levers' vectors"
+    )
+    parser.add_argument(
         "--only", default="", help="run the levers whose name has one of these 'a|b' texts"
     )
     parser.add_argument(
@@ -1000,13 +1022,20 @@ def levers_main() -> None:
     for number in range(int(lo), int(hi or lo) + 1):
         sys.stderr.write(f"{data[number]['sample_id']}\n")
         questions += lever_conversation(number, data[number], bench, args)
-    levers = {**LEVERS, **COMBOS, **GRID2, **MORE, **(PREFIX_LEVERS if args.prefixes else {})}
+    levers = {
+        **LEVERS,
+        **COMBOS,
+        **GRID2,
+        **MORE,
+        **WHEN,
+        **(PREFIX_LEVERS if args.prefixes else {}),
+    }
     wanted = args.only.split("|")
     levers = {
         n: lv
         for n, lv in levers.items()
         if any(w in n for w in wanted) or lv == Lever()
-        if not (args.unrelated and lv.joined)
+        if not ((args.unrelated or args.no_joined) and lv.joined)
     }
     lever_table(questions, levers, sys.stdout)
     if args.costs_:
