@@ -154,9 +154,9 @@ def test_another_user_finds_no_hook_token_and_cannot_make_the_resident_run_anyth
     while not (attacker / "ran").exists() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not (attacker / "ran").exists(), found  # 8021d35 ran it within seconds
-    # they read both settings files (the home and the project are open to them), and find
-    # no token, no URL, nothing to post to; the resident's socket is out of their reach
-    assert set(found["read"]) >= {str(p) for p in named[:2]}, found
+    # whatever of the settings files they may read (install writes new ones 0600 under
+    # dreamwell's umask; a file the user made keeps its mode) holds no token, no URL, nothing
+    # to post to; the resident's socket is out of their reach
     assert (found["tokens"], found["urls"], found["posted"]) == ([], [], []), found
     assert found["socket"] == "PermissionError", found
     assert not DataDir(data).hook_door.exists()
