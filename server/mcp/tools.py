@@ -171,8 +171,7 @@ def _search_memory(mcp: MCPServer, runtime: Runtime, call: Call) -> None:
         ] = None,
         tags: TagsArg = None,
     ) -> CallToolResult:
-        project = await caller_project(runtime, ctx)
-        key = project.key if project is not None else None
+        key = await _project_key(runtime, ctx)
 
         def work(t: Tenant, ns: str) -> str:
             hits = t.longterm.search(query, category, tags, limit=20, project=key)
@@ -189,7 +188,7 @@ def _search_memory(mcp: MCPServer, runtime: Runtime, call: Call) -> None:
         return await call(ctx, work)
 
 
-def _delete_memory(mcp: MCPServer, _runtime: Runtime, call: Call) -> None:
+def _delete_memory(mcp: MCPServer, runtime: Runtime, call: Call) -> None:
     @mcp.tool(description="Delete one long-term memory by its id.", structured_output=False)
     async def delete_memory(
         id: Annotated[
@@ -197,13 +196,15 @@ def _delete_memory(mcp: MCPServer, _runtime: Runtime, call: Call) -> None:
         ],
         ctx: Context,
     ) -> CallToolResult:
-        return await call(ctx, lambda t, _ns: render.deleted(t.longterm.delete(id.strip())))
+        key = await _project_key(runtime, ctx)  # another project's memory is not found
+        return await call(ctx, lambda t, _ns: render.deleted(t.longterm.delete(id.strip(), key)))
 
 
-def _list_memory_categories(mcp: MCPServer, _runtime: Runtime, call: Call) -> None:
+def _list_memory_categories(mcp: MCPServer, runtime: Runtime, call: Call) -> None:
     @mcp.tool(description="List long-term memory categories with counts.", structured_output=False)
     async def list_memory_categories(ctx: Context) -> CallToolResult:
-        return await call(ctx, lambda t, _ns: render.categories(t.longterm.categories()))
+        key = await _project_key(runtime, ctx)  # the caller's project's and global memories
+        return await call(ctx, lambda t, _ns: render.categories(t.longterm.categories(key)))
 
 
 def _save_to_working_memory(mcp: MCPServer, _runtime: Runtime, call: Call) -> None:
@@ -281,6 +282,12 @@ def _search_working_memory(mcp: MCPServer, _runtime: Runtime, call: Call) -> Non
             return render.wm_search(prefix, filters, found, utcnow())
 
         return await call(ctx, work)
+
+
+async def _project_key(runtime: Runtime, ctx: Context) -> str | None:
+    """The key of the caller's project (None: no project, sees every memory)."""
+    project = await caller_project(runtime, ctx)
+    return project.key if project is not None else None
 
 
 def _prefix(namespace: str) -> str:

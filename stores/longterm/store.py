@@ -181,8 +181,10 @@ class LongTermStore:
             self._vectors.hold_save(self.save_backlog)
         return self._writer.save(content, category, tags, metadata, now, caller)
 
-    def delete(self, entry_id: str) -> MemoryEntry:
-        return self._writer.delete(entry_id)
+    def delete(self, entry_id: str, project: str | None = None) -> MemoryEntry:
+        """Delete a memory. With `project` (a key), another project's memory is not found,
+        exactly as an unknown id, and stays."""
+        return self._writer.delete(entry_id, project)
 
     def write(self, groups: Sequence[Sequence[Write]]) -> list[bool]:
         """Compare-and-set: each group is written whole if every entry in it still equals its
@@ -284,9 +286,12 @@ class LongTermStore:
         self._parts.follower.fresh()
         return self._parts.mirror.view.live_count
 
-    def categories(self) -> list[tuple[str, int]]:
+    def categories(self, project: str | None = None) -> list[tuple[str, int]]:
+        """Live memories per category; with `project` (a key), only that project's memories
+        and global ones are counted (a category of another project's alone is not named)."""
         self._parts.follower.fresh()
-        found = self._parts.mirror.view.categories.items()
+        m = self._parts.mirror
+        found = m.view.categories.items() if project is None else m.rows.categories(project)
         return sorted(found, key=lambda kv: (kv[0].casefold(), kv[0]))
 
     def search(
