@@ -13,6 +13,7 @@ from pydantic import Field
 
 from dreamwell.server.mcp import render
 from dreamwell.server.mcp.projects import caller_project
+from dreamwell.server.mcp.recording import record
 from dreamwell.server.runtime import Runtime, Tenant
 from dreamwell.stores import (
     MAX_CONTENT_CHARS,
@@ -176,14 +177,12 @@ def _search_memory(mcp: MCPServer, runtime: Runtime, call: Call) -> None:
         def work(t: Tenant, ns: str) -> str:
             hits = t.longterm.search(query, category, tags, limit=20, project=key)
             if query and hits:  # which memories each caller was shown: the dream's scoring input
-                try:
-                    asked = redact(query)[:500]  # no secret reaches the log
-                    t.recall_log.append(
-                        {"caller": ns, "query": asked, "ids": [h.entry.id for h in hits]}
-                    )
-                except StoreError as exc:  # a full or read-only disk must not fail a search
-                    logger.warning("search served, but not recorded in the recall log: %s", exc)
-            return render.found([h.entry for h in hits], utcnow())
+                asked = redact(query)[:500]  # no secret reaches the log
+                shown = {"caller": ns, "query": asked, "ids": [h.entry.id for h in hits]}
+                now = utcnow()
+                log = t.recall_log
+                record(log.blocking, "search", lambda: log.append(shown, now))
+            return render.found([h.entry for h in hits], utcnow()) + _stale(t)
 
         return await call(ctx, work)
 
@@ -204,7 +203,11 @@ def _list_memory_categories(mcp: MCPServer, runtime: Runtime, call: Call) -> Non
     @mcp.tool(description="List long-term memory categories with counts.", structured_output=False)
     async def list_memory_categories(ctx: Context) -> CallToolResult:
         key = await _project_key(runtime, ctx)  # the caller's project's and global memories
-        return await call(ctx, lambda t, _ns: render.categories(t.longterm.categories(key)))
+
+        def work(t: Tenant, _ns: str) -> str:
+            return render.categories(t.longterm.categories(key)) + _stale(t)
+
+        return await call(ctx, work)
 
 
 def _save_to_working_memory(mcp: MCPServer, _runtime: Runtime, call: Call) -> None:
@@ -282,6 +285,11 @@ def _search_working_memory(mcp: MCPServer, _runtime: Runtime, call: Call) -> Non
             return render.wm_search(prefix, filters, found, utcnow())
 
         return await call(ctx, work)
+
+
+def _stale(t: Tenant) -> str:
+    """The staleness line of a read served while the object store does not answer."""
+    return render.stale(t.longterm.silent_since())
 
 
 async def _project_key(runtime: Runtime, ctx: Context) -> str | None:

@@ -24,7 +24,7 @@ Reads never take a file lock: every process tails the log into an immutable view
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from filelock import FileLock
@@ -56,6 +56,9 @@ from dreamwell.stores.longterm.wal import Wal
 from dreamwell.stores.model import MemoryEntry, Vector
 
 RELEVANT = Rule()  # which hits a search returns (stores/index/relevance.py)
+# seconds an object store may take to answer the log's poll (every 0.25 s) before reads say
+# they are served as of its last answer
+SILENT_AFTER = 2.0
 
 __all__ = [
     "ANY",
@@ -272,6 +275,15 @@ class LongTermStore:
     def pending(self) -> int:
         """Changes logged but not yet folded into LanceDB and Tantivy."""
         return len(self._parts.mirror.pending)
+
+    # ---- reads ----------------------------------------------------------------------------------
+    def silent_since(self) -> datetime | None:
+        """On an object store that has not answered for SILENT_AFTER seconds (it hangs or
+        refuses), when it last did: reads are then served from this replica's view as of
+        that time (and say so). None while it answers, and for a local data directory."""
+        silent = getattr(self._parts.log, "silent_since", None)
+        found = silent(SILENT_AFTER) if silent is not None else None
+        return None if found is None else datetime.fromtimestamp(found, UTC)
 
     # ---- reads ----------------------------------------------------------------------------------
     def get(self, entry_id: str) -> MemoryEntry | None:
