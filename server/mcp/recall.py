@@ -128,7 +128,11 @@ def build_block(
         log, now = tenant.recall_log, utcnow()
         asked = {"caller": namespace, "query": redact(message)[:500], "ids": sorted(shown)}
         entry = asked | {"skills": [], "via": "prompt"}
-        record(log.blocking, "recall", lambda: log.append(entry, now))
+        record(
+            log.blocking,
+            "recall served, but not recorded in the recall log",
+            lambda: log.append(entry, now),
+        )
     if unavailable:
         return "\n\n".join(part for part in (unavailable, block) if part)
     return block or "Nothing recalled: long-term and working memory have nothing for this yet."
@@ -167,7 +171,7 @@ def record_turn(
     if project is not None:  # the dream keeps what it learns from it in that project
         turn |= {"project": project.key, "project_root": str(project.root)}
     now = utcnow()
-    record(log.blocking, "the conversation turn", lambda: log.append(turn, now))
+    record(log.blocking, "could not record the conversation turn", lambda: log.append(turn, now))
 
 
 def with_skills(

@@ -46,8 +46,7 @@ class _Background:
             self.dropped += 1
             if self.dropped == 1 or self.dropped % 100 == 0:
                 logger.warning(
-                    "%s not recorded: %d records already wait for the object store "
-                    "(%d dropped so far)",
+                    "%s: %d records already wait for the object store (%d dropped so far)",
                     what,
                     MAX_WAITING,
                     self.dropped,
@@ -67,11 +66,11 @@ def _append(what: str, append: Append) -> None:
     try:
         append()
     except StoreError as exc:  # a full disk or a store away must not fail a read
-        logger.warning("%s served, but not recorded: %s", what, exc)
+        logger.warning("%s: %s", what, exc)
 
 
 def record(blocking: bool, what: str, append: Append) -> None:
-    """Make `append` (one log append; `what` names the read, for the log line): in this
+    """Make `append` (one log append; `what` is the log line if it fails): in this
     thread when the log is local, else in the background, never waiting for the store.
     `append` must carry its own timestamp (it may run later)."""
     if blocking:

@@ -193,7 +193,7 @@ class SkillsEdge:
         except StoreError as exc:  # a use not recorded never fails the read
             logger.warning("could not record a use of skill %r: %s", name, exc)
             return
-        use = f"a use of skill {name!r}"  # a use not recorded never fails the read either
+        use = f"could not record a use of skill {name!r}"  # nor does it fail the read here
         record(usage.log.blocking, use, lambda: usage.record_use(session, name, via, now))
 
     # ---- prompts and resources -------------------------------------------------------------

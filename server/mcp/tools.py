@@ -28,6 +28,8 @@ from dreamwell.stores import (
 
 logger = logging.getLogger(__name__)
 
+NOT_LOGGED = "search served, but not recorded in the recall log"
+
 TagsArg = Annotated[
     Annotated[str, Field(max_length=2200)]
     | Annotated[list[Annotated[str, Field(max_length=64)]], Field(max_length=32)]
@@ -181,7 +183,7 @@ def _search_memory(mcp: MCPServer, runtime: Runtime, call: Call) -> None:
                 shown = {"caller": ns, "query": asked, "ids": [h.entry.id for h in hits]}
                 now = utcnow()
                 log = t.recall_log
-                record(log.blocking, "search", lambda: log.append(shown, now))
+                record(log.blocking, NOT_LOGGED, lambda: log.append(shown, now))
             return render.found([h.entry for h in hits], utcnow()) + _stale(t)
 
         return await call(ctx, work)
