@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 
 from dreamwell.stores.errors import StoreBusy, StoreUnreachable
@@ -50,6 +51,7 @@ class Follower:
         # only to apply, so a search never waits for the log (locks: checkpoint -> log ->
         # this -> view)
         self._catching = threading.RLock()
+        self._unreachable: tuple[float, StoreUnreachable] | None = None  # the last read's failure
 
     def load(self) -> None:
         """Entries from LanceDB at a checkpoint, then the log after it."""
@@ -119,7 +121,11 @@ class Follower:
         checkpoint -> log -> catch-up -> view). Called under the view's lock, it deadlocked a
         saver and the catch-up thread (a 20,000-save run)."""
         m, on_gap = self.mirror, self.on_gap
+        began = time.monotonic()
         with self._catching:  # one catch-up at a time: records are applied in the order read
+            failed = self._unreachable
+            if failed is not None and failed[0] > began:  # the one waited for could not reach
+                raise failed[1]  # the store: a writer hears it now, not after a read of its own
             state = self.state.read()
             with m.lock:
                 if state.known and state.checkpoint > m.indexed and not self.index.in_ram:
@@ -127,6 +133,9 @@ class Follower:
                     m.checkpointed(state.checkpoint)
             try:  # never under the view's lock: on an object store this read can hang
                 records = self.log.read_new()
+            except StoreUnreachable as exc:
+                self._unreachable = (time.monotonic(), exc)
+                raise
             except LogGap as gap:
                 logger.info("catching up from LanceDB: %s", gap)
                 if on_gap is None:
