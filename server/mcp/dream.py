@@ -20,7 +20,6 @@ from typing import IO, TYPE_CHECKING, Annotated, Any
 import anyio
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 from pydantic import Field
@@ -35,6 +34,8 @@ from dreamwell.server.dream_llm import (
     llm_for,
 )
 from dreamwell.server.flags import parse_every
+from dreamwell.server.mcp.projects import caller_project
+from dreamwell.server.mcp.reports import register_reports, render_scoped
 from dreamwell.server.runtime import CURRENT_REQUEST, Runtime, Tenant
 from dreamwell.stores import (
     DataDir,
@@ -61,10 +62,12 @@ def dream_once(
     options: DreamOptions | None = None,
     client_llm: LLM | None = None,
     no_llm_reason: str = NO_LLM,
+    project: str | None = None,
 ) -> str:
     """One cycle with the configured LLM, else `client_llm` (the invoking client's model,
-    asked through MCP sampling), else the passes that need none."""
-    from dreamwell.dream import render, run_cycle
+    asked through MCP sampling), else the passes that need none. With `project` (the
+    caller's), the report shows only that project's and global memories (reports.py)."""
+    from dreamwell.dream import run_cycle
 
     refuse_read_only(tenant.data_dir)
     llm = llm_for(settings) or client_llm
@@ -77,7 +80,7 @@ def dream_once(
             f"cannot dream in {tenant.data_dir}: {advice(tenant.data_dir, exc)}"
         ) from exc
     hint = report.llm is None and no_llm_reason == NO_LLM  # else the caller says it
-    return render(report) + (f"\n{NO_LLM_HINT}" if hint else "")
+    return render_scoped(report, project) + (f"\n{NO_LLM_HINT}" if hint else "")
 
 
 def refuse_read_only(data_dir: Path) -> None:
@@ -89,7 +92,7 @@ def refuse_read_only(data_dir: Path) -> None:
 def register_dream(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
     """The `dream` prompt and the report resources."""
     _register_prompt(mcp, runtime)
-    _register_reports(mcp, runtime)
+    register_reports(mcp, runtime)
 
 
 def _register_prompt(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
@@ -110,32 +113,14 @@ def _register_prompt(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
         try:  # the caller asked for it: no waiting for quiet
             client_llm, note = _client_model(ctx, runtime.settings)
             reason = f"{NO_LLM}; this client does not offer sampling" if note else NO_LLM
-            text = await dream_in_thread(tenant, runtime.settings, dry, 0, client_llm, reason)
+            project = await caller_project(runtime, ctx)
+            key = project.key if project is not None else None
+            text = await dream_in_thread(
+                tenant, runtime.settings, dry, 0, client_llm, reason, project=key
+            )
         except (DreamBusy, DreamCancelled, StoreError, ValueError) as exc:
             raise MCPError(INVALID_PARAMS, str(exc)) from exc
         return f"{text}\n\n{note}" if note else text
-
-
-def _register_reports(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
-    @mcp.resource("dream://reports", description="Dream cycles run on this memory, newest first")
-    async def reports() -> str:
-        from dreamwell.dream.report import list_reports
-
-        tenant = await _caller_tenant(runtime)
-        runs = list_reports(tenant.data_dir)
-        if not runs:
-            return "No dream cycles yet."
-        return "Dream reports (read dream://reports/{run}):\n" + "\n".join(f"- {r}" for r in runs)
-
-    @mcp.resource("dream://reports/{run}", description="What one dream cycle changed")
-    async def report(run: str) -> str:
-        from dreamwell.dream.report import load_report, render
-
-        tenant = await _caller_tenant(runtime)
-        try:
-            return render(load_report(tenant.data_dir, run))
-        except KeyError as exc:
-            raise ResourceNotFoundError(str(exc.args[0])) from exc
 
 
 def _client_model(ctx: Context, settings: Settings) -> tuple[LLM | None, str]:
@@ -166,6 +151,7 @@ async def dream_in_thread(
     quiet_seconds: float = 30.0,
     client_llm: LLM | None = None,
     no_llm_reason: str = NO_LLM,
+    project: str | None = None,
 ) -> str:
     """One cycle off the event loop. Cancelling this (the server stops) tells the cycle to
     stop between steps and interrupts its LLM call."""
@@ -179,6 +165,7 @@ async def dream_in_thread(
             options,
             client_llm,
             no_llm_reason,
+            project,
             abandon_on_cancel=True,
         )
     finally:

@@ -74,7 +74,13 @@ def register_projects(mcp: MCPServer[Any], runtime: Runtime) -> None:
     )
 
 
-def serves(skill: Skill, project: Project | None) -> bool:
-    """Whether a caller in `project` is served `skill`: a project's skill only in that
-    project (a caller in no project is served every skill, as it sees every memory)."""
-    return project is None or skill.project in (None, project.key)
+def serves(skill: Skill, project: Project | str | None) -> bool:
+    """Whether a caller in `project` (or of that key) is served `skill`: a project's skill
+    (its record's project, else the one its SKILL.md names) only in that project; a caller
+    in no project is served every skill, as it sees every memory."""
+    from dreamwell.stores.skills import skill_project
+
+    if project is None:
+        return True
+    key = project if isinstance(project, str) else project.key
+    return skill_project(skill) in (None, key)

@@ -13,6 +13,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 from pydantic import Field
 
+from dreamwell.server.mcp import render
 from dreamwell.server.mcp.projects import caller_project
 from dreamwell.server.mcp.recall_text import (
     OWN,
@@ -22,6 +23,7 @@ from dreamwell.server.mcp.recall_text import (
     memory_line,
     wm_line,
 )
+from dreamwell.server.mcp.recording import record
 from dreamwell.server.mcp.tools import valid_unicode
 from dreamwell.server.runtime import Runtime, Tenant
 from dreamwell.stores import (
@@ -29,6 +31,7 @@ from dreamwell.stores import (
     Project,
     StoreError,
     redact,
+    utcnow,
 )
 
 if TYPE_CHECKING:
@@ -91,23 +94,40 @@ def build_block(
     except StoreError as exc:  # working memory can still be shown
         recalled, unavailable = [], f"Long-term memory is unavailable: {exc}"
     lines = [memory_line(e) for e in recalled]
-    sections = [(RECALLED, lines), (OWN, [wm_line(e) for e in tenant.working.listing(namespace)])]
+    sections = [(RECALLED, lines), (OWN, _listed(tenant, namespace))]
     if not namespace.startswith("patrol/"):
-        sections.append((PATROL, [wm_line(e) for e in tenant.working.listing("patrol")]))
+        sections.append((PATROL, _listed(tenant, "patrol")))
     block = fill(sections, max_tokens * 4)
     shown = {e.id for e in recalled if f"[{e.id}]" in block}
     injected.mark(caller, shown)
     if shown:  # what the caller was shown, for the dream's judge (as search_memory records)
-        try:
-            tenant.recall_log.append(
-                {"caller": namespace, "query": redact(message)[:500], "ids": sorted(shown)}
-                | {"skills": [], "via": "prompt"}
-            )
-        except StoreError as exc:
-            logger.warning("recall served, but not recorded in the recall log: %s", exc)
+        log, now = tenant.recall_log, utcnow()
+        asked = {"caller": namespace, "query": redact(message)[:500], "ids": sorted(shown)}
+        entry = asked | {"skills": [], "via": "prompt"}
+        record(
+            log.blocking,
+            "recall served, but not recorded in the recall log",
+            lambda: log.append(entry, now),
+        )
     if unavailable:
         return "\n\n".join(part for part in (unavailable, block) if part)
     return block or "Nothing recalled: long-term and working memory have nothing for this yet."
+
+
+def _stale(tenant: Tenant) -> str:
+    """The staleness line while the object store does not answer (render.stale)."""
+    store = tenant.opened_longterm
+    return render.stale(store.silent_since() if store is not None else None)
+
+
+def _listed(tenant: Tenant, prefix: str) -> list[str]:
+    """Working-memory lines under `prefix`; none when its store cannot say (a segment this
+    replica never read, on an object store that does not answer): the recall goes on."""
+    try:
+        return [wm_line(e) for e in tenant.working.listing(prefix)]
+    except StoreError as exc:
+        logger.warning("recall without the working memory of %s: %s", prefix, exc)
+        return []
 
 
 def record_turn(
@@ -123,13 +143,11 @@ def record_turn(
         return
 
     log = JsonlLog(tenant.data_dir, CONVERSATION, max_bytes=CONVERSATION_MAX_BYTES)
-    record = {"session": namespace, "role": "user", "content": message, "via": "recall"}
+    turn = {"session": namespace, "role": "user", "content": message, "via": "recall"}
     if project is not None:  # the dream keeps what it learns from it in that project
-        record |= {"project": project.key, "project_root": str(project.root)}
-    try:
-        log.append(record)
-    except StoreError as exc:
-        logger.warning("could not record the conversation turn: %s", exc)
+        turn |= {"project": project.key, "project_root": str(project.root)}
+    now = utcnow()
+    record(log.blocking, "could not record the conversation turn", lambda: log.append(turn, now))
 
 
 def with_skills(
@@ -196,7 +214,7 @@ def register_recall(
 
             def compose() -> str:
                 block = build_block(tenant, namespace, message, injected, caller, budget, key)
-                return with_skills(skills, caller, message, block, budget, key)
+                return with_skills(skills, caller, message, block, budget, key) + _stale(tenant)
 
             block = await anyio.to_thread.run_sync(compose)
             if runtime.settings.record_conversation:

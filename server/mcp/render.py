@@ -81,6 +81,14 @@ def categories(counts: Sequence[tuple[str, int]]) -> str:
     return "Memory categories:\n" + "\n".join(f"- {c} ({n})" for c, n in counts)
 
 
+def stale(since: datetime | None) -> str:
+    """The line a read served from this replica's view adds while its object store does not
+    answer (empty while it does)."""
+    if since is None:
+        return ""
+    return f"\n\n(answered from memory as of {since:%H:%M:%S} UTC; the store is not responding)"
+
+
 def wm_saved(outcome: SaveOutcome, now: datetime) -> str:
     e = outcome.entry
     text = (

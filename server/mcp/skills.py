@@ -39,6 +39,7 @@ from pydantic import BaseModel
 
 from dreamwell.server.mcp import sdk
 from dreamwell.server.mcp.projects import caller_project, serves
+from dreamwell.server.mcp.recording import record
 from dreamwell.server.mcp.skills_recall import InjectedSkills
 from dreamwell.server.mcp.skills_watch import SkillsWatch
 from dreamwell.stores import StoreError
@@ -184,13 +185,16 @@ class SkillsEdge:
     def _record(
         self, ctx: ServerRequestContext[Any, Any], tenant: str, name: str, via: str
     ) -> None:
-        from dreamwell.stores import SkillUsage
+        from dreamwell.stores import SkillUsage, utcnow
 
         try:
             session = self.runtime.caller(ctx.request)[1]
-            SkillUsage(self.runtime.tenant_dir(tenant)).record_use(session, name, via)
+            usage, now = SkillUsage(self.runtime.tenant_dir(tenant)), utcnow()
         except StoreError as exc:  # a use not recorded never fails the read
             logger.warning("could not record a use of skill %r: %s", name, exc)
+            return
+        use = f"could not record a use of skill {name!r}"  # nor does it fail the read here
+        record(usage.log.blocking, use, lambda: usage.record_use(session, name, via, now))
 
     # ---- prompts and resources -------------------------------------------------------------
     async def _skill_prompt(

@@ -8,6 +8,7 @@ import logging
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
+from dreamwell.server.mcp.projects import serves
 from dreamwell.stores import StoreError
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ def skills_section(
     except StoreError as exc:
         logger.warning("skills not searched: %s", exc)
         return ""
-    by_name = {s.name: s for s, _ in hits if project is None or s.project in (None, project)}
+    by_name = {s.name: s for s, _ in hits if serves(s, project)}
     chosen = [by_name[n] for n in injected.fresh(caller, list(by_name))][:MAX_SKILLS]
     if not chosen:
         return ""

@@ -13,6 +13,7 @@ from pydantic import Field
 
 from dreamwell.server.mcp import render
 from dreamwell.server.mcp.projects import caller_project
+from dreamwell.server.mcp.recording import record
 from dreamwell.server.runtime import Runtime, Tenant
 from dreamwell.stores import (
     MAX_CONTENT_CHARS,
@@ -26,6 +27,8 @@ from dreamwell.stores import (
 )
 
 logger = logging.getLogger(__name__)
+
+NOT_LOGGED = "search served, but not recorded in the recall log"
 
 TagsArg = Annotated[
     Annotated[str, Field(max_length=2200)]
@@ -167,25 +170,22 @@ def _search_memory(mcp: MCPServer, runtime: Runtime, call: Call) -> None:
         ] = None,
         tags: TagsArg = None,
     ) -> CallToolResult:
-        project = await caller_project(runtime, ctx)
-        key = project.key if project is not None else None
+        key = await _project_key(runtime, ctx)
 
         def work(t: Tenant, ns: str) -> str:
             hits = t.longterm.search(query, category, tags, limit=20, project=key)
             if query and hits:  # which memories each caller was shown: the dream's scoring input
-                try:
-                    asked = redact(query)[:500]  # no secret reaches the log
-                    t.recall_log.append(
-                        {"caller": ns, "query": asked, "ids": [h.entry.id for h in hits]}
-                    )
-                except StoreError as exc:  # a full or read-only disk must not fail a search
-                    logger.warning("search served, but not recorded in the recall log: %s", exc)
-            return render.found([h.entry for h in hits], utcnow())
+                asked = redact(query)[:500]  # no secret reaches the log
+                shown = {"caller": ns, "query": asked, "ids": [h.entry.id for h in hits]}
+                now = utcnow()
+                log = t.recall_log
+                record(log.blocking, NOT_LOGGED, lambda: log.append(shown, now))
+            return render.found([h.entry for h in hits], utcnow()) + _stale(t)
 
         return await call(ctx, work)
 
 
-def _delete_memory(mcp: MCPServer, _runtime: Runtime, call: Call) -> None:
+def _delete_memory(mcp: MCPServer, runtime: Runtime, call: Call) -> None:
     @mcp.tool(description="Delete one long-term memory by its id.", structured_output=False)
     async def delete_memory(
         id: Annotated[
@@ -193,13 +193,19 @@ def _delete_memory(mcp: MCPServer, _runtime: Runtime, call: Call) -> None:
         ],
         ctx: Context,
     ) -> CallToolResult:
-        return await call(ctx, lambda t, _ns: render.deleted(t.longterm.delete(id.strip())))
+        key = await _project_key(runtime, ctx)  # another project's memory is not found
+        return await call(ctx, lambda t, _ns: render.deleted(t.longterm.delete(id.strip(), key)))
 
 
-def _list_memory_categories(mcp: MCPServer, _runtime: Runtime, call: Call) -> None:
+def _list_memory_categories(mcp: MCPServer, runtime: Runtime, call: Call) -> None:
     @mcp.tool(description="List long-term memory categories with counts.", structured_output=False)
     async def list_memory_categories(ctx: Context) -> CallToolResult:
-        return await call(ctx, lambda t, _ns: render.categories(t.longterm.categories()))
+        key = await _project_key(runtime, ctx)  # the caller's project's and global memories
+
+        def work(t: Tenant, _ns: str) -> str:
+            return render.categories(t.longterm.categories(key)) + _stale(t)
+
+        return await call(ctx, work)
 
 
 def _save_to_working_memory(mcp: MCPServer, _runtime: Runtime, call: Call) -> None:
@@ -277,6 +283,17 @@ def _search_working_memory(mcp: MCPServer, _runtime: Runtime, call: Call) -> Non
             return render.wm_search(prefix, filters, found, utcnow())
 
         return await call(ctx, work)
+
+
+def _stale(t: Tenant) -> str:
+    """The staleness line of a read served while the object store does not answer."""
+    return render.stale(t.longterm.silent_since())
+
+
+async def _project_key(runtime: Runtime, ctx: Context) -> str | None:
+    """The key of the caller's project (None: no project, sees every memory)."""
+    project = await caller_project(runtime, ctx)
+    return project.key if project is not None else None
 
 
 def _prefix(namespace: str) -> str:

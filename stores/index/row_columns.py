@@ -185,6 +185,14 @@ class RowColumns:
             mask &= self.tags.mask(tag, n)
         return mask
 
+    def categories(self, project: str) -> list[tuple[str, int]]:
+        """(category, live memories) of `project`'s memories and global ones."""
+        mask = self.mask(None, (), project)
+        cats = self.cat[: len(mask)][mask]
+        counts = np.bincount(cats[cats >= 0])
+        names = list(self.cat_names)  # after the ids were read: a new id's name is appended first
+        return [(names[i], int(counts[i])) for i in np.flatnonzero(counts).tolist()]
+
     def recent(self, limit: int, mask: npt.NDArray[np.bool_]) -> list[str]:
         """Ids of masked rows, most recently seen first."""
         n = min(len(mask), self.n)

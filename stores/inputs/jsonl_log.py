@@ -92,6 +92,11 @@ class JsonlLog:
 
             self._remote = BlobLog(Blobs(remote, f"logs/{name}"), self.max_bytes)
 
+    @property
+    def blocking(self) -> bool:
+        """Whether an append waits on the network (the log is on an object store)."""
+        return self._remote is not None
+
     @contextmanager
     def _locked(self) -> Iterator[None]:
         try:

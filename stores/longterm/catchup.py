@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 
 from dreamwell.stores.errors import StoreBusy, StoreUnreachable
@@ -46,6 +47,11 @@ class Follower:
         self.on_gap: Callable[[], None] | None = None
         self._aside: threading.Thread | None = None  # a shared log's catch-up under way
         self._aside_lock = threading.Lock()
+        # held by a catch-up from its read of the log to its apply: the view's lock is taken
+        # only to apply, so a search never waits for the log (locks: checkpoint -> log ->
+        # this -> view)
+        self._catching = threading.RLock()
+        self._unreachable: tuple[float, StoreUnreachable] | None = None  # the last read's failure
 
     def load(self) -> None:
         """Entries from LanceDB at a checkpoint, then the log after it."""
@@ -106,30 +112,43 @@ class Follower:
             logger.exception("catching up with the log failed")
 
     def catch_up(self) -> None:
-        """Read the log's new records into the view. On object storage, a gap (the shared log
-        was trimmed past what this replica read) is handled by `on_gap` once the view's lock
-        is released: it takes the checkpoint and log locks, and a saver holds the log's lock
-        while it waits for the view's (locks go checkpoint -> log -> view). Called under the
-        view's lock, it deadlocked a saver and the catch-up thread (a 20,000-save run)."""
+        """Read the log's new records into the view. The view's lock is held only to apply
+        them, never during the read (on an object store that hangs, a read held it for the
+        read's time-out, and every search with pending entries waited: 32-65 s). On object
+        storage, a gap (the shared log was trimmed past what this replica read) is handled by
+        `on_gap` once the catch-up's lock is released: it takes the checkpoint and log locks,
+        and a saver holds the log's lock while it waits for the catch-up's (locks go
+        checkpoint -> log -> catch-up -> view). Called under the view's lock, it deadlocked a
+        saver and the catch-up thread (a 20,000-save run)."""
         m, on_gap = self.mirror, self.on_gap
-        with m.lock:
+        began = time.monotonic()
+        with self._catching:  # one catch-up at a time: records are applied in the order read
+            failed = self._unreachable
+            if failed is not None and failed[0] > began:  # the one waited for could not reach
+                raise failed[1]  # the store: a writer hears it now, not after a read of its own
             state = self.state.read()
-            if state.known and state.checkpoint > m.indexed and not self.index.in_ram:
-                self.index.reload()
-                m.checkpointed(state.checkpoint)
-            try:
+            with m.lock:
+                if state.known and state.checkpoint > m.indexed and not self.index.in_ram:
+                    self.index.reload()
+                    m.checkpointed(state.checkpoint)
+            try:  # never under the view's lock: on an object store this read can hang
                 records = self.log.read_new()
+            except StoreUnreachable as exc:
+                self._unreachable = (time.monotonic(), exc)
+                raise
             except LogGap as gap:
                 logger.info("catching up from LanceDB: %s", gap)
                 if on_gap is None:
-                    self._recover(state)
+                    with m.lock:
+                        self._recover(state)
                     return
             else:
-                m.apply(records)
-                if state.known and self.log.last_seq >= state.checkpoint:
-                    m.generation = state.generation
+                with m.lock:
+                    m.apply(records)
+                    if state.known and self.log.last_seq >= state.checkpoint:
+                        m.generation = state.generation
                 return
-        if on_gap is not None:  # the gap, with the view's lock released
+        if on_gap is not None:  # the gap, with the catch-up's and the view's locks released
             on_gap()
 
     def _recover(self, state: State) -> None:

@@ -169,10 +169,14 @@ class Writer:
             logger.warning("embedding failed (%s); the vector will be backfilled", exc)
             return None
 
-    def delete(self, entry_id: str) -> MemoryEntry:
+    def delete(self, entry_id: str, project: str | None = None) -> MemoryEntry:
+        """Delete a memory; with `project`, only one of that project or a global one: another
+        project's is not found, exactly as an unknown id (SPEC §11)."""
+
         def plan(s: Scratch) -> tuple[list[Op], MemoryEntry]:
             entry = s.get(entry_id)
-            if entry is None:
+            owner = entry.metadata.get(PROJECT) if entry is not None else None
+            if entry is None or (project is not None and owner not in (None, "", project)):
                 raise NotFound(
                     f"No memory entry found with id '{entry_id}'. "
                     "Use search_memory to find the correct ID."

@@ -24,7 +24,7 @@ Reads never take a file lock: every process tails the log into an immutable view
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from filelock import FileLock
@@ -56,6 +56,9 @@ from dreamwell.stores.longterm.wal import Wal
 from dreamwell.stores.model import MemoryEntry, Vector
 
 RELEVANT = Rule()  # which hits a search returns (stores/index/relevance.py)
+# seconds an object store may take to answer the log's poll (every 0.25 s) before reads say
+# they are served as of its last answer
+SILENT_AFTER = 2.0
 
 __all__ = [
     "ANY",
@@ -185,8 +188,10 @@ class LongTermStore:
             self._vectors.hold_save(self.save_backlog)
         return self._writer.save(content, category, tags, metadata, now, caller)
 
-    def delete(self, entry_id: str) -> MemoryEntry:
-        return self._writer.delete(entry_id)
+    def delete(self, entry_id: str, project: str | None = None) -> MemoryEntry:
+        """Delete a memory. With `project` (a key), another project's memory is not found,
+        exactly as an unknown id, and stays."""
+        return self._writer.delete(entry_id, project)
 
     def write(self, groups: Sequence[Sequence[Write]]) -> list[bool]:
         """Compare-and-set: each group is written whole if every entry in it still equals its
@@ -276,6 +281,15 @@ class LongTermStore:
         return len(self._parts.mirror.pending)
 
     # ---- reads ----------------------------------------------------------------------------------
+    def silent_since(self) -> datetime | None:
+        """On an object store that has not answered for SILENT_AFTER seconds (it hangs or
+        refuses), when it last did: reads are then served from this replica's view as of
+        that time (and say so). None while it answers, and for a local data directory."""
+        silent = getattr(self._parts.log, "silent_since", None)
+        found = silent(SILENT_AFTER) if silent is not None else None
+        return None if found is None else datetime.fromtimestamp(found, UTC)
+
+    # ---- reads ----------------------------------------------------------------------------------
     def get(self, entry_id: str) -> MemoryEntry | None:
         self._parts.follower.fresh()
         return self._parts.mirror.view.get(entry_id)
@@ -288,9 +302,12 @@ class LongTermStore:
         self._parts.follower.fresh()
         return self._parts.mirror.view.live_count
 
-    def categories(self) -> list[tuple[str, int]]:
+    def categories(self, project: str | None = None) -> list[tuple[str, int]]:
+        """Live memories per category; with `project` (a key), only that project's memories
+        and global ones are counted (a category of another project's alone is not named)."""
         self._parts.follower.fresh()
-        found = self._parts.mirror.view.categories.items()
+        m = self._parts.mirror
+        found = m.view.categories.items() if project is None else m.rows.categories(project)
         return sorted(found, key=lambda kv: (kv[0].casefold(), kv[0]))
 
     def search(

@@ -17,11 +17,12 @@ an object is replaced whole or not at all.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -56,8 +57,9 @@ class Blobs:
         from obstore.exceptions import NotFoundError
 
         try:
-            got = obstore.get(objects(self.remote), self._key(name))
-            data = bytes(got.bytes())
+            with _asking(self.remote):
+                got = obstore.get(objects(self.remote), self._key(name))
+                data = bytes(got.bytes())
         except (NotFoundError, FileNotFoundError):
             return None
         except Exception as exc:
@@ -70,7 +72,8 @@ class Blobs:
         from obstore.exceptions import NotFoundError
 
         try:
-            return str(obstore.head(objects(self.remote), self._key(name))["e_tag"] or "")
+            with _asking(self.remote):
+                return str(obstore.head(objects(self.remote), self._key(name))["e_tag"] or "")
         except (NotFoundError, FileNotFoundError):
             return None
         except Exception as exc:
@@ -86,7 +89,8 @@ class Blobs:
             "overwrite" if expect is None else CREATE if expect == CREATE else {"e_tag": expect}
         )
         try:
-            result = obstore.put(objects(self.remote), self._key(name), data, mode=mode)
+            with _asking(self.remote):
+                result = obstore.put(objects(self.remote), self._key(name), data, mode=mode)
         except (AlreadyExistsError, PreconditionError) as exc:
             raise Conflict(f"{self.folder}/{name} changed meanwhile") from exc
         except Exception as exc:
@@ -111,7 +115,8 @@ class Blobs:
         from obstore.exceptions import NotFoundError
 
         try:
-            obstore.delete(objects(self.remote), self._key(name))
+            with _asking(self.remote):
+                obstore.delete(objects(self.remote), self._key(name))
         except (NotFoundError, FileNotFoundError):
             pass
         except Exception as exc:
@@ -122,7 +127,8 @@ class Blobs:
         import obstore
 
         try:
-            listed = obstore.list(objects(self.remote), self.folder + "/").collect()
+            with _asking(self.remote):
+                listed = obstore.list(objects(self.remote), self.folder + "/").collect()
         except Exception as exc:
             raise _unreachable("list", self.remote, exc) from None
         cut = len(self.folder) + 1
@@ -133,7 +139,8 @@ class Blobs:
         import obstore
 
         try:
-            listed = obstore.list(objects(self.remote), self.folder + "/").collect()
+            with _asking(self.remote):
+                listed = obstore.list(objects(self.remote), self.folder + "/").collect()
         except Exception as exc:
             raise _unreachable("list", self.remote, exc) from None
         cut = len(self.folder) + 1
@@ -161,6 +168,36 @@ class Blobs:
             except Conflict:
                 time.sleep(random.uniform(0, 0.005 * (attempt + 1)))
         raise StoreBusy(f"{self.folder}/{name} kept changing under other writers; try again.")
+
+
+# ---- calls waiting on a store: a reader need not wait for its own when another hangs -------
+_asked_lock = threading.Lock()
+_asked: dict[int, tuple[tuple[str, str], float]] = {}  # call -> (store, monotonic start)
+
+
+def _store(remote: Remote) -> tuple[str, str]:
+    """The store a location is on (its bucket and endpoint): its tenants and folders share it."""
+    return remote.uri.split("/", 3)[2], dict(remote.options).get("endpoint", "")
+
+
+@contextlib.contextmanager
+def _asking(remote: Remote) -> Iterator[None]:
+    call = object()
+    with _asked_lock:
+        _asked[id(call)] = (_store(remote), time.monotonic())
+    try:
+        yield
+    finally:
+        with _asked_lock:
+            del _asked[id(call)]
+
+
+def hung(remote: Remote, after: float) -> bool:
+    """Whether a call of this process to `remote`'s store has waited over `after` seconds for
+    its answer: a reader that would wait for one of its own serves what it holds instead."""
+    store, now = _store(remote), time.monotonic()
+    with _asked_lock:
+        return any(s == store and now - began > after for s, began in _asked.values())
 
 
 def _unreachable(doing: str, remote: Remote, exc: BaseException) -> StoreUnreachable:

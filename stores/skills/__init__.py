@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     )
     from dreamwell.stores.skills.folders import make_folder, read_skills
     from dreamwell.stores.skills.porting import export_skills, exported_files, import_skills
-    from dreamwell.stores.skills.record import skill_from_json, skill_to_json
+    from dreamwell.stores.skills.record import skill_from_json, skill_project, skill_to_json
     from dreamwell.stores.skills.skill_md import SKILL_MD, InvalidSkill, SkillFolder, skill_md_parts
     from dreamwell.stores.skills.sync import (
         SyncReport,
@@ -76,6 +76,7 @@ _LAZY = {
     **dict.fromkeys(
         [
             "skill_from_json",
+            "skill_project",
             "skill_to_json",
         ],
         "record",
@@ -139,6 +140,7 @@ __all__ = [
     "read_skills",
     "skill_from_json",
     "skill_md_parts",
+    "skill_project",
     "skill_to_json",
     "sync_clashes",
     "sync_skills",

@@ -40,7 +40,7 @@ from typing import Any
 
 from dreamwell.stores.errors import StoreBusy, StoreError, StoreUnreachable
 from dreamwell.stores.files import write_atomic
-from dreamwell.stores.remote.blobs import CREATE, Blobs, Conflict
+from dreamwell.stores.remote.blobs import CREATE, Blobs, Conflict, hung
 from dreamwell.stores.remote.location import Remote
 from dreamwell.stores.skills.record import Skill, skill_from_json, skill_to_json
 from dreamwell.stores.skills.storage import Current, Decide, T, read_record
@@ -49,6 +49,7 @@ logger = logging.getLogger(__name__)
 
 MANIFEST = ".generation"
 FRESH = 0.5  # seconds a read trusts the manifest it last checked
+READ_WAIT = 0.5  # seconds a read waits for the manifest's check it started
 RETRIES = 30
 FETCHERS = 8  # records fetched at once by a replica that has none of them yet
 SWEEP_EVERY = 16  # generations between sweeps for records no commit names
@@ -74,6 +75,9 @@ class BlobSkills:
         self._checked = float("-inf")
         self._records: dict[str, Skill] = {}  # by object key: an object never changes
         self._state = threading.Lock()
+        self._asking = threading.Lock()
+        self._check: threading.Thread | None = None  # a reader's check of the manifest
+        self._read_once = False  # the skills were read: while the store hangs, they are served
 
     # ---- the manifest ----------------------------------------------------------------------
     def _refresh(self, max_age: float) -> tuple[str | None, dict[str, Any]]:
@@ -103,7 +107,33 @@ class BlobSkills:
 
     def generation(self) -> int:
         """The generation; with the store unreachable, the one last read (if any), so
-        readers keep the catalog they had; writes and `version()` fail instead."""
+        readers keep the catalog they had; writes and `version()` fail instead. Once one was
+        read, a reader never waits on the store: the check runs on a thread of its own, the
+        read that started it waits for it at most READ_WAIT seconds (not at all while another
+        call to the store hangs, or another check is under way) and then serves the held one."""
+        if time.monotonic() - self._checked < FRESH:  # no lock: a HEAD in flight holds it
+            return int(self._manifest["generation"])
+        if self._checked == float("-inf"):
+            return self._generation()  # nothing held yet: the store's answer is the only one
+        with self._asking:
+            check = self._check
+            started = check is None or not check.is_alive()
+            if started:
+                check = self._check = threading.Thread(
+                    target=self._check_quietly, name="dreamwell-skills-check", daemon=True
+                )
+                check.start()
+        if started and check is not None:
+            check.join(0 if hung(self.remote, READ_WAIT) else READ_WAIT)
+        return int(self._manifest["generation"])
+
+    def _check_quietly(self) -> None:
+        try:
+            self._generation()
+        except StoreError as exc:  # on the check's thread: the next read tries again
+            logger.warning("skills served as last read from %s: %s", self.remote.uri, exc)
+
+    def _generation(self) -> int:
         try:
             return int(self._refresh(FRESH)[1]["generation"])
         except StoreUnreachable as exc:
@@ -166,12 +196,17 @@ class BlobSkills:
             return None
 
     def read_all(self) -> tuple[int, dict[str, Skill]]:
+        if not self._read_once and hung(self.remote, READ_WAIT):  # a reader never waits on it
+            raise StoreUnreachable(
+                f"cannot read {self.remote.uri}/skills: the object store does not answer"
+            )
         for _ in range(RETRIES):
             _, manifest = self._refresh(FRESH)
             current = self._load(manifest, sorted(manifest["skills"]))
             if current is not None:
                 self._forget({str(e["key"]) for e in manifest["skills"].values()})
                 skills = {n: s for n, s in current.items() if s is not None}
+                self._read_once = True
                 return int(manifest["generation"]), skills
             self._refresh(0.0)  # a record was replaced under us: the manifest has moved
         raise StoreBusy("the skills kept changing under other writers; try again")

@@ -17,7 +17,7 @@ from dreamwell.stores.skills.catalog import (
     SkillConflict,
 )
 from dreamwell.stores.skills.folders import read_skills, write_folder
-from dreamwell.stores.skills.record import PROJECT_KEY
+from dreamwell.stores.skills.record import PROJECT_KEY, declared_project
 from dreamwell.stores.skills.skill_md import SKILL_MD, add_bookkeeping
 from dreamwell.stores.skills.usage import UsageStats
 
@@ -42,7 +42,7 @@ def import_skills(
             dict(f.files),
             status=status,
             origin=None if f.name in existing else "import",
-            project=f.bookkeeping.get(PROJECT_KEY),
+            project=f.bookkeeping.get(PROJECT_KEY) or declared_project(f.front_matter),
             executable=f.executable,
         )
         for f in folders

@@ -17,6 +17,21 @@ from dreamwell.stores.skills.skill_md import SKILL_MD, parse_skill_md
 PROJECT_KEY = "dreamwell-project"
 
 
+def declared_project(front_matter: Mapping[str, Any]) -> str | None:
+    """The project a SKILL.md's front matter names in its `metadata` (`dreamwell-project`:
+    an exported skill of a project, or one a user wrote for it); None: none named."""
+    metadata = front_matter.get("metadata")
+    found = metadata.get(PROJECT_KEY) if isinstance(metadata, Mapping) else None
+    return (str(found).strip() or None) if found else None
+
+
+def skill_project(skill: Skill) -> str | None:
+    """The project key a skill belongs to (None: the user's, everywhere): its record's, else
+    its front matter's `metadata` (a folder imported from another machine). Every door that
+    serves skills (prompts, resources, recall, the hooks, the folders kept) asks this."""
+    return skill.project or declared_project(skill.front_matter)
+
+
 @dataclass(frozen=True)
 class Skill:
     id: str

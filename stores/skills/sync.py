@@ -44,6 +44,7 @@ from dreamwell.stores.layout import DataDir
 from dreamwell.stores.skills.catalog import Skill, SkillCatalog, SkillChange
 from dreamwell.stores.skills.folders import is_executable, read_folder, write_folder
 from dreamwell.stores.skills.porting import exported_files
+from dreamwell.stores.skills.record import skill_project
 
 logger = logging.getLogger(__name__)
 
@@ -62,17 +63,6 @@ class SyncReport:
     removed: list[str] = field(default_factory=list)
     revised: list[str] = field(default_factory=list)  # user edits brought back as revisions
     clashes: dict[str, str] = field(default_factory=dict)  # name -> why it was not written
-
-
-def skill_project(skill: Skill) -> str | None:
-    """The project key a skill belongs to (None: the user's, everywhere): its record's, else
-    its front matter's `metadata` (a folder imported from another machine)."""
-    if skill.project:
-        return skill.project
-    metadata = skill.front_matter.get("metadata")
-    found = metadata.get(PROJECT_KEY) if isinstance(metadata, Mapping) else None
-    found = found or skill.bookkeeping().get(PROJECT_KEY)
-    return str(found) if found else None
 
 
 def project_target(root: Path, folder: str = CLAUDE_FOLDER) -> Path:

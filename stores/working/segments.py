@@ -176,8 +176,10 @@ class BlobSegments:
                 waited = check
             else:
                 waited = None  # another read asked: serve what is held
-        if waited is not None:
-            waited.join(READ_WAIT)
+        if waited is not None:  # not at all while another call to the store hangs
+            from dreamwell.stores.remote.blobs import hung
+
+            waited.join(0 if hung(self.blobs.remote, READ_WAIT) else READ_WAIT)
         with self._mutex:
             found = self._known.get(top)
         if found is None:  # never seen, and the store has not told yet

@@ -96,6 +96,11 @@ class LanceLog:
         self._poll = poll
         self._stop = threading.Event()
         self._poller: threading.Thread | None = None
+        # the poller's last answer from the store (wall time), the start of its question in
+        # flight (None: none), and whether its last question failed: `silent_since`
+        self._answered = time.time()
+        self._asking: float | None = None
+        self._failing = False
 
     # ---- reading -----------------------------------------------------------------------------
     def start_at(self, seq: int) -> None:
@@ -138,6 +143,7 @@ class LanceLog:
         compacted = 0  # its version after the last compaction this poller saw or did
         while True:
             try:
+                self._asking = time.time()
                 gen = max(gen, generation(self._tail_n + 1))
                 found = tables.checked_out(gen)
                 if found is None:  # not begun yet, or dropped: then a newer one is the news
@@ -147,6 +153,7 @@ class LanceLog:
                 tables.forget_below(gen)
                 table, version = found or (None, 0)
                 self._seen_version = _v(gen, version)
+                self._answered, self._asking, self._failing = time.time(), None, False
                 if watched != gen:
                     watched, compacted = gen, version
                 # every writer's appends add fragments: compact after COMPACT_EVERY versions,
@@ -160,8 +167,17 @@ class LanceLog:
                     compacted = table.latest()
             except Exception as exc:  # unreachable for now: readers hear it when they read
                 logger.debug("polling the log: %s", exc)
+                self._asking, self._failing = None, True
             if self._stop.wait(self._poll):
                 return
+
+    def silent_since(self, after: float) -> float | None:
+        """When the store last answered the poller (wall time), if it has not since: its
+        last question failed, or has waited over `after` seconds; None while it answers."""
+        asking = self._asking
+        if self._failing or (asking is not None and time.time() - asking > after):
+            return self._answered
+        return None
 
     def close(self) -> None:
         self._stop.set()
