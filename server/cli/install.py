@@ -25,6 +25,7 @@ import difflib
 import json
 import os
 import shutil
+import stat
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -294,6 +295,8 @@ def plan(
 def _read(path: Path) -> tuple[str, dict[str, Any]]:
     """(text as it is, parsed object); a missing file is empty."""
     try:
+        if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would hang the read
+            raise InstallError(f"{path} is not a regular file; nothing was changed")
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return "", {}
@@ -312,8 +315,11 @@ def _read(path: Path) -> tuple[str, dict[str, Any]]:
     return text, data
 
 
-def apply(changes: list[Change], dry_run: bool, out: Callable[[str], None]) -> int:
-    """Read every file first (one bad file: nothing is written), then write or show."""
+def apply(
+    changes: list[Change], dry_run: bool, out: Callable[[str], None], remove: bool = False
+) -> int:
+    """Read every file first (one bad file: nothing is written), then write or show. An
+    uninstall leaves no debris: a file left as `{}` is removed, and so is our backup."""
     planned = []
     for change in changes:
         before, data = _read(change.path)
@@ -332,6 +338,8 @@ def apply(changes: list[Change], dry_run: bool, out: Callable[[str], None]) -> i
                 str(path),
             )
             out("".join(diff))
+        elif remove:
+            out(_unwrite(path, before, after))
         else:
             _write(path, before, after)
             out(f"updated {path}\n")
@@ -340,15 +348,31 @@ def apply(changes: list[Change], dry_run: bool, out: Callable[[str], None]) -> i
     return 0
 
 
-def _write(path: Path, before: str, after: str) -> None:
+def _write(path: Path, before: str, after: str, backup: bool = True) -> None:
+    """Replace the config file whole (through a symlink: its target, as the user keeps
+    dotfiles elsewhere); never rename over what is not a regular file."""
+    from dreamwell.stores import user_output
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    if before:
-        shutil.copy2(path, path.with_name(path.name + ".dreamwell.bak"))
-    tmp = path.with_name(f".{path.name}.dreamwell.tmp")
-    tmp.write_text(after, encoding="utf-8")
-    if path.exists():
-        shutil.copymode(path, tmp)
-    os.replace(tmp, path)
+    real = Path(os.path.realpath(path))
+    if real.exists() and not real.is_file():
+        raise InstallError(f"{path} is not a regular file; nothing was changed")
+    if before and backup:
+        shutil.copy2(real, real.with_name(path.name + ".dreamwell.bak"))
+    with user_output(path) as out:
+        out.write(after)
+
+
+def _unwrite(path: Path, before: str, after: str) -> str:
+    """Uninstall's write: what is left, without a backup (it would hold what was removed,
+    the hooks' token included), and the file itself gone when nothing else is in it."""
+    real = Path(os.path.realpath(path))
+    real.with_name(path.name + ".dreamwell.bak").unlink(missing_ok=True)
+    if json.loads(after) == {} and real.is_file():
+        real.unlink()
+        return f"removed {path} (nothing else was in it)\n"
+    _write(path, before, after, backup=False)
+    return f"updated {path}\n"
 
 
 # ---- the command ---------------------------------------------------------------------------------
@@ -373,7 +397,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-allow",
         dest="allow",
         action="store_false",
-        help="claude-code: add no permission rule for dreamwell's tools (each use is asked)",
+        help="claude-code: add no permission rule for dreamwell's tools (each use is asked; "
+        "without it: the rule is added)",
     )
 
 
@@ -446,7 +471,7 @@ def install_command(settings: Settings, args: argparse.Namespace) -> int:
             args.allow,
             door,
         )
-        code = apply(changes, args.dry_run, _say)
+        code = apply(changes, args.dry_run, _say, args.uninstall)
         if dream:
             _say(dream_notice(settings))
     except InstallError as exc:

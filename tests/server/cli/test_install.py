@@ -53,9 +53,9 @@ def run(
         CMD,
         kw.pop("data_dir", None),
         project,
-        kw.pop("remove", False),
+        remove := kw.pop("remove", False),
     )
-    apply(changes, kw.pop("dry_run", False), said.append)
+    apply(changes, kw.pop("dry_run", False), said.append, remove)
     return "".join(said)
 
 
@@ -248,7 +248,37 @@ def test_uninstall_leaves_no_empty_key_it_emptied(tmp_path: Path) -> None:
     run("claude-code", tmp_path)
     run("claude-code", tmp_path, remove=True)
     assert read(tmp_path / ".claude.json") == {"numStartups": 3}
-    assert read(tmp_path / ".claude" / "settings.json") == {}
+    assert not (tmp_path / ".claude" / "settings.json").exists()  # install made it: gone
+
+
+def test_uninstall_leaves_no_empty_file_and_no_backup(tmp_path: Path) -> None:
+    """Issue 56: `--uninstall` left `{}` files install had created, and `.dreamwell.bak`
+    copies holding the hooks' bearer token."""
+    (tmp_path / ".claude.json").write_text(json.dumps({"numStartups": 3}))
+    run("claude-code", tmp_path)
+    run("claude-code", tmp_path)  # unchanged: no second backup either
+    said = run("claude-code", tmp_path, remove=True)
+    assert f"removed {tmp_path}/.claude/settings.json (nothing else was in it)" in said
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file()) == [
+        ".claude.json"
+    ]
+    assert read(tmp_path / ".claude.json") == {"numStartups": 3}
+
+
+def test_a_symlinked_config_keeps_its_link_and_a_device_is_refused(tmp_path: Path) -> None:
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    (dotfiles / "mcp.json").write_text('{"mcpServers": {}}')
+    (tmp_path / ".cursor").mkdir()
+    link = tmp_path / ".cursor" / "mcp.json"
+    link.symlink_to(dotfiles / "mcp.json")
+    run("cursor", tmp_path)
+    assert link.is_symlink()
+    assert "dreamwell" in read(dotfiles / "mcp.json")["mcpServers"]
+    link.unlink()
+    os.mkfifo(link)
+    with pytest.raises(InstallError, match="is not a regular file; nothing was changed"):
+        run("cursor", tmp_path)
 
 
 def test_a_permissions_allow_that_is_not_a_list_is_left_untouched(tmp_path: Path) -> None:
