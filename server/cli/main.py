@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable, Sequence
     from pathlib import Path
-    from typing import NoReturn
+    from typing import Any, NoReturn
 
     from dreamwell.server.config import Settings
     from dreamwell.server.transports.early import EarlyStdio
@@ -105,13 +105,13 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
             ", ".join(WATCHED),
             ", ".join(handover.loaded_then) or "none",
         )
-    anyio.run(serve, settings, handover if settings.transport == "stdio" else None)
+    code: int = anyio.run(serve, settings, handover if settings.transport == "stdio" else None)
     if settings.transport == "stdio":
-        _leave_now()
-    return 0
+        _leave_now(code)
+    return code
 
 
-def _leave_now() -> NoReturn:
+def _leave_now(code: int) -> NoReturn:
     """A stdio server that has stopped leaves without the interpreter's teardown, which took
     ~0.8 s of CPU after serving ended (freeing what LanceDB, pyarrow and the SDK hold) while
     its client waited for the process (Claude Code, at the end of every session): every
@@ -120,7 +120,7 @@ def _leave_now() -> NoReturn:
 
     logging.shutdown()
     _flush()
-    os._exit(0)
+    os._exit(code)
 
 
 def _flush() -> None:
@@ -132,7 +132,15 @@ def _flush() -> None:
 
 
 def cmd_dream(settings: Settings, args: argparse.Namespace) -> int:
+    from dreamwell.server.flags import parse_every
     from dreamwell.server.mcp.dream import run_dream_command
+
+    if args.every is not None:  # usage errors (exit 2) before any store is opened
+        try:
+            parse_every(args.every)
+        except ValueError as exc:
+            raise ValueError(f"--every: {exc}") from None
+    tenant_dir(settings, args.tenant)
 
     return run_dream_command(args, settings)
 
@@ -221,6 +229,12 @@ def cmd_install(settings: Settings, args: argparse.Namespace) -> int:
     return install_command(settings, args)
 
 
+def cmd_config(settings: Settings, args: argparse.Namespace) -> int:
+    from dreamwell.server.cli.config_command import config_command
+
+    return config_command(settings, args)
+
+
 COMMANDS: dict[str, Command] = {
     "serve": cmd_serve,
     "dream": cmd_dream,
@@ -234,6 +248,7 @@ COMMANDS: dict[str, Command] = {
     "skills": cmd_skills,
     "hook": cmd_hook,
     "install": cmd_install,
+    "config": cmd_config,
 }
 
 
@@ -277,25 +292,56 @@ def main(argv: Sequence[str] | None = None) -> None:
         level=settings.log_level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    for line in settings.fell_back:  # a bad setting never switches memory off: it is said
+        sys.stderr.write(f"dreamwell: {line}\n")
+    raise SystemExit(run_command(command, settings, args, early))
+
+
+# Exit codes, the same for every command (docs/reference.md "Exit codes"): 0 done, 1 the
+# operation failed (said in one line), 2 a usage error (a flag, argument or setting that
+# cannot be used), 130 interrupted (Ctrl-C). `dreamwell hook` always exits 0.
+FAILED, USAGE, INTERRUPTED = 1, 2, 130
+# commands that open the data directory: one that cannot hold a store is one line, first
+OPENS_STORE = frozenset({"dream", "log", "export", "import", "stats", "reindex", "skills", "ui"})
+
+
+def run_command(command: str, settings: Settings, args: argparse.Namespace, early: Any) -> int:
+    """Run `command`; whatever goes wrong is one line on stderr and its exit code, never a
+    traceback (a defect of ours aside)."""
     try:
         attach_remote(settings)
-        code = COMMANDS[command](settings, args)
+        if command in OPENS_STORE:
+            from dreamwell.stores import DataDir
+
+            problem = DataDir(settings.data_dir).unusable()
+            if problem is not None:
+                return fail(problem, FAILED)
+        return COMMANDS[command](settings, args)
     except KeyboardInterrupt:  # Ctrl-C: one line, the shell's status for SIGINT
-        code = fail("interrupted (Ctrl-C)", 130)
+        return fail("interrupted (Ctrl-C)", INTERRUPTED)
     except BrokenPipeError:  # `dreamwell export | head`: the reader left; nothing to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        code = 0
+        return 0
     except ValueError as exc:  # bad tenant names and the like, already worded for people
-        code = refuse(early, str(exc), 2)
+        return refuse(early, str(exc), USAGE)
     except PermissionError as exc:  # e.g. a data directory another user owns
-        code = refuse(early, unreadable(exc, settings.data_dir))
+        return refuse(early, unreadable(exc, settings.data_dir))
+    except OSError as exc:  # a path that cannot be used: a directory for a file, a full disk
+        return refuse(early, os_failure(exc))
     except Exception as exc:
         from dreamwell.stores import StoreError  # loaded already if a store was opened
 
         if not isinstance(exc, StoreError):
             raise
-        code = refuse(early, str(exc))  # e.g. the write lock held too long: try again
-    raise SystemExit(code)
+        return refuse(early, str(exc))  # e.g. the write lock held too long: try again
+
+
+def os_failure(exc: OSError) -> str:
+    """One line for a file or directory that could not be used, naming it."""
+    if exc.filename is None and exc.args and isinstance(exc.args[0], str):
+        return str(exc.args[0])  # already worded (stores.NotWritable)
+    where = f" {exc.filename}" if exc.filename else ""
+    return f"cannot use{where}: {exc.strerror or exc}; check the path, its permissions and the disk"
 
 
 def _hook(given: list[str]) -> int:
@@ -321,8 +367,12 @@ def _early_stdio(given: list[str]) -> EarlyStdio | None:
     import _signal  # type: ignore[import-not-found]  # `signal` imports `enum`: ~10 ms
 
     # Claude Code stops a server with SIGINT: while loading, leave without a traceback on
-    # stderr, which it logs as an error (nothing is written before serving starts)
-    _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
+    # stderr, which it logs as an error (nothing is written before serving starts); Ctrl-C
+    # at a terminal is one line and 130, as everywhere (transports/serve.py `by_hand`)
+    if sys.stdin.isatty():
+        _signal.signal(_signal.SIGINT, _interrupted_at_terminal)
+    else:
+        _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
     from dreamwell.server.transports import early
 
     if not early.wanted(_flag(given, "--transport")):
@@ -346,6 +396,12 @@ def _early_stdio(given: list[str]) -> EarlyStdio | None:
         if problem is not None:  # before the settings: the client hears this, whatever else
             raise SystemExit(refuse(started, problem))
     return started
+
+
+def _interrupted_at_terminal(_signum: int, _frame: object) -> None:
+    sys.stderr.write("dreamwell: interrupted (Ctrl-C); the server is stopped\n")
+    _flush()
+    os._exit(130)
 
 
 def _flag(given: list[str], name: str) -> str | None:
