@@ -78,11 +78,11 @@ class Change:
     edit: Callable[[dict[str, Any]], dict[str, Any]]
 
 
-# `--dream`: the dream's LLM is the user's own Claude Code. Carried as flags of the commands
-# install writes (the server's args, the session-end hook), not as `env`: a hook command has
-# no portable way to set a variable (Windows' shell differs), flags show in the config where
-# the user looks, and a later `install claude-code` without --dream writes them away again.
-DREAM_FLAGS = ("--llm-provider", "claude-code")
+# `--dream`: the dream's LLM is the user's own Claude Code, written as `llm_provider` into the
+# settings file every command reads (server/settings_file.py), so that a `dreamwell dream
+# --once` run by hand dreams with it too; no flags in the commands install writes (a later
+# `install claude-code` without --dream takes the setting out of the file again).
+DREAM_FLAGS: tuple[str, ...] = ()
 
 
 def server_entry(
@@ -447,6 +447,21 @@ def dream_notice(settings: Settings) -> str:
     )
 
 
+def dream_setting(on: bool) -> str:
+    """`--dream`: llm_provider=claude-code in the settings file; without it, taken out again
+    if install put it there. What changed, in a line ("" when nothing did)."""
+    from dreamwell.server import settings_file
+
+    current = settings_file.read().values.get("llm_provider")
+    if on and current != "claude-code":
+        where = settings_file.set_value("llm_provider", "claude-code")
+        return f'updated {where}: llm_provider = "claude-code"\n'
+    if not on and current == "claude-code":
+        where = settings_file.set_value("llm_provider", None)
+        return f"updated {where}: llm_provider removed (the dream has no LLM unless set)\n"
+    return ""
+
+
 def install_command(settings: Settings, args: argparse.Namespace) -> int:
     from dreamwell.server.config import client_locations, named_data_dir
 
@@ -472,6 +487,8 @@ def install_command(settings: Settings, args: argparse.Namespace) -> int:
             door,
         )
         code = apply(changes, args.dry_run, _say, args.uninstall)
+        if args.client == "claude-code" and not args.dry_run and not code:
+            _say(dream_setting(dream))
         if dream:
             _say(dream_notice(settings))
     except InstallError as exc:

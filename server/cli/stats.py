@@ -123,7 +123,7 @@ def collect(settings: Settings, name: str, data_dir: Path) -> TenantStats:
     stats = TenantStats(name or "default", data_dir)
     stats.live = sum(1 for e in every if e.live)
     stats.archived = len(every) - stats.live
-    stats.categories = Counter(e.category or "(none)" for e in every if e.live).most_common()
+    stats.categories = Counter(e.category or "uncategorized" for e in every if e.live).most_common()
     stats.projects = Counter(_project(e) for e in every if e.live).most_common()
     store.load_vectors()
     stats.missing_vectors = store.missing_vectors() if store.embedder else stats.live
@@ -458,6 +458,9 @@ def doctor_command(settings: Settings, only: str | None = None) -> int:
     if settings.embedder in ("e5", "minilm"):
         findings.append(check_model(settings.embedder))
     findings.append(check_llm(settings))
+    from dreamwell.server.cli.checks import check_clients, check_settings
+
+    findings += check_settings(settings) + check_clients(settings)
     for f in findings:
         sys.stdout.write(f"{'warn' if f.warn else 'ok  ' if f.ok else 'FAIL'} {f.what}\n")
         if not f.ok or f.warn:
