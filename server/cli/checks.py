@@ -1,16 +1,27 @@
-"""`dreamwell doctor`'s checks of what lies outside the data directory: the settings (where
-each value came from, and any that could not be used and took its default) and the clients
-`dreamwell install` connected (their config entry and, for Claude Code, the hooks)."""
+"""`dreamwell doctor`'s findings, and its checks of what lies outside the data directory:
+the settings (where each value came from, and any that could not be used and took its
+default) and the clients `dreamwell install` connected (their config entry and, for Claude
+Code, the hooks)."""
 
 from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dreamwell.server.cli.stats import Finding
 from dreamwell.server.config import Settings, described
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One line of `dreamwell doctor`: ok, a problem (with its fix) or a warning."""
+
+    ok: bool
+    what: str
+    fix: str = ""
+    warn: bool = False  # ok, but something the user would want to know (and its fix)
 
 
 def check_settings(settings: Settings) -> list[Finding]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dreamwell.server.cli.checks import Finding, check_clients, check_settings
 from dreamwell.server.config import Settings
 from dreamwell.server.hooks.stats import hook_lines
 from dreamwell.stores import FORMAT, PROJECT, PROJECT_NAME, DataDir, JsonlLog, newer_format
@@ -229,12 +230,6 @@ def stats_command(settings: Settings) -> int:
 
 
 # ---- doctor --------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Finding:
-    ok: bool
-    what: str
-    fix: str = ""
-    warn: bool = False  # ok, but something the user would want to know (and its fix)
 
 
 def check_dir(data_dir: Path) -> list[Finding]:
@@ -458,8 +453,6 @@ def doctor_command(settings: Settings, only: str | None = None) -> int:
     if settings.embedder in ("e5", "minilm"):
         findings.append(check_model(settings.embedder))
     findings.append(check_llm(settings))
-    from dreamwell.server.cli.checks import check_clients, check_settings
-
     findings += check_settings(settings) + check_clients(settings)
     for f in findings:
         sys.stdout.write(f"{'warn' if f.warn else 'ok  ' if f.ok else 'FAIL'} {f.what}\n")

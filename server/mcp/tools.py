@@ -203,7 +203,9 @@ def _delete_memory(mcp: MCPServer, _runtime: Runtime, call: Call) -> None:
 def _list_memory_categories(mcp: MCPServer, _runtime: Runtime, call: Call) -> None:
     @mcp.tool(description="List long-term memory categories with counts.", structured_output=False)
     async def list_memory_categories(ctx: Context) -> CallToolResult:
-        return await call(ctx, lambda t, _ns: render.categories(t.longterm.categories()))
+        return await call(
+            ctx, lambda t, _ns: render.categories(t.longterm.categories(), t.longterm.count())
+        )
 
 
 def _save_to_working_memory(mcp: MCPServer, _runtime: Runtime, call: Call) -> None:

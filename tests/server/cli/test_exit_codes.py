@@ -40,7 +40,7 @@ def one_line(stderr: str) -> str:
 
 
 def test_the_cases_below_cover_every_command() -> None:
-    named = {args[0] for args in ON_A_DATA_DIR} | {"doctor", "hook", "install"}
+    named = {args[0] for args in ON_A_DATA_DIR} | {"doctor", "hook", "install", "config"}
     assert named == set(COMMANDS)
 
 
