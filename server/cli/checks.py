@@ -68,6 +68,7 @@ def check_clients(settings: Settings) -> list[Finding]:
         found.append(Finding(True, f"{client}: dreamwell is in {changes[0].path}"))
         if client == "claude-code":
             found.append(_hooks(changes[1].path, is_ours, fix))
+            found += [] if platform == "win32" else [_resident()]
     return found or [
         Finding(True, "no client is connected yet", "dreamwell install <client>", warn=True)
     ]
@@ -92,6 +93,31 @@ def _hooks(path: Path, is_ours: Any, fix: str) -> Finding:
     if missing:
         return Finding(False, f"claude-code: hooks missing in {path}: {', '.join(missing)}", fix)
     return Finding(True, f"claude-code: the {len(HOOK_EVENTS)} hooks are in {path}")
+
+
+def _resident() -> Finding:
+    """Whether a resident hook process (server/hooks/resident.py) answers on its socket; none
+    is normal between sessions: the next session start starts one."""
+    import os
+
+    from dreamwell.server.hooks.client import connect, private, run_dir
+
+    where = run_dir()
+    names = sorted(n for n in os.listdir(where) if n.endswith(".sock")) if private(where) else []
+    answering = 0
+    for name in names:
+        sock = connect(os.path.join(where, name))
+        if sock is not None:
+            answering += 1
+            sock.close()
+    if answering:
+        return Finding(True, f"claude-code: the hooks' resident process answers ({where})")
+    return Finding(
+        True,
+        f"claude-code: no hooks' resident process is running in {where}",
+        "none is needed until a session starts: the next Claude Code session starts one",
+        warn=True,
+    )
 
 
 def _json(path: Path) -> Any:

@@ -4,6 +4,7 @@ dreamwell's entry in each client config that exists, and Claude Code's five hook
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / ".config"))
     monkeypatch.setenv("DREAMWELL_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("DREAMWELL_EMBEDDER", "none")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
     return tmp_path
 
 
@@ -37,6 +39,14 @@ def test_doctor_confirms_claude_codes_entry_and_hooks_and_names_what_is_missing(
     assert code == 0, out
     assert f"ok   claude-code: dreamwell is in {home}/.claude.json" in out
     assert f"ok   claude-code: the 5 hooks are in {home}/.claude/settings.json" in out
+    run = home / "run" / "dreamwell"
+    assert f"warn claude-code: no hooks' resident process is running in {run}" in out
+    run.mkdir(parents=True, mode=0o700)
+    with socket.socket(socket.AF_UNIX) as resident:  # where a resident listens
+        resident.bind(str(run / "0123456789abcdef.sock"))
+        resident.listen(1)
+        code, out = doctor(capsys)
+    assert f"ok   claude-code: the hooks' resident process answers ({run})" in out
     settings = home / ".claude" / "settings.json"
     hooks = json.loads(settings.read_text())
     del hooks["hooks"]["UserPromptSubmit"]
