@@ -21,6 +21,7 @@ def null_device(tmp_path: Path) -> Path:
         pytest.skip("making a device node needs root (CI runs as root)")
     node = tmp_path / "null"
     os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    node.chmod(0o666)  # as /dev/null is (mknod's mode passes through the umask)
     return node
 
 
@@ -82,3 +83,16 @@ def test_a_directory_is_refused(tmp_path: Path) -> None:
     with pytest.raises(NotWritable, match="it is a directory"), user_output(tmp_path):
         pass
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_skill_export_writes_into_a_device_but_never_changes_its_mode(tmp_path: Path) -> None:
+    """`skills export --to DIR` where DIR/<name>/SKILL.md is a device: written through, and
+    its mode left alone (it was chmod-ed 0644 like a file)."""
+    from dreamwell.stores.skills.folders import write_folder
+
+    node = null_device(tmp_path)
+    (tmp_path / "deploy").mkdir()
+    os.rename(node, tmp_path / "deploy" / "SKILL.md")
+    write_folder(tmp_path, "deploy", {"SKILL.md": b"---\nname: deploy\n---\n"})
+    found = os.lstat(tmp_path / "deploy" / "SKILL.md")
+    assert stat.S_ISCHR(found.st_mode) and stat.S_IMODE(found.st_mode) == 0o666
