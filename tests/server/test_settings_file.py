@@ -112,3 +112,18 @@ def test_config_set_get_unset_keep_the_files_other_lines(
     assert "record_conversation = off\t(settings file" in listed
     assert "embedder = none\t(environment (DREAMWELL_EMBEDDER))" in listed
     assert os.stat(config).st_mode & 0o777 == 0o644  # the user's own file keeps its mode
+
+
+def test_the_data_directory_comes_from_the_file_and_a_fifo_there_is_ignored(
+    config: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from dreamwell.server import where
+
+    monkeypatch.delenv("DREAMWELL_DATA_DIR")
+    config.write_text(f'data_dir = "{tmp_path / "mine"}"\n')
+    assert where.data_dir(None) == str(tmp_path / "mine")
+    assert load_settings({}).data_dir == tmp_path / "mine"
+    config.unlink()
+    os.mkfifo(config)  # read, it would hang every command and hook
+    assert load_settings({}).fell_back == (f"the settings file {config} is not a file; ignored",)
+    assert where.data_dir(None) != str(tmp_path / "mine")
