@@ -15,8 +15,9 @@ vscode          the user profile's mcp.json `servers`: ~/Library/Application Sup
 Files are merged, never replaced: every other key stays as it was, an existing `dreamwell`
 entry keeps the keys the user added. The file as it was is kept as `<file>.dreamwell.bak`,
 a second run changes nothing, `--uninstall` removes exactly what install added (and a key
-it left empty, a file it left as `{}`, and the backups, writing none), a file that is not a JSON object is left untouched with a
-one-line error (and then no file is written), and `--dry-run` prints the diff instead."""
+it left empty, a file it left as `{}`, and the backups, writing none), a file that is not a
+JSON object is left untouched with a one-line error (and then no file is written), and
+`--dry-run` prints the diff instead."""
 
 from __future__ import annotations
 

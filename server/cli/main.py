@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable, Sequence
     from pathlib import Path
-    from typing import Any, NoReturn
+    from typing import NoReturn
 
     from dreamwell.server.config import Settings
     from dreamwell.server.transports.early import EarlyStdio
@@ -32,12 +32,6 @@ def attach_remote(settings: Settings) -> None:
         from dreamwell.stores.remote import attach
 
         attach(settings.data_dir, remote)
-
-
-def fail(message: str, code: int = 1) -> int:
-    """One line on stderr that says what was wrong and what to do."""
-    sys.stderr.write(f"dreamwell: {message}\n")
-    return code
 
 
 def tenant_dir(settings: Settings, tenant: str | None) -> Path:
@@ -69,6 +63,8 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
         and settings.host not in LOOPBACK
         and not settings.tenant_tokens()
     ):
+        from dreamwell.server.cli.outcome import fail
+
         return fail(
             f"refusing to bind {settings.host}: a non-loopback address needs bearer "
             "tokens (--token or --tokens-file)",
@@ -155,6 +151,8 @@ def cmd_log(settings: Settings, args: argparse.Namespace) -> int:
         | ({"memory_id": args.memory_id} if args.memory_id else {})
     )
     if not args.text.strip():
+        from dreamwell.server.cli.outcome import fail
+
         return fail(f"the {args.log} text is empty; say what to log", 2)
     name = CONVERSATION if args.log == "conversation" else FEEDBACK
     JsonlLog(tenant_dir(settings, args.tenant), name).append(record)
@@ -286,6 +284,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         settings = read_settings(args, settings_of(command))
     except BadSetting as exc:
+        from dreamwell.server.cli.outcome import refuse
+
         raise SystemExit(refuse(early, str(exc), 2)) from None
     logging.basicConfig(
         stream=sys.stderr,
@@ -294,54 +294,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     for line in settings.fell_back:  # a bad setting never switches memory off: it is said
         sys.stderr.write(f"dreamwell: {line}\n")
-    raise SystemExit(run_command(command, settings, args, early))
+    from dreamwell.server.cli.outcome import run_command
 
-
-# Exit codes, the same for every command (docs/reference.md "Exit codes"): 0 done, 1 the
-# operation failed (said in one line), 2 a usage error (a flag, argument or setting that
-# cannot be used), 130 interrupted (Ctrl-C). `dreamwell hook` always exits 0.
-FAILED, USAGE, INTERRUPTED = 1, 2, 130
-# commands that open the data directory: one that cannot hold a store is one line, first
-OPENS_STORE = frozenset({"dream", "log", "export", "import", "stats", "reindex", "skills", "ui"})
-
-
-def run_command(command: str, settings: Settings, args: argparse.Namespace, early: Any) -> int:
-    """Run `command`; whatever goes wrong is one line on stderr and its exit code, never a
-    traceback (a defect of ours aside)."""
-    try:
+    def run(settings: Settings, args: argparse.Namespace) -> int:
         attach_remote(settings)
-        if command in OPENS_STORE:
-            from dreamwell.stores import DataDir
-
-            problem = DataDir(settings.data_dir).unusable()
-            if problem is not None:
-                return fail(problem, FAILED)
         return COMMANDS[command](settings, args)
-    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's status for SIGINT
-        return fail("interrupted (Ctrl-C)", INTERRUPTED)
-    except BrokenPipeError:  # `dreamwell export | head`: the reader left; nothing to say
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
-    except ValueError as exc:  # bad tenant names and the like, already worded for people
-        return refuse(early, str(exc), USAGE)
-    except PermissionError as exc:  # e.g. a data directory another user owns
-        return refuse(early, unreadable(exc, settings.data_dir))
-    except OSError as exc:  # a path that cannot be used: a directory for a file, a full disk
-        return refuse(early, os_failure(exc))
-    except Exception as exc:
-        from dreamwell.stores import StoreError  # loaded already if a store was opened
 
-        if not isinstance(exc, StoreError):
-            raise
-        return refuse(early, str(exc))  # e.g. the write lock held too long: try again
-
-
-def os_failure(exc: OSError) -> str:
-    """One line for a file or directory that could not be used, naming it."""
-    if exc.filename is None and exc.args and isinstance(exc.args[0], str):
-        return str(exc.args[0])  # already worded (stores.NotWritable)
-    where = f" {exc.filename}" if exc.filename else ""
-    return f"cannot use{where}: {exc.strerror or exc}; check the path, its permissions and the disk"
+    raise SystemExit(run_command(run, command, settings, args, early))
 
 
 def _hook(given: list[str]) -> int:
@@ -394,6 +353,8 @@ def _early_stdio(given: list[str]) -> EarlyStdio | None:
 
         problem = DataDir(Path(root)).unusable()
         if problem is not None:  # before the settings: the client hears this, whatever else
+            from dreamwell.server.cli.outcome import refuse
+
             raise SystemExit(refuse(started, problem))
     return started
 
@@ -413,24 +374,6 @@ def _flag(given: list[str], name: str) -> str | None:
         elif word.startswith(f"{name}="):
             found = word.partition("=")[2]
     return found
-
-
-def refuse(early: EarlyStdio | None, message: str, code: int = 1) -> int:
-    """`fail`, and a server that cannot start tells its client why (instead of leaving it
-    with a closed connection)."""
-    fail(message, code)
-    if early is not None:
-        early.refuse(message)
-    return code
-
-
-def unreadable(exc: PermissionError, data_dir: Path) -> str:
-    """One line for a file this user may not read or write, naming it and the way out."""
-    where = exc.filename or data_dir
-    return (
-        f"cannot read or write {where} ({exc.strerror}); give this user access to the data "
-        f"directory (chown -R $USER {data_dir}) or choose another with --data-dir"
-    )
 
 
 # Servers leave as Python leaves: their worker threads (anyio's, not daemons) may still be
