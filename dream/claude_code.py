@@ -13,13 +13,22 @@ What each run is started with, and why:
 
 A run that ends without `structured_output` (the model answered in text twice: Claude Code
 still exits 0) is a bad answer, so the pass changes nothing. A run past `timeout`, or
-cancelled, is killed with its process group.
+cancelled, or interrupted, is killed with its process group.
+
+A question is one request: Claude Code's own retries (about ten for a 429 or 529, with
+backoff up to minutes; five for an answer outside the schema) are turned off in the
+environment each run gets (`CLAUDE_CODE_MAX_RETRIES=0`, `MAX_STRUCTURED_OUTPUT_RETRIES=1`),
+its request time-out is the run's (`API_TIMEOUT_MS`), and its answer is capped
+(`CLAUDE_CODE_MAX_OUTPUT_TOKENS`), so the cycle's breaker and budget (dream/budget.py)
+decide. Each run works in an empty temp folder named with the dream's pid; one left by a
+killed dream is removed by the next (`check`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -32,11 +41,20 @@ from typing import Any
 from dreamwell.dream.llm import BadAnswer, LLMCancelled, LLMUnavailable
 
 DEFAULT_MODEL = "haiku"
+MAX_TIMEOUT = 120.0  # seconds for one answer: a run that takes longer is stuck
+OVERHEAD_TOKENS = 1500  # Claude Code's own text and tools around the question (~640 measured)
+TEMP_PREFIX = "dreamwell-claude-"
 USAGE_KEYS = (
     "input_tokens",
     "cache_creation_input_tokens",
     "cache_read_input_tokens",
     "output_tokens",
+)
+MODEL_USAGE_KEYS = (
+    "inputTokens",
+    "cacheCreationInputTokens",
+    "cacheReadInputTokens",
+    "outputTokens",
 )
 
 
@@ -45,10 +63,18 @@ class ClaudeCodeLLM:
 
     provider = "claude-code"
 
-    def __init__(self, binary: str = "claude", model: str | None = None, timeout: float = 600.0):
+    def __init__(
+        self,
+        binary: str = "claude",
+        model: str | None = None,
+        timeout: float = MAX_TIMEOUT,
+        max_tokens: int = 2048,
+    ):
         self._binary, self._model = binary, model or DEFAULT_MODEL
-        self._timeout = timeout
+        self._timeout = min(timeout, MAX_TIMEOUT)
         self.last_tokens = 0
+        self.max_output_tokens = max_tokens  # the cycle's budget counts these (budget.py)
+        self.overhead_tokens = OVERHEAD_TOKENS
 
     @property
     def name(self) -> str:
@@ -65,6 +91,16 @@ class ClaudeCodeLLM:
 
     def check(self) -> None:
         self._path()
+        sweep_leftovers()
+
+    def environment(self) -> dict[str, str]:
+        """The run's environment: the dream's own, with Claude Code's retries off."""
+        return os.environ | {
+            "CLAUDE_CODE_MAX_RETRIES": "0",
+            "MAX_STRUCTURED_OUTPUT_RETRIES": "1",
+            "API_TIMEOUT_MS": str(int(self._timeout * 1000)),
+            "CLAUDE_CODE_MAX_OUTPUT_TOKENS": str(self.max_output_tokens),
+        }
 
     def command(self, system: str, schema: dict[str, Any]) -> list[str]:
         return [
@@ -103,7 +139,9 @@ class ClaudeCodeLLM:
             raise LLMUnavailable(f"{self.name} failed: {why}")
         self.last_tokens = tokens(result)
         if result.get("is_error") or code != 0:
-            why = str(result.get("result") or result.get("subtype") or f"exit code {code}")
+            errors = result.get("errors")
+            said = errors[0] if isinstance(errors, list) and errors else result.get("result")
+            why = str(said or result.get("subtype") or f"exit code {code}")
             raise LLMUnavailable(f"{self.name} failed: {why[:300]}")
         if "structured_output" not in result:
             said = str(result.get("result", ""))[:200]
@@ -114,7 +152,7 @@ class ClaudeCodeLLM:
         self, command: list[str], prompt: str, cancel: threading.Event | None
     ) -> tuple[str, str, int]:
         """(stdout, stderr, exit code) of one run, killed past the time-out or on cancel."""
-        with tempfile.TemporaryDirectory(prefix="dreamwell-claude-") as cwd:
+        with tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}{os.getpid()}-") as cwd:
             try:
                 child = subprocess.Popen(
                     command,
@@ -122,6 +160,7 @@ class ClaudeCodeLLM:
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
                     cwd=cwd,  # no project: nothing of the user's folders is read
+                    env=self.environment(),
                     text=True,
                     encoding="utf-8",
                     errors="replace",
@@ -136,17 +175,23 @@ class ClaudeCodeLLM:
 
             talker = threading.Thread(target=talk, daemon=True)
             talker.start()
-            deadline = time.monotonic() + self._timeout
-            while talker.is_alive():
-                if cancel is not None and cancel.is_set():
-                    _stop(child, talker)
-                    raise LLMCancelled(f"{self.name}: cancelled")
-                if time.monotonic() > deadline:
-                    _stop(child, talker)
-                    raise LLMUnavailable(f"{self.name} gave no answer within {self._timeout:.0f} s")
-                talker.join(0.05)
+            try:
+                self._wait(talker, cancel)
+            except BaseException:  # a time-out, a cancel, or the dream itself interrupted
+                _stop(child, talker)
+                raise
         stdout, stderr = done.get("io", ("", ""))
         return stdout or "", stderr or "", child.returncode
+
+    def _wait(self, talker: threading.Thread, cancel: threading.Event | None) -> None:
+        """Until the run ends; LLMCancelled on cancel, LLMUnavailable past the time-out."""
+        deadline = time.monotonic() + self._timeout
+        while talker.is_alive():
+            if cancel is not None and cancel.is_set():
+                raise LLMCancelled(f"{self.name}: cancelled")
+            if time.monotonic() > deadline:
+                raise LLMUnavailable(f"{self.name} gave no answer within {self._timeout:.0f} s")
+            talker.join(0.05)
 
 
 def _stop(child: subprocess.Popen[str], talker: threading.Thread) -> None:
@@ -157,13 +202,46 @@ def _stop(child: subprocess.Popen[str], talker: threading.Thread) -> None:
 
 
 def tokens(result: dict[str, Any]) -> int:
-    """Input (cached or not) plus output tokens of a `--output-format json` result."""
+    """Input (cached or not) plus output tokens of a `--output-format json` result: its
+    `usage`, else (a failed run reports none there) the sum of its `modelUsage`."""
     usage = result.get("usage")
-    if not isinstance(usage, dict):
+    total = _sum(usage, USAGE_KEYS) if isinstance(usage, dict) else 0
+    if total:
+        return total
+    models = result.get("modelUsage")
+    if not isinstance(models, dict):
         return 0
-    total = 0
-    for key in USAGE_KEYS:
-        value = usage.get(key)
-        if isinstance(value, int):
-            total += value
-    return total
+    return sum(_sum(m, MODEL_USAGE_KEYS) for m in models.values() if isinstance(m, dict))
+
+
+def _sum(usage: dict[str, Any], keys: tuple[str, ...]) -> int:
+    return sum(v for v in (usage.get(k) for k in keys) if isinstance(v, int))
+
+
+def sweep_leftovers() -> None:
+    """Remove the temp folders of runs whose dream is gone (killed before it could)."""
+    try:
+        found = os.scandir(tempfile.gettempdir())
+    except OSError:
+        return
+    with found:
+        for entry in found:
+            match = _LEFTOVER.match(entry.name)
+            if match is None or _alive(int(match.group(1))):
+                continue
+            with suppress(OSError):
+                if entry.is_dir(follow_symlinks=False) and entry.stat().st_uid == os.getuid():
+                    shutil.rmtree(entry.path, ignore_errors=True)
+
+
+_LEFTOVER = re.compile(rf"^{TEMP_PREFIX}(\d+)-")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True

@@ -24,9 +24,10 @@ from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import replace
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
-from dreamwell.dream import budget, feeding, passes
+from dreamwell.dream import backoff, budget, feeding, passes
 from dreamwell.dream.budget import Metered
 from dreamwell.dream.inputs import (
     INPUT_LOGS,
@@ -43,7 +44,14 @@ from dreamwell.dream.options import (
     DreamOptions,
     check_cancel,
 )
-from dreamwell.dream.report import NO_LLM, PassResult, Report, save_report
+from dreamwell.dream.report import (
+    INCOMPLETE,
+    NO_LLM,
+    PassResult,
+    Report,
+    failure,
+    save_report,
+)
 from dreamwell.dream.skills import passes as skillpasses
 from dreamwell.dream.writes import commit
 from dreamwell.stores import (
@@ -139,10 +147,16 @@ def _locked_cycle(
         except LLMError as exc:
             llm, no_llm_reason = None, str(exc)
     data = store.data_dir
+    report.cut_short = INCOMPLETE  # until the end: a killed cycle's report says so
+    save_report(data, report)
     # read, not emptied: `consume_inputs` drops what was read once the passes wrote
     inputs = Inputs(*(JsonlLog(data, name).read() for name in INPUT_LOGS))
     try:
         _PassRun(store, llm, no_llm_reason, inputs, report, options, now).run()
+        report.cut_short = ""
+    except BaseException as exc:
+        report.cut_short = f"cut short: {_why(exc)}"
+        raise
     finally:
         report.finished = utcnow().isoformat()
         _count_spend(report, llm)
@@ -150,13 +164,40 @@ def _locked_cycle(
         if not dry_run:  # when the last cycle ran: the dream that starts by itself asks
             with suppress(OSError):
                 DataDir(data).last_dream.touch()
+            _back_off(data, llm)
     return report
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, KeyboardInterrupt | SystemExit):
+        return "the dream was interrupted (a signal or Ctrl-C)"
+    return str(exc) or type(exc).__name__
+
+
+def _back_off(data: Path, llm: LLM | None) -> None:
+    """The next automatic cycle waits longer after one whose LLM failed (dream/backoff.py);
+    one whose LLM answered clears that."""
+    if not isinstance(llm, Metered) or not (llm.stopped or llm.calls > llm.failed):
+        return  # no LLM, or it was never asked: nothing learnt about it
+    try:
+        state = backoff.record(data, llm.stopped)
+    except OSError as exc:
+        logger.warning("the dream's back-off was not written: %s", exc)
+        return
+    if state.failures:
+        logger.warning(
+            "the dream's LLM failed (%s); %d cycle(s) in a row: the next automatic dream waits "
+            "longer",
+            llm.stopped,
+            state.failures,
+        )
 
 
 def _count_spend(report: Report, llm: LLM | None) -> None:
     if isinstance(llm, Metered):
         report.llm_calls, report.llm_tokens = llm.calls, llm.tokens
-        report.llm_budget = llm.budget
+        report.llm_budget, report.llm_failed = llm.budget, llm.failed
+        report.llm_stopped = llm.stopped
 
 
 Step = tuple[str, bool, Callable[[], PassResult]]  # (pass, needs an LLM, plan it)
@@ -316,9 +357,8 @@ class _PassRun:
             result.status, result.reason = "partial", "cancelled"
             raise DreamCancelled("the dream cycle was cancelled") from exc
         except Exception as exc:  # a failing pass is reported; the others still run
-            logger.exception("dream pass %s failed", name)
             result.status = "partial" if result.changes else "failed"
-            result.reason = f"{type(exc).__name__}: {exc}"
+            result.reason = failure(name, exc)
         if needs_llm:
             budget.verdict(self.llm, began, result)
         elif budget.refused_since(self.llm, began):  # the judge, inside scoring
@@ -353,5 +393,4 @@ def _maintenance(store: LongTermStore, dry_run: bool) -> PassResult:
         store.maintain()
         return PassResult("maintenance")
     except Exception as exc:
-        logger.exception("dream maintenance failed")
-        return PassResult("maintenance", "failed", f"{type(exc).__name__}: {exc}")
+        return PassResult("maintenance", "failed", failure("maintenance", exc))

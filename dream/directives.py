@@ -5,7 +5,12 @@ not here: the passes append an example generated from the same model as the JSON
 
 from __future__ import annotations
 
+import logging
+import os
+import stat
 from pathlib import Path
+
+logger = logging.getLogger(__name__)
 
 MEMORY_RULES = """\
 Memory rules:
@@ -71,12 +76,26 @@ already one clear fact comes back as that one fact. Answer with one JSON object 
 """
 
 
+MAX_DIRECTIVE_BYTES = 1024 * 1024  # a prompt; past this the file is not read further
+
+
 def directive(data_dir: Path, name: str, builtin: str) -> str:
-    """The data directory's file `name` if it exists and is not empty, else `builtin`."""
+    """The data directory's file `name` if it is a regular UTF-8 file and not empty, else
+    `builtin`. A FIFO is never waited on, a device never read (the dream holds its lock)."""
     try:
-        text = (data_dir / name).read_text(encoding="utf-8").strip()
+        fd = os.open(data_dir / name, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
         return builtin
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            logger.warning("%s is not a regular file; the built-in prompt is used", name)
+            return builtin
+        text = os.read(fd, MAX_DIRECTIVE_BYTES).decode("utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        logger.warning("%s cannot be read (%s); the built-in prompt is used", name, exc)
+        return builtin
+    finally:
+        os.close(fd)
     return text or builtin
 
 

@@ -23,7 +23,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from dreamwell.dream import directives, feeding
-from dreamwell.dream.llm import LLM, LLMCancelled, LLMError
+from dreamwell.dream.llm import LLM, LLMCancelled, LLMError, LLMUnavailable
 from dreamwell.dream.report import Change, PassResult, Report, save_report
 from dreamwell.stores import (
     ENRICH_QUEUE,
@@ -102,6 +102,9 @@ def _enrich_claimed(
             queue.drop(_other_than(entry_id))
     except LLMCancelled:
         result.status, result.reason = "partial", "cancelled"
+    except LLMUnavailable as exc:  # the server failed, not the note: it stays queued
+        result.status, result.reason = "failed", str(exc)
+        report.llm_stopped = str(exc)
     finally:
         if result.changes or result.notes:
             report.finished = utcnow().isoformat()
@@ -127,7 +130,7 @@ def _enrich_one(
         return
     try:
         derived = feeding.enrich(entry, llm, rules, now, cancel=cancel, notes=result.notes)
-    except LLMCancelled:
+    except (LLMCancelled, LLMUnavailable):
         raise
     except LLMError as exc:  # dropped from the queue: a bad answer is not retried for ever
         result.notes.append(f"[{entry_id}] not enriched: {exc}")

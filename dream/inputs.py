@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from dreamwell.dream import feeding
-from dreamwell.dream.report import BUDGET, CHUNK_SKIPPED, NO_LLM, Report
+from dreamwell.dream.report import BUDGET, CHUNK_SKIPPED, NO_LLM, STOPPED, Report
 from dreamwell.stores import CONVERSATION, FEEDBACK, RECALL, JsonlLog, StoreError
 
 logger = logging.getLogger(__name__)
@@ -35,13 +35,14 @@ CONVERSATION_READERS = frozenset({"preferences", "skill-gap"})  # + anti-pattern
 
 def _passes_that_read(report: Report) -> set[str]:
     """The passes that read all their inputs: they ran whole, or had nothing to do for a
-    reason of the inputs themselves; not one skipped for want of an LLM or of budget, nor one
-    that failed, was cut short or left a chunk unread."""
+    reason of the inputs themselves; not one skipped for want of an LLM or of budget, or
+    because the LLM failed earlier in the cycle, nor one that failed, was cut short or left
+    a chunk unread."""
     out = set()
     for p in report.passes:
         whole = not any(n.startswith(CHUNK_SKIPPED) for n in p.notes)
         if (p.status == "ran" and whole) or (
-            p.status == "skipped" and not p.reason.startswith((NO_LLM, BUDGET))
+            p.status == "skipped" and not p.reason.startswith((NO_LLM, BUDGET, STOPPED))
         ):
             out.add(p.name)
     return out

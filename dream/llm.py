@@ -4,6 +4,10 @@ llama.cpp's server, vLLM, LocalAI, hosted APIs), both over httpx (answers: dream
 The only dream module that speaks HTTP. Every failure is an LLMError whose text says what went
 wrong in one sentence and never holds the API key. Calls stream the answer so that a caller
 can cancel one: the socket is shut, which stops the server's generation too.
+
+A call is one request: a 429 or 5xx is not retried here but raised with the server's
+`retry-after` (None without one), and the cycle's guard (dream/budget.py) decides whether to
+wait for it or to stop asking for the rest of the cycle — one breaker for every backend.
 """
 
 from __future__ import annotations
@@ -22,8 +26,6 @@ from typing import Any, Literal, Protocol
 import httpx
 
 logger = logging.getLogger(__name__)
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
-MAX_RETRY_AFTER = 120.0
 
 
 class LLMError(Exception):
@@ -31,7 +33,12 @@ class LLMError(Exception):
 
 
 class LLMUnavailable(LLMError):
-    """Transport or HTTP failure: refused, time-out, rejected key, missing model, 5xx."""
+    """Transport or HTTP failure: refused, time-out, rejected key, missing model, 5xx.
+    `retry_after`: the seconds the server asked the client to wait (429/503), else None."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class LLMCancelled(LLMError):
@@ -71,21 +78,22 @@ class _Redactor:
         return text
 
 
-def _retry_after(value: str | None, attempt: int, backoff: float) -> float:
-    if value:
+def retry_after(value: str | None) -> float | None:
+    """The seconds a `Retry-After` header asks for (a number or an HTTP date), None when
+    there is none or it cannot be read."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
         try:
-            return min(MAX_RETRY_AFTER, max(0.0, float(value)))
-        except ValueError:
-            try:
-                when = parsedate_to_datetime(value).timestamp()
-                return float(min(MAX_RETRY_AFTER, max(0.0, when - time.time())))
-            except (TypeError, ValueError):
-                pass
-    return float(backoff * 2**attempt)
+            return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+        except (TypeError, ValueError):
+            return None
 
 
 class _HTTPChat:
-    """Shared by both providers: one streamed POST with retries, time-outs and cancelling."""
+    """Shared by both providers: one streamed POST with a time-out and cancelling."""
 
     provider = "llm"
 
@@ -95,16 +103,15 @@ class _HTTPChat:
         model: str,
         timeout: float,
         api_key: str | None = None,
-        retries: int = 3,
-        backoff: float = 2.0,
         max_tokens: int = 2048,
         context: int = 8192,
     ) -> None:
         self._base = base_url.rstrip("/")
         self._model, self._timeout, self._key = model, timeout, api_key
-        self._retries, self._backoff = retries, backoff
         self._max_tokens, self._context = max_tokens, context
         self._redact = _Redactor(api_key)
+        self.max_output_tokens = max_tokens  # what one answer may spend (the cycle's budget)
+        self.overhead_tokens = 50  # the request's own wrapping around system and prompt
 
     @property
     def name(self) -> str:
@@ -114,9 +121,11 @@ class _HTTPChat:
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._key}"} if self._key else {}
 
-    def _fail(self, what: str, exc: BaseException | None = None) -> LLMUnavailable:
+    def _fail(
+        self, what: str, exc: BaseException | None = None, wait: float | None = None
+    ) -> LLMUnavailable:
         detail = f": {type(exc).__name__}: {exc}" if exc is not None else ""
-        return LLMUnavailable(self._redact(f"{self.name} {what}{detail}"))
+        return LLMUnavailable(self._redact(f"{self.name} {what}{detail}"), wait)
 
     def _get(self, path: str) -> httpx.Response:
         try:
@@ -135,52 +144,33 @@ class _HTTPChat:
             return self._fail(f"rejected the API key (HTTP {response.status_code}): {body}")
         if response.status_code == 404:
             return self._fail(f"has no model {self._model!r} or no such path (HTTP 404): {body}")
-        return self._fail(f"answered HTTP {response.status_code}: {body}")
-
-    def _pause(self, seconds: float, cancel: threading.Event | None) -> None:
-        if (cancel or threading.Event()).wait(seconds):
-            raise LLMCancelled(f"{self.name}: cancelled")
+        wait = retry_after(response.headers.get("Retry-After"))
+        if response.status_code == 429:
+            return self._fail(f"is rate-limited (HTTP 429): {body}", wait=wait)
+        return self._fail(f"answered HTTP {response.status_code}: {body}", wait=wait)
 
     def _post(
         self, path: str, body: dict[str, Any], cancel: threading.Event | None
     ) -> Iterator[Any]:
-        """Stream the JSON chunks of one answer, retrying 429 and 5xx. Raises _Status for
-        other HTTP errors (4xx), so a caller can fall back to a simpler request."""
-        for attempt in range(self._retries + 1):
-            if cancel is not None and cancel.is_set():
-                raise LLMCancelled(f"{self.name}: cancelled")
-            with _Call(self._timeout, self._headers(), cancel) as call:
-                try:
-                    with call.client.stream("POST", self._base + path, json=body) as response:
-                        if response.status_code >= 400:
-                            response.read()
-                        if _format_refused(response):  # llama-cpp-python says so with a 500
-                            raise _Status(response)
-                        if response.status_code in RETRY_STATUSES and attempt < self._retries:
-                            delay = _retry_after(
-                                response.headers.get("Retry-After"), attempt, self._backoff
-                            )
-                            logger.info(
-                                "%s answered %s; retrying in %.1f s",
-                                self.name,
-                                response.status_code,
-                                delay,
-                            )
-                        elif response.status_code >= 400:
-                            raise _Status(response)
-                        else:
-                            yield from _chunks(response, call, self._timeout)
-                            return
-                except httpx.ConnectError as exc:
-                    raise self._fail("is unreachable (connection refused)", exc) from exc
-                except httpx.TimeoutException as exc:
-                    raise self._fail(f"gave no answer within {self._timeout:.0f} s", exc) from exc
-                except (httpx.HTTPError, OSError) as exc:
-                    if call.cancelled:
-                        raise LLMCancelled(f"{self.name}: cancelled") from exc
-                    raise self._fail("broke the connection", exc) from exc
-            self._pause(delay, cancel)
-        raise AssertionError("unreachable")  # pragma: no cover
+        """Stream the JSON chunks of one answer (one request, never retried here). Raises
+        _Status for an HTTP error, so a caller can fall back to a simpler request."""
+        if cancel is not None and cancel.is_set():
+            raise LLMCancelled(f"{self.name}: cancelled")
+        with _Call(self._timeout, self._headers(), cancel) as call:
+            try:
+                with call.client.stream("POST", self._base + path, json=body) as response:
+                    if response.status_code >= 400:
+                        response.read()
+                        raise _Status(response)
+                    yield from _chunks(response, call, self._timeout)
+            except httpx.ConnectError as exc:
+                raise self._fail("is unreachable (connection refused)", exc) from exc
+            except httpx.TimeoutException as exc:
+                raise self._fail(f"gave no answer within {self._timeout:.0f} s", exc) from exc
+            except (httpx.HTTPError, OSError) as exc:
+                if call.cancelled:
+                    raise LLMCancelled(f"{self.name}: cancelled") from exc
+                raise self._fail("broke the connection", exc) from exc
 
     def _collect(
         self,

@@ -5,11 +5,14 @@ rendered as text for people and agents."""
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dreamwell.stores import DreamReports, MemoryEntry, entry_from_dict, entry_to_dict
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -53,8 +56,21 @@ class Change:
 
 
 NO_LLM = "no LLM"  # how a pass skipped for want of an LLM gives its reason
+INCOMPLETE = "the cycle did not finish: it is still running, or it was killed"
 BUDGET = "token budget"  # ... and one skipped because the cycle's LLM budget was spent
+STOPPED = "LLM stopped"  # ... and one skipped because the LLM failed earlier in the cycle
 CHUNK_SKIPPED = "skipped a chunk"  # a note: part of the pass's input got no answer
+
+
+def failure(name: str, exc: Exception) -> str:
+    """A failed pass's reason, said once on stderr as one line (`dream --once`); the
+    traceback only at debug level: the LLM's failures are expected, a bug is in the log."""
+    from dreamwell.dream.llm import LLMError  # loaded already: a pass asked it
+
+    reason = str(exc) if isinstance(exc, LLMError) else f"{type(exc).__name__}: {exc}"
+    logger.warning("dream pass %s failed: %s", name, reason)
+    logger.debug("dream pass %s failed", name, exc_info=exc)
+    return reason
 
 
 @dataclass
@@ -78,6 +94,11 @@ class Report:
     llm_calls: int = 0  # questions the LLM was asked in this cycle
     llm_tokens: int = 0  # what they spent, input + output
     llm_budget: int | None = None  # the cycle's cap (dream_budget_tokens)
+    llm_failed: int = 0  # of the calls, those that failed (booked at what they reported)
+    llm_stopped: str = ""  # the failure that ended the cycle's questions (dream/budget.py)
+    # why the cycle did not run to its end; saved as INCOMPLETE when it starts, so the
+    # report of a cycle killed half-way says so
+    cut_short: str = ""
 
     def changes(self) -> list[Change]:
         return [c for p in self.passes for c in p.changes]
@@ -93,6 +114,9 @@ class Report:
             "llm_calls": self.llm_calls,
             "llm_tokens": self.llm_tokens,
             "llm_budget": self.llm_budget,
+            "llm_failed": self.llm_failed,
+            "llm_stopped": self.llm_stopped,
+            "cut_short": self.cut_short,
             "passes": [
                 {
                     "name": p.name,
@@ -117,6 +141,9 @@ class Report:
             llm_calls=int(data.get("llm_calls") or 0),
             llm_tokens=int(data.get("llm_tokens") or 0),
             llm_budget=data.get("llm_budget"),
+            llm_failed=int(data.get("llm_failed") or 0),
+            llm_stopped=str(data.get("llm_stopped") or ""),
+            cut_short=str(data.get("cut_short") or ""),
         )
         for p in data.get("passes", []):
             report.passes.append(
@@ -197,12 +224,19 @@ def spend(report: Report) -> str:
         return "none"
     of = f" of {report.llm_budget:,}" if report.llm_budget is not None else ""
     calls = "call" if report.llm_calls == 1 else "calls"
-    return f"{report.llm}, {report.llm_calls} {calls}, {report.llm_tokens:,}{of} tokens"
+    failed = f" ({report.llm_failed} failed)" if report.llm_failed else ""
+    return f"{report.llm}, {report.llm_calls} {calls}{failed}, {report.llm_tokens:,}{of} tokens"
 
 
 def render(report: Report) -> str:
     mode = "plan (dry run: nothing was changed)" if report.dry_run else "report"
     lines = [f"Dream {mode} {report.run} — LLM: {spend(report)}"]
+    if report.cut_short:
+        lines.append(f"INCOMPLETE: {report.cut_short}.")
+    if report.llm_stopped:
+        lines.append(
+            f"LLM stopped at its first failure, no more questions this cycle: {report.llm_stopped}"
+        )
     if report.undone:
         lines.append(f"Undone at {report.undone}.")
     for p in report.passes:

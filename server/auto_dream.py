@@ -8,7 +8,8 @@ without waiting; nothing here imports pydantic, LanceDB or the dream layer. One 
 the decision is taken under `.auto-dream.lock` (a second trigger at the same moment gives
 up), it is written down (`.auto-dream.started`, whose time counts as the last cycle's, so a
 second trigger inside `dream_auto_after` starts nothing), and nothing starts while a cycle
-holds the dream lock (or lease).
+holds the dream lock (or lease). After cycles whose LLM failed, the wait doubles for each
+(dream/backoff.py), up to a week.
 """
 
 from __future__ import annotations
@@ -76,9 +77,14 @@ def _newer(entry: os.DirEntry[str], since: float) -> bool:
 
 
 def due(dirs: DataDir, auto: AutoDream, now: float | None = None) -> bool:
+    """`dream_auto_after` since the last cycle — doubled for each cycle in a row whose LLM
+    failed (dream/backoff.py) — and `dream_auto_sessions` sessions since."""
+    from dreamwell.dream import backoff
+
     now = time.time() if now is None else now
     last = last_cycle(dirs)
-    return now - last >= auto.after and sessions_since(dirs, last) >= auto.sessions
+    after = backoff.wait(auto.after, backoff.read(dirs.root).failures)
+    return now - last >= after and sessions_since(dirs, last) >= auto.sessions
 
 
 def _dreaming(dirs: DataDir) -> bool:

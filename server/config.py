@@ -112,6 +112,7 @@ class Settings(BaseSettings):
     namespace: str | None = _setting("namespace")
     token: str | None = _setting("token")
     tokens_file: Path | None = _setting("tokens_file")
+    no_token: bool = _setting("no_token")
     stateless_http: bool = _setting("stateless_http")
     wm_ttl_minutes: int = _setting("wm_ttl_minutes", ge=1, le=10_080)
     wm_max_per_namespace: int = _setting("wm_max_per_namespace", ge=1, le=10_000)

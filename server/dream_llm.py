@@ -62,7 +62,13 @@ def llm_for(settings: Settings) -> LLM | None:
     if settings.llm_provider == "claude-code":
         from dreamwell.dream import ClaudeCodeLLM
 
-        return ClaudeCodeLLM(settings.claude_path, settings.llm_model, settings.llm_timeout)
+        # one answer's time-out: llm_timeout, at most 120 s (ClaudeCodeLLM.MAX_TIMEOUT)
+        return ClaudeCodeLLM(
+            settings.claude_path,
+            settings.llm_model,
+            settings.llm_timeout,
+            max_tokens=settings.llm_max_tokens,
+        )
     endpoint = llm_endpoint(settings)
     if endpoint is None:
         return None

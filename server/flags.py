@@ -84,8 +84,19 @@ SETTINGS: dict[str, Meta] = {
         own=(("ui", UI_PORT),),
     ),
     "namespace": Meta("pin the working-memory namespace, e.g. `patrol/heartbeat`", ("serve",)),
-    "token": Meta("bearer token for HTTP transports", ("serve",)),
+    "token": Meta(
+        "bearer token for HTTP transports",
+        ("serve",),
+        "one made once and kept in `<data_dir>/serve-token` (0600)",
+    ),
     "tokens_file": Meta("JSON object of bearer token → tenant", ("serve",)),
+    "no_token": Meta(
+        "serve HTTP transports without a token, to every local user (unsafe on a shared "
+        "machine; 127.0.0.1 only)",
+        ("serve",),
+        switch=True,
+        default=False,
+    ),
     "stateless_http": Meta(
         "streamable HTTP without sessions", ("serve",), switch=True, default=False
     ),

@@ -83,7 +83,16 @@ if TYPE_CHECKING:
         Write,
     )
     from dreamwell.stores.progress import ProgressReport, progress_of, report_progress
-    from dreamwell.stores.redact import redact, redact_counted
+    from dreamwell.stores.redact import (
+        redact,
+        redact_category,
+        redact_content,
+        redact_counted,
+        redact_memory,
+        redact_record,
+        redact_tags,
+        refuse_secret,
+    )
     from dreamwell.stores.skills.catalog import (
         ANY_REVISION,
         NEW,
@@ -149,6 +158,12 @@ _LAZY = {
     "LeaseLost": "lease",
     "redact": "redact",
     "redact_counted": "redact",
+    "redact_category": "redact",
+    "redact_content": "redact",
+    "redact_tags": "redact",
+    "redact_memory": "redact",
+    "redact_record": "redact",
+    "refuse_secret": "redact",
     "exclusive": "lease",
     "InvalidSkill": "skills.skill_md",
     "SkillFolder": "skills.skill_md",
@@ -293,7 +308,13 @@ __all__ = [
     "read_only_mount",
     "read_skills",
     "redact",
+    "redact_category",
+    "redact_content",
     "redact_counted",
+    "redact_memory",
+    "redact_record",
+    "redact_tags",
+    "refuse_secret",
     "report_progress",
     "skill_from_json",
     "skill_md_parts",

@@ -2,6 +2,8 @@
 
 <root>/                      the root store (stdio, single token)
     format.json              {"format": N}: the layout version, written when absent
+    .private                 present once every path below was made the user's own (0700
+                             folders, 0600 files; `DataDir.ensure`)
     lancedb/                 durable long-term records and vectors
     index/                   the Tantivy index derived from them
     wal/<first-seq>.log      write-ahead log of long-term writes not yet checkpointed
@@ -23,6 +25,8 @@
                              .import.lock (stores/progress.py)
     hooks/<session>.json     client hooks' state per client session; hooks.log their log
     hooks/entries.sqlite     the memories' text for hooks, which never open LanceDB
+    serve-token              the bearer token `serve --transport http|sse` made for itself
+                             when none was given (0600; server/transports/bearer.py)
     tenants/<name>/          a tenant: the same layout again
     remote.json              present when this directory caches an object-store location
                              (`stores/remote/location.py`): the log is then kept there, not in wal/,
@@ -31,22 +35,26 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import logging
 import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from dreamwell.stores.errors import StoreError
-from dreamwell.stores.files import write_atomic
+from dreamwell.stores.files import make_private, write_atomic
 from dreamwell.stores.model import TENANT_RE, check_tenant
 from dreamwell.stores.remote.location import Remote
 from dreamwell.stores.remote.location import of as remote_of
 
 FORMAT = 2  # 1: v0.1 (one LanceDB version per write); 2: write-ahead log + checkpoints
 _SAFE_SESSION = re.compile(r"[A-Za-z0-9_-]{1,80}")
+logger = logging.getLogger(__name__)
 
 
 def newer_format(root: Path, found: int) -> str:
@@ -97,8 +105,7 @@ class DataDir:
 
     @property
     def snapshot(self) -> Path:
-        """The records as of a checkpoint (gzip JSON lines): with the log since, a copy of
-        every memory that does not depend on LanceDB."""
+        """The records at a checkpoint (gzip JSON lines): with the log, a copy without LanceDB."""
         return self.root / "longterm.snapshot.gz"
 
     @property
@@ -137,6 +144,12 @@ class DataDir:
         return self.root / ".auto-dream.started"
 
     @property
+    def dream_backoff(self) -> Path:
+        """Failed dream cycles in a row, and the last one's cause: the dream that starts by
+        itself waits longer after each (dream/backoff.py)."""
+        return self.root / ".dream-backoff.json"
+
+    @property
     def reports(self) -> Path:
         return self.root / "dreams"
 
@@ -169,8 +182,17 @@ class DataDir:
         return self.root / ".activity"
 
     @property
+    def serve_token(self) -> Path:
+        return self.root / "serve-token"
+
+    @property
     def format_file(self) -> Path:
         return self.root / "format.json"
+
+    @property
+    def private_marker(self) -> Path:
+        """Present once every path in this directory was made the user's own (`ensure`)."""
+        return self.root / ".private"
 
     # ---- skills (docs/data-directory.md) ----------------------------------------------------
     @property
@@ -225,8 +247,7 @@ class DataDir:
 
     @property
     def hook_door(self) -> Path:
-        """Where Claude Code's `http` hooks reach the resident hook process: its port and
-        token (server/hooks/door.py), the user's only (0600)."""
+        """An earlier version's HTTP hook door (port, token): deleted (server/cli/old_hooks.py)."""
         return self.root / "hook-door.json"
 
     @property
@@ -256,20 +277,21 @@ class DataDir:
     def tenants(self) -> Iterator[str]:
         """Names of the tenants that exist under this directory (not the root itself)."""
         folder = self.root / "tenants"
-        if folder.is_dir():
-            for child in sorted(folder.iterdir()):
-                if child.is_dir() and TENANT_RE.fullmatch(child.name):
-                    yield child.name
+        children = sorted(folder.iterdir()) if folder.is_dir() else []
+        yield from (c.name for c in children if c.is_dir() and TENANT_RE.fullmatch(c.name))
 
     # ---- format -------------------------------------------------------------------------------
-    def ensure(self) -> None:
+    def ensure(self, walk: bool = True) -> None:
         """Create the directory and record the layout version when it is new; refuse a
-        directory written by a newer dreamwell."""
+        directory written by a newer dreamwell. Make it private (`make_private`; without
+        `walk`, only the directory itself now, which already shuts others out: the walk is
+        left to the store's opening, after a server's handshake)."""
         problem = self.unusable()
         if problem is not None:
             raise StoreError(problem)
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
+            self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self.make_private(walk)
             if not self.format_file.exists():
                 write_atomic(self.format_file, json.dumps({"format": FORMAT}))
         except OSError as exc:
@@ -279,6 +301,34 @@ class DataDir:
                     "Choose another with --data-dir."
                 ) from exc
             # a read-only directory still serves reads
+
+    def make_private(self, walk: bool = True) -> int:
+        """Make this directory the user's alone (folders 0700, files 0600), once (then two
+        stat() calls); one line says how many paths were tightened, and returns it. Without
+        `walk`, only the directory itself is made 0700, silently."""
+        try:
+            mode = self.root.stat().st_mode
+        except OSError:
+            return 0
+        if not mode & 0o077 and self.private_marker.exists():
+            return 0
+        if _home_or_above(self.root):
+            return 0  # --data-dir pointed at a home folder (or above): not ours to change
+        if not walk:
+            with contextlib.suppress(OSError):
+                self.root.chmod(stat.S_IMODE(mode) & 0o700)
+            return 0
+        changed = make_private(self.root)
+        with contextlib.suppress(OSError):  # read-only: checked again next time
+            os.close(os.open(self.private_marker, os.O_WRONLY | os.O_CREAT, 0o600))
+        if changed:
+            logger.warning(
+                "made %d paths in the data directory %s readable by this user only (folders "
+                "0700, files 0600): other local users could read them",
+                changed,
+                self.root,
+            )
+        return changed
 
     def unusable(self) -> str | None:
         """Why this directory cannot hold a store (unreadable, a file, written by a newer
@@ -310,3 +360,12 @@ class DataDir:
             return int(json.loads(self.format_file.read_text(encoding="utf-8"))["format"])
         except (OSError, ValueError, KeyError, TypeError):
             return None
+
+
+def _home_or_above(root: Path) -> bool:
+    """Whether `root` is the user's home folder or one above it."""
+    try:
+        home = Path.home().resolve()
+        return root.resolve() in (home, *home.parents)
+    except (OSError, RuntimeError):
+        return False

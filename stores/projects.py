@@ -10,15 +10,20 @@ home directory or `/` (a dotfiles repository) — is no project.
 
 Nothing here runs `git`: `.git` is read directly (a `.git` directory; a `.git` file saying
 `gitdir: …`, as worktrees and submodules have, with a worktree's config in the common
-directory named by `commondir`), and each directory's answer is cached. Which memories
+directory named by `commondir`), and each directory's answer is cached. A repository is
+untrusted input: only regular files are read there, at most MAX_GIT_FILE bytes of each (a FIFO
+or a link to `/dev/zero` is skipped, never waited on), and a remote URL that cannot be parsed
+makes the directory no project, said once in the log, instead of failing. Which memories
 belong to a project and which are global (`is_global`, `PROJECT`) is decided here too.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import re
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +36,9 @@ GLOBAL_CATEGORIES = ("user-preferences", "preferences", "anti-patterns", "people
 _SCP = re.compile(r"^(?:[^@/]+@)?(?P<host>[^:/]+):(?P<path>(?!//).*)$")  # git@host:owner/repo
 _SECTION = re.compile(r'^\[\s*remote\s+"(?P<name>[^"]*)"\s*\]')
 _CACHED = 512
+MAX_GIT_FILE = 1024 * 1024  # a git config is a few KiB; anything past this is not read
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "GLOBAL_CATEGORIES",
@@ -74,16 +82,32 @@ def normalise_remote(url: str) -> str:
     return f"{host}/{path}" if host else "/" + path
 
 
+def read_git_file(path: Path) -> str | None:
+    """The text of a small regular file in a repository; None when it is missing, not a
+    regular file (a FIFO is opened without waiting for a writer, a device never read) or
+    unreadable. At most MAX_GIT_FILE bytes are read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            logger.warning("%s is not a regular file; it is not read", path)
+            return None
+        return os.read(fd, MAX_GIT_FILE).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def _git_dir(top: Path) -> Path | None:
     """The git directory of a working tree whose top is `top`, if it has one."""
     dot = top / ".git"
     if dot.is_dir():
         return dot
     if dot.is_file():
-        try:
-            line = dot.read_text(encoding="utf-8", errors="replace").strip()
-        except OSError:
-            return None
+        line = (read_git_file(dot) or "").strip()
         if line.startswith("gitdir:"):
             target = Path(line[len("gitdir:") :].strip())
             return target if target.is_absolute() else (top / target).resolve()
@@ -92,9 +116,8 @@ def _git_dir(top: Path) -> Path | None:
 
 def _common_dir(git_dir: Path) -> Path:
     """Where a worktree's shared config lives (the git directory itself otherwise)."""
-    try:
-        common = (git_dir / "commondir").read_text(encoding="utf-8").strip()
-    except OSError:
+    common = (read_git_file(git_dir / "commondir") or "").strip()
+    if not common:
         return git_dir
     path = Path(common)
     return path if path.is_absolute() else (git_dir / path).resolve()
@@ -102,9 +125,8 @@ def _common_dir(git_dir: Path) -> Path:
 
 def _remote_url(config: Path) -> str | None:
     """The url of remote `origin`, else of the first remote with one, in a git config file."""
-    try:
-        text = config.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    text = read_git_file(config)
+    if text is None:
         return None
     urls: dict[str, str] = {}
     section: str | None = None
@@ -142,7 +164,11 @@ def _cached(directory: str) -> Project | None:
         url = _remote_url(common / "config")
         # no remote: the main working tree's top, so a repository's worktrees share it
         main = common.parent if common.name == ".git" else top
-        key = normalise_remote(url) if url else str(main)
+        try:
+            key = normalise_remote(url) if url else str(main)
+        except ValueError as exc:  # `https://[bad/x`: urlsplit refuses it
+            logger.warning("%s: remote URL %r cannot be read (%s); no project", top, url, exc)
+            return None
         return Project(key, top.name, top)
     return None
 
@@ -178,7 +204,10 @@ def pinned_project(value: str) -> Project:
             return found
         resolved = path.resolve()
         return Project(str(resolved), resolved.name, resolved)
-    key = normalise_remote(value) if "://" in value or _SCP.match(value) else value.strip()
+    try:
+        key = normalise_remote(value) if "://" in value or _SCP.match(value) else value.strip()
+    except ValueError:  # not a URL after all: the key is the value as it is
+        key = value.strip()
     return Project(key, key.rstrip("/").rsplit("/", 1)[-1] or key, Path.cwd())
 
 

@@ -12,6 +12,7 @@ from mcp import Client
 
 from dreamwell.server.config import Settings
 from dreamwell.server.mcp.app import build_server
+from tests.support.agents import close_all as close_agents
 from tests.support.claude_code import close_all
 from tests.support.s3server import SeaweedS3, weed_binary
 
@@ -21,6 +22,7 @@ def _stop_resident_hooks() -> Iterator[None]:
     """The resident hook processes a test's Claude Code users started, stopped by pid."""
     yield
     close_all()
+    close_agents()
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from typing import Any
 
 from dreamwell.dream import budget
 from dreamwell.dream.llm import LLM, LLMCancelled
-from dreamwell.dream.report import PassResult, Report
+from dreamwell.dream.report import PassResult, Report, failure
 from dreamwell.dream.skills.commit import SkillContext
 from dreamwell.dream.skills.consolidate import consolidation_pass
 from dreamwell.dream.skills.gap import gap_pass
@@ -94,8 +94,7 @@ def run_skill_passes(
             result.status, result.reason = "partial", "cancelled"
             raise
         except Exception as exc:  # a failing pass is reported; the others still run
-            logger.exception("dream pass %s failed", name)
             result.status = "partial" if result.changes else "failed"
-            result.reason = f"{type(exc).__name__}: {exc}"
+            result.reason = failure(name, exc)
         budget.verdict(llm, began, result)
         saved()

@@ -44,17 +44,23 @@ def check_settings(settings: Settings) -> list[Finding]:
     return found
 
 
+# the clients whose config is JSON with dreamwell under `mcpServers` (VS Code: `servers`);
+# the other agents' installs (server/cli/agents/) are not checked here yet
+JSON_CLIENTS = ("claude-code", "claude-desktop", "cursor", "vscode")
+
+
 def check_clients(settings: Settings) -> list[Finding]:
     """Each client whose config file exists: dreamwell's entry in it, and Claude Code's five
     hooks; a client never installed is not mentioned (one line says none is)."""
-    from dreamwell.server.cli.install import CLIENTS, PLATFORMS, Where, is_ours, plan
+    from dreamwell.server.cli.config_files import Where
+    from dreamwell.server.cli.install import PLATFORMS, is_ours, plan
     from dreamwell.server.config import client_locations, named_data_dir
 
     home, appdata, xdg = client_locations()
     platform = sys.platform if sys.platform in PLATFORMS else "linux"
     where = Where(platform, home, appdata, xdg)
     found: list[Finding] = []
-    for client in CLIENTS:
+    for client in JSON_CLIENTS:
         changes = plan(client, where, "dreamwell", named_data_dir(settings.data_dir), None, False)
         config = _json(changes[0].path)
         if config is None:

@@ -16,17 +16,26 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationErro
 
 from dreamwell.stores import (
     MAX_CONTENT_CHARS,
+    InvalidInput,
     MemoryEntry,
     StoreError,
     check_category,
     check_tags,
     fold_text,
+    redact,
+    redact_category,
+    redact_content,
+    redact_tags,
     utcnow,
 )
 
 MAX_TAGS = 32  # SPEC §1
 FOREIGN = ("knowledge-graph", "mcp-memory-service")  # metadata.source of foreign records
 _OWN = {"id", "content", "created_at", "updated_at", "last_seen_at"}  # keys of our export
+# keys only our export has (mcp-memory-service has content, tags, created_at, updated_at)
+_OURS_ONLY = {"category", "last_seen_at", "reinforcement_count", "importance", "archived_at"}
+_OUR_ID = re.compile(r"^[0-9a-f]{12}$")
+_TIMES = ("created_at", "updated_at", "last_seen_at")
 _NOT_CATEGORY = re.compile(r"[^A-Za-z0-9_/-]+")
 
 
@@ -71,7 +80,7 @@ class ExportLine(BaseModel):
             score=self.score,
             last_used_at=self.last_used_at,
             decayed_at=self.decayed_at,
-            metadata=dict(self.metadata),
+            metadata={k: redact(v) for k, v in self.metadata.items()},
             archived_at=self.archived_at,
         )
 
@@ -81,14 +90,17 @@ def _content(text: object) -> str:
         raise BadRecord("content is empty or not text")
     if len(text) > MAX_CONTENT_CHARS:
         raise BadRecord(f"content is {len(text)} characters; the limit is {MAX_CONTENT_CHARS}")
-    return text.strip()
+    try:  # secrets never reach the store, whichever door they come through
+        return redact_content(text.strip())[0].strip()
+    except InvalidInput as exc:
+        raise BadRecord(str(exc)) from None
 
 
 def _category(value: object) -> str | None:
     if value is not None and not isinstance(value, str):
         raise BadRecord("category must be text")
     try:
-        return check_category(value)
+        return check_category(redact_category(value)[0])
     except StoreError as exc:
         raise BadRecord(str(exc)) from exc
 
@@ -99,7 +111,7 @@ def _tags(value: object) -> tuple[str, ...]:
     if not isinstance(value, str | list):
         raise BadRecord("tags must be a list of strings or a comma-separated string")
     try:
-        return check_tags(value)
+        return check_tags(redact_tags(value)[0])
     except StoreError as exc:
         raise BadRecord(str(exc)) from exc
 
@@ -193,6 +205,37 @@ def from_memory_service(item: dict[str, Any], now: datetime) -> list[MemoryEntry
     return [foreign(item.get("content"), category, tags, created, FOREIGN[1], now)]
 
 
+def incomplete(item: object) -> list[str]:
+    """The fields of our export a record of ours lacks ([] for a whole record of ours, or one
+    of another server's): such a record was once read as mcp-memory-service's, and its
+    category and id dropped without a word."""
+    if not isinstance(item, dict) or item.keys() >= _OWN or "content" not in item:
+        return []
+    if item.get("type") in ("entity", "relation") or "entityType" in item:
+        return []
+    ours = bool(_OURS_ONLY & item.keys()) or bool(_OUR_ID.match(str(item.get("id", ""))))
+    return sorted(_OWN - item.keys()) if ours else []
+
+
+def from_partial(item: dict[str, Any], now: datetime) -> MemoryEntry:
+    """A record of ours with some fields missing: its id (else a stable one), category, tags
+    and whatever else it has are kept; a missing time is its created_at (else now)."""
+    content = _content(item.get("content"))
+    category = _category(item.get("category"))
+    created = item.get("created_at") or now.isoformat()
+    filled = item | {"created_at": created}
+    if not _OUR_ID.match(str(item.get("id", ""))):  # another tool's id: one of ours instead
+        filled["id"] = stable_id(category, content)
+    for key in _TIMES:
+        filled.setdefault(key, created)
+    try:
+        return ExportLine.model_validate(filled).entry()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "record"
+        raise BadRecord(f"{where}: {first['msg']}") from None
+
+
 def from_item(item: object, now: datetime) -> list[MemoryEntry]:
     """Any one record, recognised by its keys. Only dreamwell's own records keep their id and
     times; records from other servers get a stable id and `metadata.source`."""
@@ -207,6 +250,8 @@ def from_item(item: object, now: datetime) -> list[MemoryEntry]:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "record"
             raise BadRecord(f"{where}: {first['msg']}") from None
+    if incomplete(item):
+        return [from_partial(item, now)]
     if "content" in item:
         return from_memory_service(item, now)
     raise BadRecord("not a dreamwell, knowledge-graph or mcp-memory-service record")
@@ -216,7 +261,7 @@ def _items(text: str) -> Iterator[tuple[str, object]]:
     """(where, parsed item) for a whole JSON document or JSON Lines; parse errors as items."""
     try:
         doc = json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # nested too deeply: named line by line
         doc = None
     if isinstance(doc, list):
         yield from ((f"item {i + 1}", x) for i, x in enumerate(doc))
@@ -238,13 +283,24 @@ def _items(text: str) -> Iterator[tuple[str, object]]:
                 yield f"line {number}", json.loads(line)
             except json.JSONDecodeError as exc:
                 yield f"line {number}", BadRecord(f"not JSON ({exc.msg})")
+            except RecursionError:
+                yield f"line {number}", BadRecord("not JSON (nested too deeply)")
 
 
 def read_records(text: str, now: datetime | None = None) -> tuple[list[MemoryEntry], list[str]]:
     """Every memory the text holds, and one message per bad record (`line 7: why`)."""
+    found, bad, _ = read_all(text, now)
+    return found, bad
+
+
+def read_all(
+    text: str, now: datetime | None = None
+) -> tuple[list[MemoryEntry], list[str], list[str]]:
+    """`read_records`, plus one message per record of ours kept although incomplete."""
     now = now or utcnow()
     found: list[MemoryEntry] = []
     bad: list[str] = []
+    notes: list[str] = []
     for where, item in _items(text):
         try:
             if isinstance(item, BadRecord):
@@ -252,4 +308,10 @@ def read_records(text: str, now: datetime | None = None) -> tuple[list[MemoryEnt
             found.extend(from_item(item, now))
         except (BadRecord, StoreError) as exc:
             bad.append(f"{where}: {exc}")
-    return found, bad
+            continue
+        if missing := incomplete(item):
+            notes.append(
+                f"{where}: a dreamwell record without {', '.join(missing)}; kept its id, "
+                "category and tags, and took its created_at (else now) for the missing times"
+            )
+    return found, bad, notes

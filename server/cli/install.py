@@ -11,72 +11,68 @@ cursor          ~/.cursor/mcp.json `mcpServers` (--project DIR: DIR/.cursor/mcp.
 vscode          the user profile's mcp.json `servers`: ~/Library/Application Support/Code/User
                 (macOS), %APPDATA%\\Code\\User (Windows), ~/.config/Code/User (Linux)
                 (--project DIR: DIR/.vscode/mcp.json)
+codex, gemini,  the MCP server and the hooks in each agent's own files, with what each needs
+copilot         to run them (server/cli/agents/)
 
 Files are merged, never replaced: every other key stays as it was, an existing `dreamwell`
 entry keeps the keys the user added. The file as it was is kept as `<file>.dreamwell.bak`,
 a second run changes nothing, `--uninstall` removes exactly what install added (and a key
-it left empty, a file it left as `{}`, and the backups, writing none), a file that is not a
-JSON object is left untouched with a one-line error (and then no file is written), and
-`--dry-run` prints the diff instead."""
+it left empty), a file that is not a JSON object is left untouched with a
+one-line error (and then no file is written), and `--dry-run` prints the diff instead."""
 
 from __future__ import annotations
 
 import argparse
-import difflib
-import json
-import os
 import shutil
-import stat
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dreamwell.server.hooks.door import CLAUDE_EVENT, Door
-from dreamwell.server.hooks.door import HOST as DOOR_HOST
-from dreamwell.server.hooks.door import PREFIX as DOOR_PREFIX
+from dreamwell.server.cli.agents.setup import Setup
+from dreamwell.server.cli.agents.table import NAMES as AGENT_NAMES
+from dreamwell.server.cli.agents.table import PLANS as AGENT_PLANS
+from dreamwell.server.cli.agents.table import PROJECT_TRUST
+from dreamwell.server.cli.config_files import (
+    NAME,
+    Change,
+    InstallError,
+    TextChange,
+    Where,
+    apply,
+    chain,
+    hook_runner,
+    is_our_command,
+    set_server,
+)
+from dreamwell.server.cli.config_files import object_at as _object
+from dreamwell.server.cli.config_files import put_key as _put
+from dreamwell.server.cli.config_files import quoted as _quoted
+from dreamwell.server.cli.old_hooks import forget_door, is_old_door
 from dreamwell.server.hooks.events import EVENTS
 
 if TYPE_CHECKING:
     from dreamwell.server.config import Settings
 
-CLIENTS = ("claude-code", "claude-desktop", "cursor", "vscode")
+CLIENTS = ("claude-code", "claude-desktop", "cursor", "vscode", "codex", "gemini", "copilot")
 PLATFORMS = ("linux", "darwin", "win32")
-NAME = "dreamwell"
 HOOK_TIMEOUT = 10  # seconds Claude Code gives a hook before it goes on without it
 # Claude Code's permission rule for every tool of the `dreamwell` server (`mcp__<server>`)
 ALLOW_RULE = f"mcp__{NAME}"
-HOOK_EVENTS = CLAUDE_EVENT  # Claude Code's event name for each `dreamwell hook EVENT`
+# Claude Code's event name for each `dreamwell hook EVENT`
+HOOK_EVENTS = {
+    "session-start": "SessionStart",
+    "user-prompt": "UserPromptSubmit",
+    "stop": "Stop",
+    "pre-compact": "PreCompact",
+    "session-end": "SessionEnd",
+}
 assert tuple(HOOK_EVENTS) == EVENTS
-
-
-class InstallError(Exception):
-    """Said to the user as one line; nothing was written."""
-
-
-@dataclass(frozen=True)
-class Where:
-    """Where a client's configuration lives on one machine."""
-
-    platform: str  # linux | darwin | win32
-    home: Path
-    appdata: Path | None = None  # Windows %APPDATA%
-    xdg_config: Path | None = None  # Linux $XDG_CONFIG_HOME
-
-    def app_config(self, *parts: str) -> Path:
-        """The per-user application folder of the platform (Claude Desktop's, VS Code's)."""
-        if self.platform == "darwin":
-            return self.home.joinpath("Library", "Application Support", *parts)
-        if self.platform == "win32":
-            return (self.appdata or self.home / "AppData" / "Roaming").joinpath(*parts)
-        return (self.xdg_config or self.home / ".config").joinpath(*parts)
-
-
-@dataclass(frozen=True)
-class Change:
-    path: Path
-    edit: Callable[[dict[str, Any]], dict[str, Any]]
+# the hooks that print nothing: Claude Code runs them in the background ("async"), without
+# waiting for them (the resident answers them before their work anyway); an async Stop that
+# a `claude -p` run's end cancels is recorded by the session end, which reads the transcript
+# from where the last hook left it
+BACKGROUND = frozenset({"stop", "pre-compact", "session-end"})
 
 
 # `--dream`: the dream's LLM is the user's own Claude Code, written as `llm_provider` into the
@@ -97,26 +93,6 @@ def server_entry(
     return entry
 
 
-def _quoted(text: str, platform: str) -> str:
-    if platform == "win32":
-        return f'"{text}"' if " " in text else text
-    import shlex
-
-    return shlex.quote(text)
-
-
-def hook_runner(command: str, platform: str) -> list[str]:
-    """What each hook command starts with. On POSIX: this interpreter running the hooks'
-    lean client (server/hooks/client.py, -I -S: no site-packages to import), which hands
-    the hook to a resident process and falls back to `dreamwell hook` itself; on Windows,
-    which has no Unix sockets for it, `dreamwell hook`."""
-    if platform == "win32":
-        return [command, "hook"]
-    from dreamwell.server.hooks import client
-
-    return [sys.executable, "-I", "-S", str(Path(client.__file__))]
-
-
 def hook_command(
     runner: list[str], event: str, data_dir: Path | None, platform: str, dream: bool = False
 ) -> str:
@@ -128,67 +104,19 @@ def hook_command(
     return " ".join(parts)
 
 
-def hook_entry(command: str, door: Door | None, event: str, dream: bool) -> dict[str, Any]:
-    """The hook install writes for `event`: through the HTTP door when there is one (every
-    event but the session start, whose command starts the resident the others reach;
-    server/hooks/door.py), else the command."""
-    if door is None or event == "session-start":
-        return {"type": "command", "command": command, "timeout": HOOK_TIMEOUT}
-    extra = DREAM_FLAGS if dream and event == "session-end" else ()
-    return {
-        "type": "http",
-        "url": door.url(event, extra),
-        "headers": {"Authorization": f"Bearer {door.token}"},
-        "timeout": HOOK_TIMEOUT,
-    }
+def hook_entry(command: str, event: str) -> dict[str, Any]:
+    """The hook install writes for `event`: always a command (server/hooks/client.py on
+    POSIX), never an HTTP hook: Claude Code cannot tell who listens on a loopback port."""
+    entry: dict[str, Any] = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT}
+    if event in BACKGROUND:
+        entry["async"] = True
+    return entry
 
 
 def is_ours(hook: Any) -> bool:
     """A hook install wrote: `dreamwell hook EVENT` (as written before the client, and on
-    Windows), the client, or a post to the HTTP door."""
-    if not isinstance(hook, dict):
-        return False
-    url = str(hook.get("url", ""))
-    if hook.get("type") == "http":
-        return url.startswith(f"http://{DOOR_HOST}:") and DOOR_PREFIX in url
-    text = str(hook.get("command", ""))
-    words = f" {text} ".replace("\\", "/")
-    return "dreamwell" in text and (" hook " in words or "/hooks/client.py " in words)
-
-
-# ---- edits ------------------------------------------------------------------------------------
-def set_server(
-    key: str, entry: dict[str, Any], remove: bool
-) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    def edit(config: dict[str, Any]) -> dict[str, Any]:
-        servers = _object(config, key)
-        if remove:
-            servers.pop(NAME, None)
-        else:
-            old = servers.get(NAME)
-            servers[NAME] = {**old, **entry} if isinstance(old, dict) else entry
-        return _put(config, key, servers)
-
-    return edit
-
-
-def _object(config: dict[str, Any], key: str) -> dict[str, Any]:
-    """A copy of `config[key]`, which must be a JSON object when present."""
-    found = config.get(key)
-    if found is not None and not isinstance(found, dict):
-        raise InstallError(f"its '{key}' is not a JSON object")
-    return dict(found or {})
-
-
-def _put(config: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
-    """`config` with `key` set to `value`; an empty value is left out unless it was there
-    empty already (what our removal emptied goes: uninstall leaves no empty key)."""
-    out = dict(config)
-    if value or (key in config and not config[key]):
-        out[key] = value
-    else:
-        out.pop(key, None)
-    return out
+    Windows), the client, or an earlier version's post to the HTTP door."""
+    return is_old_door(hook) or is_our_command(hook)
 
 
 def set_hooks(
@@ -227,19 +155,6 @@ def set_allow(remove: bool) -> Callable[[dict[str, Any]], dict[str, Any]]:
     return edit
 
 
-def chain(
-    edits: list[Callable[[dict[str, Any]], dict[str, Any]]],
-) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """Several edits of one file, one after the other."""
-
-    def edit(config: dict[str, Any]) -> dict[str, Any]:
-        for one in edits:
-            config = one(config)
-        return config
-
-    return edit
-
-
 def _without_ours(group: Any) -> Any:
     if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
         return group
@@ -256,124 +171,40 @@ def plan(
     remove: bool,
     dream: bool = False,
     allow: bool = True,
-    door: Door | None = None,
-) -> list[Change]:
+) -> list[Change | TextChange]:
     """The files to change for `client` and how (`allow`: Claude Code's permission rule
-    too; an uninstall removes it whatever `allow` says; `door`: Claude Code's hooks but the
-    session start's reach the resident through it)."""
+    too; an uninstall removes it whatever `allow` says)."""
     if dream and client != "claude-code":
         raise InstallError("--dream runs the dream with Claude Code's login: claude-code only")
+    if client in AGENT_PLANS:  # Codex, Gemini CLI, Copilot CLI: server/cli/agents/
+        return AGENT_PLANS[client](Setup(where, command, data_dir, project, remove))
     entry = server_entry(client, command, data_dir, dream)
     if client == "claude-desktop":
         if project is not None:
             raise InstallError("claude-desktop has no per-project config; drop --project")
         path = where.app_config("Claude", "claude_desktop_config.json")
-        return [Change(path, set_server("mcpServers", entry, remove))]
+        return [Change(path, set_server("mcpServers", entry, remove), drop_empty=True)]
     if client == "cursor":
         path = (project or where.home) / ".cursor" / "mcp.json"
-        return [Change(path, set_server("mcpServers", entry, remove))]
+        return [Change(path, set_server("mcpServers", entry, remove), drop_empty=True)]
     if client == "vscode":
         path = (
             project / ".vscode" / "mcp.json"
             if project
             else where.app_config("Code", "User", "mcp.json")
         )
-        return [Change(path, set_server("servers", entry, remove))]
+        return [Change(path, set_server("servers", entry, remove), drop_empty=True)]
     runner = hook_runner(command, where.platform)
     entries = {
-        e: hook_entry(hook_command(runner, e, data_dir, where.platform, dream), door, e, dream)
-        for e in EVENTS
+        e: hook_entry(hook_command(runner, e, data_dir, where.platform, dream), e) for e in EVENTS
     }
     servers = project / ".mcp.json" if project else where.home / ".claude.json"
     settings = (project or where.home) / ".claude" / "settings.json"
     edits = [set_hooks(entries, remove)] + ([set_allow(remove)] if allow or remove else [])
     return [
-        Change(servers, set_server("mcpServers", entry, remove)),
-        Change(settings, chain(edits)),
+        Change(servers, set_server("mcpServers", entry, remove), drop_empty=True),
+        Change(settings, chain(edits), drop_empty=True),  # uninstall leaves no `{}` file
     ]
-
-
-def _read(path: Path) -> tuple[str, dict[str, Any]]:
-    """(text as it is, parsed object); a missing file is empty."""
-    try:
-        if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would hang the read
-            raise InstallError(f"{path} is not a regular file; nothing was changed")
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return "", {}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InstallError(f"cannot read {path} ({exc}); nothing was changed") from exc
-    if not text.strip():
-        return text, {}
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise InstallError(
-            f"{path} is not valid JSON ({exc}); fix or move it, nothing was changed"
-        ) from None
-    if not isinstance(data, dict):
-        raise InstallError(f"{path} is not a JSON object; nothing was changed")
-    return text, data
-
-
-def apply(
-    changes: list[Change], dry_run: bool, out: Callable[[str], None], remove: bool = False
-) -> int:
-    """Read every file first (one bad file: nothing is written), then write or show. An
-    uninstall leaves no debris: a file left as `{}` is removed, and so is our backup."""
-    planned = []
-    for change in changes:
-        before, data = _read(change.path)
-        try:
-            after = json.dumps(change.edit(data), indent=2, ensure_ascii=False) + "\n"
-        except InstallError as exc:
-            raise InstallError(f"{change.path}: {exc}; nothing was changed") from None
-        if json.loads(after) != data:
-            planned.append((change.path, before, after))
-    for path, before, after in planned:
-        if dry_run:
-            diff = difflib.unified_diff(
-                before.splitlines(keepends=True),
-                after.splitlines(keepends=True),
-                str(path),
-                str(path),
-            )
-            out("".join(diff))
-        elif remove:
-            out(_unwrite(path, before, after))
-        else:
-            _write(path, before, after)
-            out(f"updated {path}\n")
-    if not planned:
-        out("already as asked; nothing to change\n")
-    return 0
-
-
-def _write(path: Path, before: str, after: str, backup: bool = True) -> None:
-    """Replace the config file whole (through a symlink: its target, as the user keeps
-    dotfiles elsewhere); never rename over what is not a regular file."""
-    from dreamwell.stores import user_output
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    real = Path(os.path.realpath(path))
-    if real.exists() and not real.is_file():
-        raise InstallError(f"{path} is not a regular file; nothing was changed")
-    if before and backup:
-        shutil.copy2(real, real.with_name(path.name + ".dreamwell.bak"))
-    with user_output(path) as out:
-        out.write(after)
-
-
-def _unwrite(path: Path, before: str, after: str) -> str:
-    """Uninstall's write: what is left, without a backup (it would hold what was removed,
-    the hooks' token included), and the file itself gone when nothing else is in it."""
-    real = Path(os.path.realpath(path))
-    real.with_name(path.name + ".dreamwell.bak").unlink(missing_ok=True)
-    if json.loads(after) == {} and real.is_file():
-        real.unlink()
-        return f"removed {path} (nothing else was in it)\n"
-    _write(path, before, after, backup=False)
-    return f"updated {path}\n"
 
 
 # ---- the command ---------------------------------------------------------------------------------
@@ -388,12 +219,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="claude-code: the dream runs by itself with your Claude Code login "
         "(llm_provider=claude-code); it spends your Claude usage",
     )
-    parser.add_argument(
-        "--command-hooks",
-        action="store_true",
-        help="claude-code: every hook a command, none a post to the resident hook process on "
-        "127.0.0.1 (slower; for a machine shared with users you do not trust)",
-    )
+    # accepted, with a line saying so, for scripts written for earlier versions: every hook
+    # is a command now
+    parser.add_argument("--command-hooks", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument(
         "--no-allow",
         dest="allow",
@@ -415,6 +243,7 @@ NAMES = {
     "claude-desktop": "Claude Desktop",
     "cursor": "Cursor",
     "vscode": "VS Code",
+    **AGENT_NAMES,
 }
 
 
@@ -475,7 +304,10 @@ def install_command(settings: Settings, args: argparse.Namespace) -> int:
         return 2
     try:
         dream = bool(args.dream) and not args.uninstall
-        door = _door(settings, args, where)
+        if args.command_hooks:
+            sys.stderr.write(
+                "dreamwell: --command-hooks is no longer needed: every hook is a command now\n"
+            )
         changes = plan(
             args.client,
             where,
@@ -485,9 +317,8 @@ def install_command(settings: Settings, args: argparse.Namespace) -> int:
             args.uninstall,
             dream,
             args.allow,
-            door,
         )
-        code = apply(changes, args.dry_run, _say, args.uninstall)
+        code = apply(changes, args.dry_run, _say)
         if args.client == "claude-code" and not args.dry_run and not code:
             _say(dream_setting(dream))
         if dream:
@@ -497,28 +328,18 @@ def install_command(settings: Settings, args: argparse.Namespace) -> int:
         return 1
     if code or args.dry_run:
         return code
+    if args.client in AGENT_PLANS and project is not None and not args.uninstall:
+        _say(PROJECT_TRUST[args.client].format(dir=project))
+    if args.client in AGENT_PLANS:  # Codex, Gemini CLI and Copilot CLI load `.agents/skills`
+        target = where.home / ".agents" / "skills"
+        code = skill_folders(settings.data_dir, target, args.uninstall, ".agents/skills")
     if args.client == "claude-code":
+        forget_door(settings.data_dir)  # an earlier version's token
         code = skill_folders(settings.data_dir, where.home / ".claude" / "skills", args.uninstall)
         if not args.uninstall:
             prime_lists(server_entry(args.client, this_command(), data_dir, dream), where.home)
     _say(restart_line(args.client, args.uninstall))
     return code
-
-
-def _door(settings: Settings, args: argparse.Namespace, where: Where) -> Door | None:
-    """Claude Code's HTTP door to the resident hook process (server/hooks/door.py): made
-    once per data directory and kept (a dry run makes none: it shows the one it would)."""
-    if args.client != "claude-code" or args.uninstall or args.command_hooks:
-        return None
-    if where.platform == "win32":  # no resident there (client.py needs Unix sockets)
-        return None
-    from dreamwell.server.hooks import door
-    from dreamwell.stores import DataDir
-
-    path = DataDir(settings.data_dir).hook_door
-    if args.dry_run:
-        return door.read(path) or Door(door.PORTS[0], "<a new token>")
-    return door.ensure(path)
 
 
 def prime_lists(entry: dict[str, Any], home: Path) -> None:
@@ -530,7 +351,9 @@ def prime_lists(entry: dict[str, Any], home: Path) -> None:
         _say("the server answered its tools, prompts and resources once (kept for a fast start)\n")
 
 
-def skill_folders(data_dir: Path, target: Path, remove: bool) -> int:
+def skill_folders(
+    data_dir: Path, target: Path, remove: bool, project_folder: str = ".claude/skills"
+) -> int:
     """Claude Code's `Skill` tool loads only skill folders: keep the active skills there
     (stores/skills/sync.py; the servers and hooks keep them in step from now on), or, on
     uninstall, stop and remove the folders dreamwell wrote that nobody edited."""
@@ -540,11 +363,12 @@ def skill_folders(data_dir: Path, target: Path, remove: bool) -> int:
     dirs = DataDir(data_dir)
     try:
         if remove:
-            gone = disable_sync(dirs)
+            gone = disable_sync(dirs, target, project_folder)
             _say(f"removed {len(gone)} skill folders dreamwell wrote in {target}\n" if gone else "")
             return 0
-        enable_sync(dirs, target)
-        [report] = sync_skills(SkillCatalog(dirs))
+        enable_sync(dirs, target, project_folder)
+        reports = sync_skills(SkillCatalog(dirs))
+        report = next(r for r in reports if r.target == target)
     except (StoreError, OSError) as exc:
         sys.stderr.write(f"dreamwell: the skills were not kept as folders in {target}: {exc}\n")
         return 1

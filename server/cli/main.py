@@ -266,6 +266,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    os.umask(0o077)  # what this process and its children create is private (stores/files.py)
     _one_blas_thread()
     given = list(sys.argv[1:] if argv is None else argv)
     if given[:1] == ["hook"]:

@@ -108,9 +108,9 @@ def _skills_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _hook_arguments(parser: argparse.ArgumentParser) -> None:
-    from dreamwell.server.hooks.events import EVENTS
+    from dreamwell.server.hooks.agents.table import HOOK_EVENTS
 
-    parser.add_argument("event", choices=EVENTS)
+    parser.add_argument("event", choices=HOOK_EVENTS, metavar="EVENT")
     parser.add_argument("--tenant", help="a tenant's memory instead of the default")
 
 

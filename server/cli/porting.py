@@ -7,7 +7,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import signal
+import stat
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -16,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from dreamwell.server.cli.formats import FOREIGN, MAX_TAGS, read_records
+from dreamwell.server.cli.formats import FOREIGN, MAX_TAGS, read_all
 from dreamwell.server.cli.stats import ensure_format, no_store
 from dreamwell.stores import (
     PROJECT,
@@ -39,6 +41,7 @@ from dreamwell.stores import (
 BATCH = 5_000
 MAX_ATTEMPTS = 5  # a batch another process keeps changing is planned again this often
 SHOWN_BAD = 20
+MAX_IMPORT_BYTES = 1024**3  # what one import reads; a bigger file is split (at any line)
 IMPORTED_AS = "imported_as"  # metadata: ids of imported records reinforced into this entry
 
 if TYPE_CHECKING:
@@ -190,11 +193,52 @@ def write_batches(
     return total
 
 
-def import_file(data_dir: Path, text: str, skip_bad: bool) -> tuple[Plan, list[str]]:
+class Unreadable(ValueError):
+    """The file to import cannot be read as text (one line says why)."""
+
+
+def read_input(name: str) -> str:
+    """The text of the file to import (`-`: stdin). Refused in one line: anything but a
+    regular file or stdin (a FIFO is never waited on, a device never read), more than
+    MAX_IMPORT_BYTES, or bytes that are not UTF-8."""
+    limit = (
+        f"more than {MAX_IMPORT_BYTES // 1024**2:,} MiB; split it (JSON Lines split at any line)"
+    )
+    if name == "-":
+        data = sys.stdin.buffer.read(MAX_IMPORT_BYTES + 1)
+    else:
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError as exc:
+            raise Unreadable(str(exc)) from None
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise Unreadable("not a regular file (a FIFO, a device or a directory)")
+            if info.st_size > MAX_IMPORT_BYTES:
+                raise Unreadable(limit)
+        except BaseException:
+            os.close(fd)
+            raise
+        with os.fdopen(fd, "rb") as file:
+            data = file.read(MAX_IMPORT_BYTES + 1)
+    if len(data) > MAX_IMPORT_BYTES:
+        raise Unreadable(limit)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Unreadable(str(exc)) from None
+
+
+def import_file(
+    data_dir: Path, text: str, skip_bad: bool, notes: list[str] | None = None
+) -> tuple[Plan, list[str]]:
     """Read and validate everything, then write in batches. With bad records and no
-    `skip_bad`, nothing is written."""
+    `skip_bad`, nothing is written. `notes` gets one line per record kept incomplete."""
     now = utcnow()
-    records, bad = read_records(text, now)
+    records, bad, incomplete = read_all(text, now)
+    if notes is not None:
+        notes.extend(incomplete)
     not_json = [b for b in bad if ": not JSON (" in b]
     if len(not_json) > len(records):  # a text file given by mistake: one line, not 20
         raise NotJsonLines(
@@ -215,12 +259,13 @@ def import_file(data_dir: Path, text: str, skip_bad: bool) -> tuple[Plan, list[s
 
 def import_command(data_dir: Path, args: argparse.Namespace) -> int:
     try:
-        text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_input(args.file)
+    except (OSError, Unreadable) as exc:
         sys.stderr.write(f"dreamwell: cannot read {args.file}: {exc}\n")
         return 1
+    notes: list[str] = []
     try:
-        plan, bad = import_file(data_dir, text, args.skip_bad)
+        plan, bad = import_file(data_dir, text, args.skip_bad, notes)
     except ImportInterrupted as exc:
         sys.stderr.write(f"dreamwell: {exc}\n")
         return 130
@@ -230,6 +275,10 @@ def import_command(data_dir: Path, args: argparse.Namespace) -> int:
     except (StoreError, ValueError) as exc:
         sys.stderr.write(f"dreamwell: {exc}\n")
         return 1
+    except RecursionError:
+        sys.stderr.write(f"dreamwell: cannot read {args.file}: JSON nested too deeply\n")
+        return 1
+    _name(args.file, notes, "records kept incomplete")
     for message in bad[:SHOWN_BAD]:
         sys.stderr.write(f"{args.file}: {message}\n")
     if len(bad) > SHOWN_BAD:
@@ -246,6 +295,13 @@ def import_command(data_dir: Path, args: argparse.Namespace) -> int:
         "server in the background.\n"
     )
     return 0
+
+
+def _name(file: str, messages: list[str], what: str) -> None:
+    for message in messages[:SHOWN_BAD]:
+        sys.stderr.write(f"{file}: {message}\n")
+    if len(messages) > SHOWN_BAD:
+        sys.stderr.write(f"{file}: … and {len(messages) - SHOWN_BAD} more {what}\n")
 
 
 # ---- export --------------------------------------------------------------------------------

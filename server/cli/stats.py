@@ -30,7 +30,7 @@ def ensure_format(data_dir: Path) -> None:
     found = read_format(data_dir)
     if found is not None and found > FORMAT_VERSION:
         raise ValueError(format_problem(data_dir, found))
-    DataDir(data_dir).ensure()
+    DataDir(data_dir).ensure(walk=False)  # the walk, if any, when a store opens
 
 
 def read_format(data_dir: Path) -> int | None:
@@ -433,6 +433,23 @@ def check_skill_folders(data_dir: Path) -> list[Finding]:
     return [Finding(False, what, fix) for what, fix in folder_problems(data_dir)]
 
 
+def check_old_hooks() -> list[Finding]:
+    """Claude Code settings that still post hooks to the HTTP door earlier versions opened:
+    their token is readable there, and nothing answers them any more."""
+    from dreamwell.server.cli.old_hooks import settings_holding_them
+    from dreamwell.server.config import client_locations
+
+    home = client_locations()[0]
+    found = []
+    for path in settings_holding_them(home, Path.cwd()):
+        folder = path.parent.parent
+        project = "" if folder == home else f" --project {folder}"
+        what = f"{path} still holds dreamwell's old http hooks, with their token"
+        fix = f"run `dreamwell install claude-code{project}`: it replaces them with commands"
+        found.append(Finding(False, what, fix))
+    return found
+
+
 def doctor_command(settings: Settings, only: str | None = None) -> int:
     findings = check_dir(settings.data_dir)
     if findings[0].ok and settings.data_dir.is_dir():
@@ -453,6 +470,7 @@ def doctor_command(settings: Settings, only: str | None = None) -> int:
     if settings.embedder in ("e5", "minilm"):
         findings.append(check_model(settings.embedder))
     findings.append(check_llm(settings))
+    findings += check_old_hooks()
     findings += check_settings(settings) + check_clients(settings)
     for f in findings:
         sys.stdout.write(f"{'warn' if f.warn else 'ok  ' if f.ok else 'FAIL'} {f.what}\n")

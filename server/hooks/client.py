@@ -9,7 +9,13 @@ With no resident answering it starts one, detached, and runs the hook itself as
 fallback gets the hook's input untouched. A resident that takes the input answers within
 TIMEOUT or the hook prints nothing (Claude Code gives a hook 10 s, then goes on without it).
 
-Only builtin modules (`os`, `sys`, `time`, `_socket`): with -S there is no site-packages, and
+Every hook install writes for Claude Code is this command (no HTTP hook: nothing listens on a
+port another user could take first), and what it may do is fixed by the flags install wrote
+here: the resident takes none from a connection. The protocol is the event, this process's
+directory and the hook's JSON, NUL-separated, over the socket; the answer is what the hook
+prints.
+
+Only builtin modules (`os`, `sys`, `_socket`): with -S there is no site-packages, and
 whatever this file imports every hook pays. The resident's socket, lock and pid live in RUN_DIR (the
 user's `$XDG_RUNTIME_DIR/dreamwell`, else `/tmp/dreamwell-UID`), a directory of the user's own
 with mode 0700 (anything else and the hook runs without a resident); the configuration's key
@@ -20,10 +26,8 @@ from __future__ import annotations
 import _socket
 import os
 import sys
-import time
 
 TIMEOUT = 9.0  # seconds a resident has to answer (Claude Code waits 10 for a hook)
-AWAIT_RESIDENT = 3.0  # seconds a session start that started a resident waits for it
 MAX_INPUT = 1024 * 1024  # bytes of hook JSON a hook reads from stdin (here and events.py)
 KEYED_ENV = ("HOME", "XDG_DATA_HOME")  # besides DREAMWELL_*: where the data directory is
 
@@ -127,22 +131,14 @@ def start_resident(where: str, name: str, args: list[str]) -> bool:
 
 
 def main(args: list[str]) -> int:
+    os.umask(0o077)  # what this process and its children create is private (stores/files.py)
     where = run_dir()
     name = key(args[1:])
     sock = connect(os.path.join(where, name + ".sock")) if args and private(where) else None
-    if sock is None:
-        started = bool(args) and start_resident(where, name, args)
-        hook = [sys.executable, "-m", "dreamwell.server", "hook", *args]
-        if not (started and args[0] == "session-start"):
-            os.execv(sys.executable, hook)  # as `dreamwell hook` itself; never returns
-        # the session's other hooks post to the resident's HTTP door (door.py): the session
-        # start runs itself, then waits for the resident it started to be up (its pid file)
-        os.waitpid(os.posix_spawn(sys.executable, hook, os.environ), 0)
-        up = [os.path.join(where, name + end) for end in (".pid", ".refused")]
-        deadline = time.monotonic() + AWAIT_RESIDENT
-        while not any(map(os.path.exists, up)) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        return 0
+    if sock is None:  # none answers (not started yet, idled out, killed): start one, and
+        if args:  # run this hook as `dreamwell hook` itself, so that none is lost
+            start_resident(where, name, args)
+        os.execv(sys.executable, [sys.executable, "-m", "dreamwell.server", "hook", *args])
     out = ask(sock, args[0], sys.stdin.buffer.read(MAX_INPUT))
     while out:
         out = out[os.write(1, out) :]

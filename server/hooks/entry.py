@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from dreamwell.server.flags import settings_of
 from dreamwell.server.hooks import settings as hook_settings
-from dreamwell.server.hooks.events import EVENTS, fail_log, hook_command
+from dreamwell.server.hooks.agents.table import HOOK_EVENTS
+from dreamwell.server.hooks.events import fail_log, hook_command
 from dreamwell.stores import DataDir
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ def plain_arguments(words: list[str]) -> dict[str, Any] | None:
         elif word in flags and at + 1 < len(words) and not words[at + 1].startswith("-"):
             found[flags[word]] = words[at + 1]
             at += 1
-        elif word in EVENTS and event is None:
+        elif word in HOOK_EVENTS and event is None:
             event = word
         else:
             return None

@@ -1,4 +1,7 @@
-"""`dreamwell hook EVENT`: Claude Code's hooks (SPEC §8), run as a fresh process per event.
+"""`dreamwell hook EVENT`: every agent's hooks (SPEC §8, §13), run as a fresh process per event
+(or by the resident). `AGENT:EVENT` runs EVENT for another agent than Claude Code: what differs
+— event names, stdin, the output's shape, the transcript's format, the name each record
+gives the client — is that agent's table (server/hooks/agents/).
 
 stdin is the client's hook JSON (`session_id`, `transcript_path`, `cwd`, `hook_event_name`,
 `prompt`, `source`; anything else is ignored). `session-start` and `user-prompt` print plain
@@ -27,6 +30,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dreamwell.server.hooks.agents.claude import CLAUDE_CODE
+from dreamwell.server.hooks.agents.core import EVENTS as EVENTS
+from dreamwell.server.hooks.agents.core import Agent
+from dreamwell.server.hooks.agents.table import agent_of
 from dreamwell.server.hooks.client import MAX_INPUT
 from dreamwell.stores import DataDir, Project, pinned_project, project_of, redact
 from dreamwell.stores.hooks import HookSession, HookSessions, hooks_log
@@ -35,8 +42,7 @@ if TYPE_CHECKING:
     from dreamwell.server.hooks.settings import HookSettings
     from dreamwell.stores.hooks import QuickRecall
 
-EVENTS = ("session-start", "user-prompt", "stop", "pre-compact", "session-end")
-CLIENT = "claude-code"
+CLIENT = CLAUDE_CODE.name  # the agent of a bare EVENT
 MAX_TURN_CHARS = 16_000  # of one recorded turn (a log line holds 64 KiB; the dream reads 800)
 LOG_WAIT = 2.0  # seconds a hook waits for a log's lock before giving up (and logging that)
 PREFERENCES = ("user-preferences", "preferences", "anti-patterns")
@@ -56,6 +62,7 @@ class Call:
     payload: dict[str, Any]
     session: str
     settings: HookSettings
+    agent: Agent = CLAUDE_CODE
 
 
 # ---- skills: from the skill catalog (server/hooks/skills.py) --------------------------------
@@ -91,7 +98,11 @@ def skills_for_prompt(
 
 
 def record_skill_uses(
-    dirs: DataDir, session: str, skills: Sequence[str], tools: Counter[str]
+    dirs: DataDir,
+    session: str,
+    skills: Sequence[str],
+    tools: Counter[str],
+    client: str = CLIENT,
 ) -> None:
     """The skills and tools the agent used, into `skill-usage.jsonl` (usage counts are derived
     from it). Every skill name is kept, the catalog's or not: a skill the user wrote by hand
@@ -102,10 +113,10 @@ def record_skill_uses(
         return
     log = JsonlLog(dirs.root, SKILL_USAGE, lock_timeout=LOG_WAIT, max_bytes=SKILL_USAGE_MAX_BYTES)
     for skill in skills:
-        log.append({"session": session, "skill": redact(skill), "via": "hook", "client": CLIENT})
+        log.append({"session": session, "skill": redact(skill), "via": "hook", "client": client})
     for tool, count in sorted(tools.items()):
         log.append(
-            {"session": session, "tool": tool, "count": count, "via": "hook", "client": CLIENT}
+            {"session": session, "tool": tool, "count": count, "via": "hook", "client": client}
         )
 
 
@@ -137,7 +148,8 @@ def record_turn(call: Call, state: HookSession, text: str, ts: str = "") -> bool
     if not call.settings.record_conversation or not text or not state.mark_recorded(text):
         return False
     record = {"session": call.session, "role": "user", "content": text[:MAX_TURN_CHARS]}
-    record |= {"cwd": redact(str(call.payload.get("cwd") or "")), "via": "hook", "client": CLIENT}
+    record |= {"cwd": redact(str(call.payload.get("cwd") or "")), "via": "hook"}
+    record["client"] = call.agent.name
     project = caller_project(call)
     if project is not None:  # the dream keeps what it learns from it in that project
         record |= {"project": project.key, "project_root": str(project.root)}
@@ -162,7 +174,7 @@ def record_recall(
     if not ids and not skills:
         return
     record = {"session": call.session, "query": query[:2000], "ids": ids, "skills": skills}
-    _append(call.dirs, "recall.jsonl", record | {"via": "hook", "client": CLIENT})
+    _append(call.dirs, "recall.jsonl", record | {"via": "hook", "client": call.agent.name})
     state.mark_injected(ids)
     state.skills = [*state.skills, *(s for s in skills if s not in state.skills)]
     state.recalls += 1
@@ -252,17 +264,20 @@ def transcript_event(call: Call, state: HookSession) -> str:
     from dreamwell.server.hooks.transcript import read_new
 
     path = call.payload.get("transcript_path")
-    if not isinstance(path, str) or not path:
-        raise HookInputError("the hook input has no 'transcript_path'")
-    if not Path(path).expanduser().exists():  # a session that wrote none (`claude mcp list`)
-        return ""
-    news = read_new(Path(path).expanduser(), state.offset)
-    if news.skipped:
-        hooks_log(call.dirs, f"{call.event}: skipped {news.skipped} transcript line(s) over 8 MiB")
-    for ts, text in news.user_turns:
-        record_turn(call, state, text, ts)
-    record_skill_uses(call.dirs, call.session, news.skills, news.tools)
-    state.offset = news.offset
+    # none given (Copilot's session end: its stop read the transcript), or a session that
+    # wrote none (`claude mcp list`): nothing to read, the session still ends
+    if isinstance(path, str) and path and Path(path).expanduser().exists():
+        news = read_new(Path(path).expanduser(), state.offset, call.agent.reader)
+        if news.skipped:
+            hooks_log(
+                call.dirs, f"{call.event}: skipped {news.skipped} transcript line(s) over 8 MiB"
+            )
+        for ts, text in news.user_turns:
+            record_turn(call, state, call.agent.prompt(text), ts)
+        record_skill_uses(call.dirs, call.session, news.skills, news.tools, call.agent.name)
+        state.offset = news.offset
+    elif path is not None and not isinstance(path, str):
+        raise HookInputError("the hook input's 'transcript_path' is not text")
     if call.event == "session-end":
         HookSessions(call.dirs).prune()
     return ""
@@ -296,6 +311,8 @@ def read_payload(raw: bytes) -> dict[str, Any]:
         payload = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise HookInputError(f"the hook input is not JSON ({exc})") from None
+    except RecursionError:  # the parser's depth bound (the interpreter's recursion limit)
+        raise HookInputError("the hook input is nested too deeply") from None
     if not isinstance(payload, dict):
         raise HookInputError("the hook input is not a JSON object")
     session = payload.get("session_id")
@@ -304,17 +321,26 @@ def read_payload(raw: bytes) -> dict[str, Any]:
     return payload
 
 
-def run_hook(event: str, dirs: DataDir, settings: HookSettings, raw: bytes) -> str:
-    """What to print for one hook call; raises on any failure (the caller logs it)."""
-    payload = read_payload(raw)
+def run_hook(
+    event: str, dirs: DataDir, settings: HookSettings, raw: bytes, agent: Agent = CLAUDE_CODE
+) -> str:
+    """What `agent`'s hook prints for one call; raises on any failure (the caller logs it)."""
+    payload = agent.payload(read_payload(raw))
     session = str(payload["session_id"])[:200]
     dirs.ensure()
     sessions = HookSessions(dirs)
-    state = sessions.load(session)
-    state.cwd = redact(str(payload.get("cwd") or "")) or state.cwd
-    call = Call(event, dirs, payload, session, settings)
-    out = HANDLERS[event](call, state)
-    sessions.save(state)
+    call = Call(event, dirs, payload, session, settings, agent)
+    # one hook of a session at a time from its load to its save: an agent may run two at
+    # once (Copilot CLI its session start and prompt), Claude Code a stop and the session end
+    # in the background; a prompt waits 2 s at most, a background hook longer
+    with sessions.held(session, 2.0 if event in ("session-start", "user-prompt") else 5.0) as had:
+        if not had:
+            hooks_log(dirs, f"{event}: another hook of the session held it; went on")
+        state = sessions.load(session)
+        state.cwd = redact(str(payload.get("cwd") or "")) or state.cwd
+        state.client = agent.name
+        out = agent.output(event, HANDLERS[event](call, state))
+        sessions.save(state)
     if event == "session-end":  # this session counts among those recorded
         start_dream_if_due(call)
     return out
@@ -334,13 +360,15 @@ def hook_output(
     settings: HookSettings, event: str, tenant: str | None, raw: bytes, via: str = ""
 ) -> str:
     """What one hook prints for the hook JSON `raw` ("" on any failure, logged as one line
-    to hooks.log): run by the hook's own process or by the resident (resident.py, `via`)."""
+    to hooks.log): run by the hook's own process or by the resident (resident.py, `via`);
+    `event` as the hook command names it (`gemini:user-prompt`: agents/table.py)."""
     began = time.perf_counter()
     dirs = DataDir(settings.data_dir)
     try:
         dirs = dirs.tenant(tenant or "")
-        out = run_hook(event, dirs, settings, raw)
-        if event == "session-start" and settings.fell_back:  # said where the user looks
+        agent, canonical = agent_of(event)
+        out = run_hook(canonical, dirs, settings, raw, agent)
+        if canonical == "session-start" and settings.fell_back:  # said where the user looks
             out = "\n".join(filter(None, [fell_back_line(settings.fell_back), out]))
     except Exception as exc:
         fail_log(dirs, f"{event} failed: {type(exc).__name__}: {exc}")

@@ -1,4 +1,4 @@
-"""What is new in a Claude Code transcript (`transcript_path`, one JSON object a line) since
+"""What is new in an agent's transcript (`transcript_path`, one JSON object a line) since
 the byte offset a hook read up to: the user's own turns, the tools the agent called and the
 skills it used — a `Skill` call whose result is not an error, or a `/name` command Claude Code
 expanded (`<command-name>`; one it did not know stays plain text), not one of its own. A skill
@@ -9,7 +9,8 @@ Lines are `{"type": "user" | "assistant" | ..., "timestamp", "message": {"role",
 Anything else is skipped; a line still being written (no newline yet) is left for next time.
 Only a regular file is read (a FIFO, device or socket is refused without blocking), at most
 MAX_READ bytes a call; a line longer than that (a huge tool result) is skipped and counted,
-and reading goes on after it."""
+and reading goes on after it. Each line is handed to the agent's reader (`take_claude` here;
+the other agents' in server/hooks/agents/)."""
 
 from __future__ import annotations
 
@@ -18,9 +19,12 @@ import os
 import re
 import stat
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
+
+Reader = Callable[[dict[str, Any], "TranscriptNews"], None]
 
 MAX_READ = 8 * 1024 * 1024  # bytes read per call; the rest waits for the next event
 MAX_SKIP = 64 * 1024 * 1024  # bytes of an over-long line passed over per call
@@ -45,6 +49,7 @@ class TranscriptNews:
     tools: Counter[str] = field(default_factory=Counter)
     skills: list[str] = field(default_factory=list)
     skipped: int = 0  # lines over MAX_READ passed over
+    seen: set[str] = field(default_factory=set)  # ids of calls counted (a line written again)
 
 
 def _open_regular(path: Path) -> int:
@@ -80,10 +85,10 @@ def _read(fh: BinaryIO, offset: int, size: int) -> bytes:
     return fh.read(min(size - offset, MAX_READ))
 
 
-def read_new(path: Path, offset: int) -> TranscriptNews:
+def read_new(path: Path, offset: int, reader: Reader | None = None) -> TranscriptNews:
     """What was appended after `offset` (from the start if the file is shorter: a new or
-    rewritten transcript). Raises OSError when the file cannot be read or is not a regular
-    file."""
+    rewritten transcript), each line read by `reader` (Claude Code's by default). Raises
+    OSError when the file cannot be read or is not a regular file."""
     with os.fdopen(_open_regular(path), "rb") as fh:
         size = fh.seek(0, 2)
         if offset > size:
@@ -102,11 +107,11 @@ def read_new(path: Path, offset: int) -> TranscriptNews:
         except ValueError:
             continue
         if isinstance(record, dict):
-            _take(record, news)
+            (reader or take_claude)(record, news)
     return news
 
 
-def _take(record: dict[str, Any], news: TranscriptNews) -> None:
+def take_claude(record: dict[str, Any], news: TranscriptNews) -> None:
     message = record.get("message")
     skipped = ("isMeta", "isSidechain", "isCompactSummary", "isVisibleInTranscriptOnly")
     if not isinstance(message, dict) or any(record.get(k) for k in skipped):

@@ -12,6 +12,8 @@ import logging
 import os
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Annotated, Any
 
@@ -49,6 +51,7 @@ logger = logging.getLogger(__name__)
 
 
 _EROFS = OSError(errno.EROFS, os.strerror(errno.EROFS))
+ENRICH_PAUSE = 60.0  # seconds before enrichment asks an LLM that failed again
 
 
 def dream_once(
@@ -220,12 +223,16 @@ async def enrich_forever(runtime: Runtime, period: float = 5.0) -> None:
     llm = llm_for(runtime.settings)
     while llm is not None:
         busy = False  # a batch was tried: look again at once, more may be waiting
+        failed = False
         for tenant in runtime.opened():
             cancel = threading.Event()
             try:
                 report = await anyio.to_thread.run_sync(
                     enrich_queued, tenant.longterm, llm, 4, cancel, abandon_on_cancel=True
                 )
+                if report is not None and report.llm_stopped:  # kept queued; try later
+                    logger.warning("enrichment paused: %s", report.llm_stopped)
+                    failed = True
                 busy = busy or report is not None
                 if report is not None and report.changes():
                     logger.info("%s", render(report))
@@ -235,7 +242,9 @@ async def enrich_forever(runtime: Runtime, period: float = 5.0) -> None:
                 logger.exception("enrichment in %s failed", tenant.data_dir)
             finally:
                 cancel.set()
-        if not busy:  # nothing waiting, or another process is working the queue
+        if failed:  # the LLM failed: its queue waits, and so does the next try
+            await anyio.sleep(ENRICH_PAUSE)
+        elif not busy:  # nothing waiting, or another process is working the queue
             await anyio.sleep(period)
 
 
@@ -250,7 +259,8 @@ def run_dream_command(args: argparse.Namespace, settings: Settings) -> int:
     try:
         names = tenant_names(runtime, args.tenant if args.tenant is not None else None)
         if args.once or args.every:
-            return _dream_all(runtime, names, args, out)
+            with _stopped_by_sigterm():
+                return _dream_all(runtime, names, args, out)
         tenant = runtime.open_tenant(names[0] if args.tenant else "")
         if args.report is not None:
             runs = list_reports(tenant.data_dir)
@@ -265,6 +275,27 @@ def run_dream_command(args: argparse.Namespace, settings: Settings) -> int:
         sys.stderr.write(f"dreamwell: {exc.args[0] if exc.args else exc}\n")
         return 1
     return 0
+
+
+@contextmanager
+def _stopped_by_sigterm() -> Iterator[None]:
+    """A dream told to stop (SIGTERM: `kill`, a service manager, a session's end) unwinds as
+    Ctrl-C does, so its `claude` run is stopped, its temp folder removed and its report says
+    it was cut short; without this Python would exit on the spot."""
+    import signal
+
+    def interrupt(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread: leave the signal alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _say_if_waiting(tenant: Tenant, label: str) -> None:

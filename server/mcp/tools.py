@@ -21,7 +21,7 @@ from dreamwell.stores import (
     InvalidInput,
     StoreError,
     redact,
-    redact_counted,
+    redact_memory,
     utcnow,
 )
 
@@ -56,17 +56,13 @@ def visible(text: str, what: str) -> str:
     return text
 
 
-def private_content(text: str) -> tuple[str, int]:
-    """The content to save with the hooks' redaction applied (`<private>` spans dropped,
-    secrets replaced), and how many spans that took out; refuses content that was nothing
-    but them."""
-    kept, redacted = redact_counted(text)
-    if redacted and not kept.strip():
-        raise InvalidInput(
-            "content is empty once its <private> spans and secrets are taken out; "
-            "nothing was saved."
-        )
-    return kept, redacted
+def private_content(
+    text: str, category: str | None, tags: str | list[str] | None
+) -> tuple[str, str | None, list[str] | None, int]:
+    """Content, category and tags with the hooks' redaction applied (`<private>` spans
+    dropped, secrets replaced), and how many spans that took out in all; refuses content
+    that was nothing but them."""
+    return redact_memory(visible(text, "content"), category, tags)
 
 
 def valid_unicode(text: str) -> str:
@@ -144,11 +140,11 @@ def _save_memory(mcp: MCPServer, runtime: Runtime, call: Call) -> None:
         tags: TagsArg = None,
     ) -> CallToolResult:
         project = await caller_project(runtime, ctx)
-        scope = runtime.projects.scope_metadata(project, category)
 
         def work(t: Tenant, ns: str) -> str:
-            kept, redacted = private_content(visible(content, "content"))
-            saved = t.longterm.save(kept, category, tags, metadata=scope, caller=ns)
+            kept, cat, tag_list, redacted = private_content(content, category, tags)
+            scope = runtime.projects.scope_metadata(project, cat)
+            saved = t.longterm.save(kept, cat, tag_list, metadata=scope, caller=ns)
             if runtime.enriching and not saved.reinforced:
                 from dreamwell.dream.enrichment import enqueue
 

@@ -185,7 +185,7 @@ class EarlyStdio:
         while self._handled < len(self._lines):
             try:
                 frame = json.loads(self._lines[self._handled])
-            except ValueError:
+            except (ValueError, RecursionError):  # left for the SDK's transport to answer
                 frame = None
             if self._cause is not None:
                 found = handshake.refusal(frame, self._cause)
@@ -272,7 +272,7 @@ class EarlyStdio:
             return False
         try:
             frame = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             return False
         key, _ = early_reply(frame)
         if handshake.method(frame) == "initialize" or not self._sent.get(key):

@@ -82,20 +82,23 @@ def _http_server(mcp: MCPServer[Runtime], settings: Settings, runtime: Runtime) 
     return uvicorn_server(build_asgi(mcp, settings, runtime), settings)
 
 
-def _keep_hooks_resident(settings: Settings) -> None:
-    """A stdio server is one client session (Claude Code starts one per session): while it
-    lasts, the resident hook process its `http` hooks post to is kept up (door.keep_alive;
-    a daemon thread, gone with the process)."""
-    from dreamwell.server.config import named_data_dir
-    from dreamwell.server.hooks.door import keep_alive
-    from dreamwell.stores import DataDir
+def _with_token(settings: Settings) -> Settings:
+    """HTTP and SSE are never open by default: a token of its own unless given some or
+    `--no-token` (server/transports/bearer.py); one line on stderr says which."""
+    from dreamwell.server.transports.bearer import with_token
 
-    path = DataDir(settings.data_dir).hook_door
-    named = named_data_dir(settings.data_dir)
-    flags = [] if named is None else ["--data-dir", str(named)]
-    threading.Thread(
-        target=keep_alive, args=(path, flags, threading.Event()), daemon=True, name="hooks"
-    ).start()
+    settings, line = with_token(settings)
+    if line is not None:
+        sys.stderr.write(line + "\n")
+    return settings
+
+
+def _forget_hook_door(settings: Settings) -> None:
+    """The token file of the HTTP hook door earlier versions opened goes (the hooks are
+    commands now; server/hooks/resident.py)."""
+    from dreamwell.server.cli.old_hooks import forget_door
+
+    forget_door(settings.data_dir)
 
 
 async def serve(settings: Settings, early: Handover | None = None) -> int:
@@ -103,6 +106,9 @@ async def serve(settings: Settings, early: Handover | None = None) -> int:
     before the SDK was loaded (server/transports/early.py). Returns the exit status."""
     said: list[int] = []  # the status a stopping signal asked for
     quiet_collections()  # trim_when_idle, below, runs them
+    _forget_hook_door(settings)
+    if settings.transport != "stdio":
+        settings = _with_token(settings)
     runtime = Runtime(settings)
     mcp = build_server(settings, runtime)
     server = None if settings.transport == "stdio" else _http_server(mcp, settings, runtime)
@@ -121,7 +127,6 @@ async def serve(settings: Settings, early: Handover | None = None) -> int:
         if settings.dream_auto:
             tg.start_soon(dream_when_idle, runtime)
         if server is None:
-            _keep_hooks_resident(settings)
             await run_stdio(mcp, on_eof=_exit_soon, early=early)
         else:
             await server.serve()

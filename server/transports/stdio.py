@@ -77,7 +77,7 @@ def error_reply(exc: Exception) -> JSONRPCError | None:
             return None
         try:  # Python's parser accepts lone surrogates, so it can still find the id
             parsed = json.loads(raw) if isinstance(raw, str) else None
-        except ValueError:
+        except (ValueError, RecursionError):  # nested too deeply is a parse error too
             detail = str(first.get("ctx", {}).get("error", "malformed JSON"))
             message, rid = NOT_JSON.format(detail=detail), None
         else:
@@ -96,7 +96,7 @@ def _not_utf8(raw: str, at: int) -> JSONRPCError:
     byte = raw[at].encode("utf-8", "surrogateescape")[0]
     try:  # Python's parser takes the escaped bytes, so the request's id can still be read
         rid = _request_id(json.loads(raw))
-    except ValueError:
+    except (ValueError, RecursionError):
         rid = None
     message = NOT_UTF8.format(byte=byte, offset=offset)
     return JSONRPCError(jsonrpc="2.0", id=rid, error=ErrorData(code=PARSE_ERROR, message=message))

@@ -1,11 +1,12 @@
 """The memory browser: a page for people (plain HTML, CSS and JavaScript shipped in
 `server/ui/static/`, nothing from the internet) and the small JSON API behind it.
 
-`dreamwell ui` serves it alone on 127.0.0.1; `serve --transport http` serves it at `/` beside
-`/mcp`. The page itself holds no data and is public; the API under `/ui/api/` sits behind the
-same bearer tokens as MCP (each token sees its own tenant). Every state-changing request must
-carry this process's CSRF token in a header and, when the browser sends one, an Origin equal
-to the page's own; on a loopback bind the Host must be loopback too (no DNS rebinding)."""
+`dreamwell ui` serves it alone on 127.0.0.1, to whoever holds the token it prints (secret.py);
+`serve --transport http` serves it at `/` beside `/mcp`, where the page itself holds no data and
+is public and the API under `/ui/api/` sits behind the same bearer tokens as MCP (each token
+sees its own tenant). Every state-changing request must carry this process's CSRF token in a
+header and, when the browser sends one, an Origin equal to the page's own; on a loopback bind
+the Host must be loopback too (no DNS rebinding)."""
 
 from __future__ import annotations
 
@@ -302,11 +303,11 @@ def ui_command(settings: Settings) -> int:
     import anyio
 
     from dreamwell.server.cli.stats import ensure_format
+    from dreamwell.server.ui.secret import QUERY, RequireSecret, new_secret
 
     settings = settings.model_copy(update={"host": "127.0.0.1", "transport": "http"})
     ensure_format(settings.data_dir)
     runtime = Runtime(settings)
-    app = with_ui(Starlette(), runtime)
     # not `serve`'s port unless asked: both running side by side is the usual set-up
     wanted = settings.port if "port" in settings.model_fields_set else UI_PORT
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -319,8 +320,12 @@ def ui_command(settings: Settings) -> int:
             )
             return 1
         sock.listen(128)
-        port = sock.getsockname()[1]
-        sys.stderr.write(f"dreamwell ui: http://127.0.0.1:{port}/ (Ctrl-C stops it)\n")
+        port, secret = sock.getsockname()[1], new_secret()
+        app = RequireSecret(with_ui(Starlette(), runtime), secret, f"dreamwell-ui-{port}")
+        sys.stderr.write(
+            f"dreamwell ui: http://127.0.0.1:{port}/?{QUERY}={secret} (open this address; "
+            "Ctrl-C stops it)\n"
+        )
         sys.stderr.flush()
         stopped_by = anyio.run(_serve_and_backfill, app, runtime, settings, sock)
     if stopped_by == signal.SIGINT:

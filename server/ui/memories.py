@@ -29,6 +29,9 @@ from dreamwell.stores import (
     check_tags,
     entry_to_dict,
     fold_text,
+    redact_category,
+    redact_content,
+    redact_tags,
     utcnow,
 )
 
@@ -163,12 +166,14 @@ def _content(value: Any) -> str:
 
 def _edited(old: MemoryEntry, body: dict[str, Any]) -> MemoryEntry:
     changes: dict[str, Any] = {}
-    if "content" in body:
-        changes["content"] = _content(body["content"])
+    if "content" in body:  # redacted as every save is (stores/redact.py)
+        changes["content"] = redact_content(_content(body["content"]))[0]
     if "category" in body:
-        changes["category"] = check_category(str(body["category"] or "") or None)
+        changes["category"] = check_category(
+            redact_category(str(body["category"] or "") or None)[0]
+        )
     if "tags" in body:
-        changes["tags"] = check_tags(body["tags"])
+        changes["tags"] = check_tags(redact_tags(body["tags"])[0])
     if "importance" in body:
         changes["importance"] = _importance(body["importance"])
     return replace(old, **changes, updated_at=utcnow())

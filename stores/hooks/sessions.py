@@ -7,10 +7,12 @@ are pruned. Writes are atomic (temp file + rename): a reader sees the old state 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
@@ -85,6 +87,36 @@ class HookSessions:
     def __init__(self, dirs: DataDir) -> None:
         self.dirs = dirs
 
+    @contextlib.contextmanager
+    def held(self, session_id: str, wait: float = 2.0) -> Iterator[bool]:
+        """One hook of a session at a time between its load and its save (an agent may run
+        two at once: Copilot CLI its session start and its prompt's), waiting at most `wait`
+        seconds; whether it was had (not: the hook goes on, a prompt must not wait longer).
+        No lock where there is no fcntl (Windows)."""
+        try:
+            import fcntl
+        except ImportError:
+            yield False
+            return
+        self.dirs.hooks.mkdir(parents=True, exist_ok=True)
+        path = self.dirs.hook_session(session_id).with_suffix(".lock")
+        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            deadline = time.monotonic() + wait
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    had = True
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        had = False
+                        break
+                    time.sleep(0.01)
+            yield had
+        finally:
+            os.close(fd)
+
     def load(self, session_id: str) -> HookSession:
         """The session's state; a new one when there is none or it is damaged."""
         try:
@@ -116,7 +148,7 @@ class HookSessions:
             return 0
         cutoff = time.time() - max_age
         gone = 0
-        for path in self.dirs.hooks.glob("*.json"):
+        for path in [*self.dirs.hooks.glob("*.json"), *self.dirs.hooks.glob("*.lock")]:
             try:
                 if path.stat().st_mtime < cutoff:
                     path.unlink()

@@ -8,8 +8,10 @@
   `{"ts", "caller", "query", "ids": [...]}`
 
 Appends and takes hold the log's lock, so a line appended while the dream worker takes the log
-lands in the next take instead of being lost. On a data directory that caches an object store
-(`DataDir.remote`) the log is kept there instead, one object per record
+lands in the next take instead of being lost. Every text of a record is redacted as it is
+appended (stores/redact.py), whoever appends it: a hook, `dreamwell log`, the server. On a
+data directory that caches an object store (`DataDir.remote`) the log is kept there instead,
+one object per record
 (`stores/inputs/object_log.py`), with the same operations and bound.
 """
 
@@ -31,6 +33,7 @@ from dreamwell.stores.errors import InvalidInput, StoreBusy, WriteFailed
 from dreamwell.stores.files import aside_name, keep_aside, write_atomic
 from dreamwell.stores.layout import DataDir
 from dreamwell.stores.model import utcnow
+from dreamwell.stores.redact import redact_record
 from dreamwell.stores.writable import advice
 
 if TYPE_CHECKING:
@@ -109,7 +112,8 @@ class JsonlLog:
     def append(self, record: Mapping[str, Any], now: datetime | None = None) -> None:
         """Add one record; raises InvalidInput, StoreBusy or WriteFailed, never anything else."""
         try:
-            line = json.dumps({"ts": (now or utcnow()).isoformat(), **record}, ensure_ascii=False)
+            stamped = {"ts": (now or utcnow()).isoformat(), **redact_record(record)}
+            line = json.dumps(stamped, ensure_ascii=False)
             data = (line + "\n").encode("utf-8")
         except (TypeError, ValueError) as exc:  # not JSON, or a lone surrogate
             raise InvalidInput(f"a log record must be JSON text in valid Unicode ({exc}).") from exc

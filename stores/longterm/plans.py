@@ -33,6 +33,7 @@ from dreamwell.stores.model import (
     new_id,
     utcnow,
 )
+from dreamwell.stores.redact import redact_memory
 
 logger = logging.getLogger(__name__)
 
@@ -99,9 +100,10 @@ class Writer:
         now: datetime | None = None,
         caller: str | None = None,
     ) -> SaveResult:
+        content, category, redacted_tags, _ = redact_memory(content, category, tags)
         content = check_content(content)
         category = check_category(category)
-        tag_list = check_tags(tags)
+        tag_list = check_tags(redacted_tags)
         now = now or utcnow()
         self.parts.follower.fresh()
         project = (metadata or {}).get(PROJECT)

@@ -48,6 +48,7 @@ from dreamwell.stores.skills.porting import exported_files
 logger = logging.getLogger(__name__)
 
 PROJECT_KEY = "dreamwell-project"
+CLAUDE_FOLDER = ".claude/skills"  # of a project, Claude Code's; `.agents/skills` the others'
 LOCK_WAIT = 5.0  # seconds a sync waits for another process's sync
 Project = tuple[str, Path]  # (the project's key, its root folder)
 
@@ -74,8 +75,23 @@ def skill_project(skill: Skill) -> str | None:
     return str(found) if found else None
 
 
-def project_target(root: Path) -> Path:
-    return root / ".claude" / "skills"
+def project_target(root: Path, folder: str = CLAUDE_FOLDER) -> Path:
+    return root / folder
+
+
+def _homes(state: Mapping[str, Any]) -> list[str]:
+    """The user's target folders: the first one enabled, then the others (Claude Code's
+    `~/.claude/skills`, the other agents' `~/.agents/skills`)."""
+    found = [state.get("home"), *(state.get("homes") or [])]
+    return list(dict.fromkeys(h for h in found if isinstance(h, str) and h))
+
+
+def _project_folders(state: Mapping[str, Any]) -> list[str]:
+    """The folders, relative to a project's root, its skills go to."""
+    found = state.get("project_folders")
+    if not isinstance(found, list):  # kept before there were other agents: Claude Code's
+        return [CLAUDE_FOLDER]
+    return list(dict.fromkeys(f for f in found if isinstance(f, str) and f))
 
 
 def _digest(files: Mapping[str, bytes], executable: Collection[str]) -> dict[str, str]:
@@ -122,12 +138,12 @@ def sync_clashes(dirs: DataDir) -> dict[str, dict[str, str]]:
 def loadable(dirs: DataDir, project: Project | None = None) -> set[str]:
     """The skills the client can load: those kept in the user's target and the project's."""
     state = _load(dirs)
-    home = state.get("home")
-    if not isinstance(home, str) or not home:
+    homes = _homes(state)
+    if not homes:
         return set()
     folders = state.get("folders") or {}
-    targets = [home] + ([str(project_target(project[1]))] if project else [])
-    return {name for t in targets for name in folders.get(t) or {}}
+    mine = [str(project_target(project[1], f)) for f in _project_folders(state)] if project else []
+    return {name for t in homes + mine for name in folders.get(t) or {}}
 
 
 def in_step(catalog: SkillCatalog) -> bool:
@@ -136,26 +152,50 @@ def in_step(catalog: SkillCatalog) -> bool:
     return _load(catalog.layout).get("generation") == catalog.generation()
 
 
-def enable_sync(dirs: DataDir, target: Path) -> None:
-    """Keep the active skills as folders in `target` from now on."""
+def enable_sync(dirs: DataDir, target: Path, project_folder: str = CLAUDE_FOLDER) -> None:
+    """Keep the active skills as folders in `target` from now on (besides those already
+    kept), and a project's in its `project_folder`."""
     with _run(_locked(dirs)):
         state = _load(dirs)
-        state["home"] = str(target)
+        fresh = not _homes(state)
+        if fresh:
+            state["home"] = str(target)
+        elif str(target) not in _homes(state):
+            state["homes"] = [*(state.get("homes") or []), str(target)]
+        folders = [] if fresh else _project_folders(state)
+        if project_folder not in folders:
+            folders.append(project_folder)
+        state["project_folders"] = folders
         _save(dirs, state)
 
 
-def disable_sync(dirs: DataDir) -> list[str]:
-    """Stop keeping folders; those dreamwell wrote and nobody edited are removed."""
+def disable_sync(
+    dirs: DataDir, target: Path | None = None, project_folder: str = CLAUDE_FOLDER
+) -> list[str]:
+    """Stop keeping folders in `target` (and projects' `project_folder`), or anywhere when
+    None; those dreamwell wrote and nobody edited are removed."""
     removed: list[str] = []
     with _run(_locked(dirs)):
         state = _load(dirs)
-        for target, written in (state.get("folders") or {}).items():
-            for name, record in written.items():
-                if _untouched(Path(target) / name, record):
-                    _remove(Path(target) / name)
+        folders = state.get("folders") or {}
+        homes = [h for h in _homes(state) if target is not None and h != str(target)]
+        going = [
+            t
+            for t in folders
+            if target is None or t == str(target) or t.endswith("/" + project_folder)
+        ]
+        for place in going:
+            for name, record in folders.pop(place).items():
+                if _untouched(Path(place) / name, record):
+                    _remove(Path(place) / name)
                     removed.append(name)
-        if dirs.skills_sync.exists():
-            dirs.skills_sync.unlink()
+        if not homes:
+            dirs.skills_sync.unlink(missing_ok=True)
+            return removed
+        kept = [f for f in _project_folders(state) if f != project_folder]
+        state |= {"home": homes[0], "homes": homes[1:], "folders": folders}
+        state["project_folders"] = kept
+        _save(dirs, state)
     return removed
 
 
@@ -184,16 +224,18 @@ def sync_skills(catalog: SkillCatalog, project: Project | None = None) -> list[S
         return []
     with _run(_locked(dirs)):
         state = _load(dirs)
-        home = state.get("home")
-        if not isinstance(home, str) or not home:
+        homes = _homes(state)
+        if not homes:
             return []
         before = json.dumps(state, sort_keys=True)
         state["generation"] = catalog.generation()
         active = catalog.list("active")
-        wanted = {Path(home): [s for s in active if skill_project(s) is None]}
+        users = [s for s in active if skill_project(s) is None]
+        wanted = {Path(home): users for home in homes}
         if project is not None:
             mine = [s for s in active if skill_project(s) == project[0]]
-            wanted[project_target(project[1])] = mine
+            for folder in _project_folders(state):
+                wanted[project_target(project[1], folder)] = mine
         reports = [
             _sync_target(catalog, state, target, skills) for target, skills in wanted.items()
         ]

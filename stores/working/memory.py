@@ -31,6 +31,7 @@ from dreamwell.stores.model import (
     key_segments,
     utcnow,
 )
+from dreamwell.stores.redact import redact_memory, refuse_secret
 from dreamwell.stores.working.segments import READ_WAIT, FileSegments, segments_for
 
 logger = logging.getLogger(__name__)
@@ -257,8 +258,10 @@ class WorkingMemory:
         tags: str | Iterable[str] | None,
         now: datetime,
     ) -> WorkingEntry:
-        """The entry a save writes, or InvalidInput saying what is wrong with it."""
-        full = self.resolve(key, namespace)
+        """The entry a save writes (its value, category and tags redacted), or InvalidInput
+        saying what is wrong with it."""
+        full = self.resolve(refuse_secret(key, "key"), namespace)
+        value, category, tags, _ = redact_memory(value, category, tags, "data")
         if not under(full, namespace) or full == namespace:
             raise InvalidInput(
                 f"cannot write '{full}': writes go to your own namespace '{namespace}'. "

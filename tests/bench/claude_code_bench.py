@@ -11,8 +11,10 @@ Prints, with the load average before and after:
   in alternating pairs (medians and their ratio; goal ≤ 1.3×), and when Claude Code had
   connected to dreamwell;
 - what Claude Code waited for each hook (session-start, user-prompt, stop, session-end), read
-  from its `--debug-file` timeline, with N memories in the data directory (goal: p50 ≤ 150 ms); each
-  run starts once the snapshot refresher the last one's hooks started has finished;
+  from its `--debug-file` timeline, with N memories in the data directory (goal: p50 ≤ 150 ms;
+  a hook install writes `async` counts until Claude Code moved it to the background, and a
+  background session end is not waited for at all: "(none)"); each run starts once the
+  snapshot refresher the last one's hooks started has finished;
 - with --breakdown R: R alternating rounds of the server alone and the hooks alone against
   the run without, to say which part the ratio comes from; and two designs' costs: an
   instant stdio server (no work at all), and dreamwell's MCP served over HTTP by a process
@@ -28,6 +30,7 @@ import argparse
 import json
 import os
 import resource
+import secrets
 import signal
 import socket
 import statistics
@@ -157,6 +160,9 @@ def claude_runs(tmp: Path, pairs: int, n: int) -> None:
         )
     ratio = statistics.median(seconds["with"]) / statistics.median(seconds["without"])
     sys.stdout.write(f"  ratio with/without: {ratio:.2f}x (goal <= 1.3x)\n")
+    pairs_ratios = [w / o for w, o in zip(seconds["with"], seconds["without"], strict=True)]
+    paired = statistics.median(pairs_ratios)
+    sys.stdout.write(f"  median of the pairs' ratios: {paired:.2f}x\n")
     sys.stdout.write(
         row(f"connected to dreamwell ({len(connects)} of {pairs} runs)", connects) + "\n"
     )
@@ -187,11 +193,11 @@ def _serve_http(home: ClaudeHome) -> subprocess.Popen[bytes]:
     """`dreamwell serve --transport http` on the home's data directory, started now and
     answering before the rounds, as dreamwell's MCP entry of type `http` (the hooks stay as
     installed): what Claude Code pays when no process starts for the MCP server at all."""
-    port = free_port()
+    port, token = free_port(), secrets.token_urlsafe(32)
     served = subprocess.Popen(
         [
             *(sys.executable, "-m", "dreamwell.server", "serve", "--transport", "http"),
-            *("--port", str(port), "--data-dir", str(home.data_dir)),
+            *("--port", str(port), "--data-dir", str(home.data_dir), "--token", token),
         ],
         env={**home.env(), "DREAMWELL_EMBEDDER": "none"},
         stdout=subprocess.DEVNULL,
@@ -206,7 +212,8 @@ def _serve_http(home: ClaudeHome) -> subprocess.Popen[bytes]:
         except OSError:
             time.sleep(0.5)
     config = home.claude_json()
-    config["mcpServers"]["dreamwell"] = {"type": "http", "url": url}
+    bearer = {"Authorization": f"Bearer {token}"}
+    config["mcpServers"]["dreamwell"] = {"type": "http", "url": url, "headers": bearer}
     (home.home / ".claude.json").write_text(json.dumps(config))
     return served
 

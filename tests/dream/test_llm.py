@@ -7,7 +7,7 @@ import json
 from datetime import timedelta
 from pathlib import Path
 
-from dreamwell.dream import DreamOptions, OllamaLLM, directives, feeding, passes, run_cycle
+from dreamwell.dream import DreamOptions, OllamaLLM, backoff, directives, feeding, passes, run_cycle
 from dreamwell.stores import CONVERSATION, FEEDBACK, JsonlLog, LongTermStore, MemoryEntry, utcnow
 from tests.support.fake_ollama import fake_ollama, unreachable_host
 
@@ -62,7 +62,7 @@ def all_ids(store: LongTermStore) -> set[str]:
 
 
 def dream(store: LongTermStore, host: str, timeout: float = 5.0) -> dict[str, str]:
-    report = run_cycle(store, OllamaLLM(host, "fake", timeout, backoff=0), options=QUIET)
+    report = run_cycle(store, OllamaLLM(host, "fake", timeout), options=QUIET)
     return {p.name: f"{p.status} {p.reason}".strip() for p in report.passes}
 
 
@@ -262,7 +262,7 @@ def test_one_bad_chunk_no_longer_fails_the_pass(tmp_path: Path) -> None:
         [{"content": "Daily standup at 9:30, run by Priya", "sourceIds": [A, B], "tags": []}]
     )
     with fake_ollama("{broken", "{still broken", good) as (host, script):
-        llm = OllamaLLM(host, "fake", 5.0, backoff=0)
+        llm = OllamaLLM(host, "fake", 5.0)
         result = passes.consolidation_pass(snapshot, llm, tmp_path, [], now, vectors, None, 2)
     assert result.status == "ran" and len(script.requests) == 3
     assert "rejected" in script.requests[1]["messages"][1]["content"]  # the retry quotes it
@@ -409,3 +409,27 @@ def test_enrich_splits_a_long_note_into_facts_derived_from_it(tmp_path: Path) ->
     assert [d.category for d in derived] == ["people/priya", "people"]
     assert all(d.metadata == {"derived_from": note.id, "source": "enrich"} for d in derived)
     assert feeding.covered(note, derived) and not feeding.covered(note, derived[:1])
+
+
+def test_a_rate_limited_ollama_is_asked_once_a_cycle_and_nothing_is_booked_as_spent(
+    tmp_path: Path,
+) -> None:
+    """The breaker of every backend (dream/budget.py): the first 429 without retry-after ends
+    the cycle's questions; the passes after it are skipped and keep their inputs; the next
+    automatic cycle is told to wait longer."""
+    store = seeded(tmp_path)
+    JsonlLog(tmp_path, CONVERSATION).append({"session": "s", "role": "user", "content": "hi"})
+    JsonlLog(tmp_path, FEEDBACK).append({"kind": "Correction", "detail": "no, use tabs"})
+    before = store.entries(include_archived=True)
+    with fake_ollama(429) as (host, script):
+        report = run_cycle(store, OllamaLLM(host, "fake", 5.0), options=QUIET)
+    chats = [r for r in script.requests if r["path"] == "/api/chat"]
+    assert len(chats) == 1
+    assert "429" in report.llm_stopped
+    assert (report.llm_calls, report.llm_failed, report.llm_tokens) == (1, 1, 0)
+    status = {p.name: f"{p.status} {p.reason}" for p in report.passes}
+    assert status["consolidation"].startswith("failed") and "429" in status["consolidation"]
+    assert status["preferences"] == "skipped LLM stopped after a failure earlier in this cycle"
+    assert store.entries(include_archived=True) == before
+    assert len(JsonlLog(tmp_path, CONVERSATION).read()) == 1  # kept for a later cycle
+    assert backoff.read(tmp_path).failures == 1

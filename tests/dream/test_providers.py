@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from dreamwell.dream.answers import ask_for, parse_answer, schema_for
+from dreamwell.dream.budget import Metered, Stopped
 from dreamwell.dream.llm import BadAnswer, LLMCancelled, LLMUnavailable, OllamaLLM, OpenAILLM
 from dreamwell.dream.passes import ConsolidationPlan, Preferences, consolidation_pass
 from dreamwell.server.config import Settings
@@ -28,7 +29,7 @@ PLAN = json.dumps({"toDelete": [], "toSave": []})
 
 
 def openai(url: str, timeout: float = 5.0, **kw: Any) -> OpenAILLM:
-    return OpenAILLM(url, "fake-model", timeout, KEY, **({"backoff": 0.0} | kw))
+    return OpenAILLM(url, "fake-model", timeout, KEY, **kw)
 
 
 def test_a_good_answer_comes_back_with_the_schema_and_the_key_sent() -> None:
@@ -52,7 +53,7 @@ def test_a_good_answer_comes_back_with_the_schema_and_the_key_sent() -> None:
 @pytest.mark.parametrize("status", [400, 422, 500])
 def test_an_endpoint_without_json_schema_falls_back_at_once_and_remembers(status: int) -> None:
     with fake_openai(PLAN, refuse_schema=True, refuse_status=status) as (url, script):
-        llm = openai(url, backoff=10.0)  # a retry of the 500 would take 10 s
+        llm = openai(url)
         started = time.monotonic()
         llm.ask("s", "p", {"type": "object"})
         llm.ask("s", "p", {"type": "object"})
@@ -105,16 +106,38 @@ def test_an_answer_cut_off_at_the_output_limit_keeps_its_finished_items() -> Non
     assert [e.content for e in parse_answer(nested, ConsolidationPlan).to_save] == ['a " } b']
 
 
-def test_429_is_retried_after_the_server_s_delay_then_succeeds() -> None:
+def test_429_is_asked_again_after_the_server_s_delay_within_the_cycle_s_wait_budget() -> None:
     with fake_openai(Status(429, retry_after="0"), PLAN) as (url, script):
-        assert openai(url).ask("s", "p", {}) == PLAN
+        metered = Metered(openai(url), 10_000)
+        assert metered.ask("s", "p", {}) == PLAN
     assert len(script.requests) == 2
+    assert (metered.calls, metered.failed, metered.stopped) == (2, 1, "")
 
 
-def test_500_is_retried_a_bounded_number_of_times_then_fails() -> None:
-    with fake_openai(Status(500)) as (url, script), pytest.raises(LLMUnavailable, match="500"):
-        openai(url, retries=2).ask("s", "p", {})
-    assert len(script.requests) == 3
+def test_the_waits_for_retry_after_add_up_to_the_cycle_s_wait_budget_then_it_stops() -> None:
+    slow = Status(429, retry_after="0.6")
+    with fake_openai(slow, slow, PLAN) as (url, script):
+        metered = Metered(openai(url), 10_000, wait_budget=1.0)
+        started = time.monotonic()
+        with pytest.raises(LLMUnavailable, match="429"):
+            metered.ask("s", "p", {})
+    assert len(script.requests) == 2 and 0.6 <= time.monotonic() - started < 5
+    assert "429" in metered.stopped and metered.wait_left == pytest.approx(0.4)
+
+
+def test_a_429_without_retry_after_or_past_the_wait_budget_stops_the_cycle_s_questions() -> None:
+    """One request each: the first failure ends the cycle's questions, later ones are not
+    sent; the failed call is booked as failed and costs no tokens."""
+    for status in (Status(429), Status(429, retry_after="3600"), Status(500)):
+        with fake_openai(status, PLAN) as (url, script):
+            metered = Metered(openai(url), 10_000)
+            with pytest.raises(LLMUnavailable, match=str(status.code)):
+                metered.ask("s", "p", {})
+            with pytest.raises(Stopped, match="LLM stopped"):
+                metered.ask("s", "p", {})
+        assert len(script.requests) == 1, status
+        assert (metered.calls, metered.failed, metered.tokens) == (1, 1, 0)
+        assert str(status.code) in metered.stopped
 
 
 def test_a_slow_server_times_out_with_a_clear_sentence() -> None:
@@ -193,7 +216,7 @@ def test_the_api_key_never_appears_in_errors_logs_or_names(
             fake_openai(Status(500, echo_key=True)) as (url2, _),
             pytest.raises(LLMUnavailable) as failed2,
         ):
-            openai(url2, retries=1).ask("s", "p", {})
+            Metered(openai(url2), 10_000).ask("s", "p", {})
     assert KEY in json.dumps(script.headers)  # it was sent ...
     for text in (str(failed.value), str(failed2.value), caplog.text, llm.name):
         assert KEY not in text  # ... and never shown

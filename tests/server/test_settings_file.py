@@ -94,6 +94,7 @@ def test_config_set_get_unset_keep_the_files_other_lines(
     config: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     config.write_text("# my settings\nrerank = true\n")
+    config.chmod(0o640)
     assert exit_code("config", "set", "dream-auto-after", "12h") == 0
     assert exit_code("config", "set", "record_conversation", "off") == 0
     assert exit_code("config", "set", "dream_auto_after", "0s") == 2  # checked: not written
@@ -111,7 +112,7 @@ def test_config_set_get_unset_keep_the_files_other_lines(
     listed = capsys.readouterr().out
     assert "record_conversation = off\t(settings file" in listed
     assert "embedder = none\t(environment (DREAMWELL_EMBEDDER))" in listed
-    assert os.stat(config).st_mode & 0o777 == 0o644  # the user's own file keeps its mode
+    assert os.stat(config).st_mode & 0o777 == 0o640  # the user's own file keeps its mode
 
 
 def test_the_data_directory_comes_from_the_file_and_a_fifo_there_is_ignored(

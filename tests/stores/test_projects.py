@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import logging
+import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from dreamwell.stores import (
+    Project,
     is_global,
     normalise_remote,
     pinned_project,
@@ -119,3 +124,57 @@ def test_preferences_anti_patterns_and_people_are_global() -> None:
         assert is_global(category)
     assert not is_global("deploy") and not is_global(None) and not is_global("peoplex")
     assert is_global("team/style", ["team"])
+
+
+def _within(seconds: float, fn: Callable[[], object]) -> object:
+    """fn() run on a thread, failing the test (not hanging it) if it has not ended in time."""
+    done: list[object] = []
+    worker = threading.Thread(target=lambda: done.append(fn()), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert done, f"still reading after {seconds} s"
+    return done[0]
+
+
+def test_a_malformed_remote_url_is_no_project_said_once_in_the_log(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """qa-turn5 LOW 11: `https://[bad/acme/x` raised ValueError (Invalid IPv6 URL) out of
+    every tool call and hook started there."""
+    repo = make_repo(tmp_path / "bad", {"origin": "https://[bad/acme/x"})
+    (repo / "src").mkdir()
+    with caplog.at_level(logging.WARNING, "dreamwell.stores.projects"):
+        assert project_of(repo / "src") is None
+        assert project_of(repo / "src") is None  # cached: said once
+    [line] = [r.getMessage() for r in caplog.records]
+    assert "remote URL 'https://[bad/acme/x' cannot be read" in line and "no project" in line
+    assert pinned_project("https://[bad/acme/x").key == "https://[bad/acme/x"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_a_git_file_that_is_not_regular_is_never_waited_on_nor_read(
+    tmp_path: Path, kind: str
+) -> None:
+    """qa-turn5 LOW 11 / MEDIUM 7: a FIFO `.git/config` blocked every hook and tool call; one
+    linked to /dev/zero was read until memory ran out. The repository is still a project,
+    keyed by its path (its remote cannot be read)."""
+    repo = make_repo(tmp_path / kind, {"origin": "git@github.com:acme/shop.git"})
+    config = repo / ".git" / "config"
+    config.unlink()
+    if kind == "fifo":
+        os.mkfifo(config)
+    else:
+        config.symlink_to("/dev/zero")
+    found = _within(10, lambda: project_of(repo))
+    assert isinstance(found, Project) and found.key == str(repo)
+
+
+def test_a_huge_git_config_is_read_only_up_to_its_bound(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "big")
+    config = repo / ".git" / "config"
+    with config.open("a") as out:  # a sparse 64 MiB file, then a remote past the bound
+        out.truncate(64 * 1024**2)
+    with config.open("a") as out:
+        out.write('\n[remote "origin"]\n\turl = git@github.com:acme/far.git\n')
+    found = _within(10, lambda: project_of(repo))
+    assert isinstance(found, Project) and found.key == str(repo)

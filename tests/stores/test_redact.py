@@ -3,6 +3,8 @@ while look-alikes that are not secrets (hashes, UUIDs, ids, ordinary settings) s
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -141,3 +143,20 @@ async def test_the_recall_prompt_records_redacted_turns_and_what_it_showed(tmp_p
     assert prompt["ids"] == [saved.entry.id] and prompt["via"] == "prompt"
     assert prompt["query"] == turn["content"] and search["query"] == f"deploy api {MARK}"
     assert "AKIA" not in (tmp_path / RECALL).read_text() + (tmp_path / CONVERSATION).read_text()
+
+
+BACKTRACKING = ["a-", "a.", "key-", "token-", "a://", "a:b@"]
+
+
+def test_text_built_to_backtrack_is_redacted_in_one_pass() -> None:
+    """A hook prompt of 40 KB of `a-a-a-…` held redaction for 326 s (every `-` began a key or
+    a URL scheme scanned to the end of the run). In a subprocess, since a regular expression
+    holds the GIL: not a timing check, the bound is a hang guard hundreds of times what the
+    passes take (tests/bench/redact_bench.py: ~0.2 s per 100 KB)."""
+    script = (
+        "from dreamwell.stores.redact import redact\n"
+        f"for unit in {BACKTRACKING!r}:\n"
+        "    text = unit * (100_000 // len(unit))\n"
+        "    assert redact(text) == text, unit\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)

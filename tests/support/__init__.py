@@ -10,6 +10,8 @@ replicas: `dreamwell serve` replicas on one object-store location.
 racing: writers racing from every replica, and waiting until a write is seen.
 mixed_load: a mixed load of tool calls and the exact account of what must be stored.
 hooks: `dreamwell hook` run as Claude Code runs it, and a transcript written like its own.
+agents, agent_apis: the real Codex, Gemini CLI and Copilot CLI, and the scripted model APIs
+(Responses, Gemini) they are run against.
 skill_samples: real-world-shaped skill folders.
 ui_browser: the memory browser in a real Chromium (Playwright) and axe-core.
 

@@ -41,7 +41,18 @@ class Turn:
     output_tokens: int = 20
 
 
-Brain = Callable[[dict[str, Any]], Turn]
+@dataclass(frozen=True)
+class Failure:
+    """An API error instead of an answer: `status` with Anthropic's error body (and a
+    `retry-after` header when given), or, with `hang`, no answer at all until the API stops."""
+
+    status: int = 500
+    kind: str = "api_error"  # the error body's type: rate_limit_error, overloaded_error, ...
+    retry_after: str | None = None
+    hang: bool = False
+
+
+Brain = Callable[[dict[str, Any]], "Turn | Failure"]
 
 
 def is_main(request: dict[str, Any]) -> bool:
@@ -211,6 +222,7 @@ class AnthropicAPI:
     def __init__(self, brain: Brain) -> None:
         self.brain = brain
         self.requests: list[dict[str, Any]] = []
+        self.stopped = threading.Event()  # set on exit: a hanging answer ends
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
@@ -224,7 +236,7 @@ class AnthropicAPI:
         with self._lock:
             return [r for r in self.requests if is_main(r)]
 
-    def answer(self, request: dict[str, Any]) -> Turn:
+    def answer(self, request: dict[str, Any]) -> Turn | Failure:
         with self._lock:
             self.requests.append(request)
         return self.brain(request)
@@ -234,6 +246,7 @@ class AnthropicAPI:
         return self
 
     def __exit__(self, *_: object) -> None:
+        self.stopped.set()
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
@@ -254,6 +267,21 @@ def _handler(api: AnthropicAPI) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
+        def _fail(self, failure: Failure) -> None:
+            if failure.hang:
+                api.stopped.wait()
+                self.close_connection = True
+                return
+            body = {"type": "error", "error": {"type": failure.kind, "message": failure.kind}}
+            data = json.dumps(body).encode()
+            self.send_response(failure.status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            if failure.retry_after is not None:
+                self.send_header("retry-after", failure.retry_after)
+            self.end_headers()
+            self.wfile.write(data)
+
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length") or 0)
             request = json.loads(self.rfile.read(length) or b"{}")
@@ -266,6 +294,9 @@ def _handler(api: AnthropicAPI) -> type[BaseHTTPRequestHandler]:
                 return
             turn = api.answer(request)
             model = str(request.get("model") or "claude-fake")
+            if isinstance(turn, Failure):
+                self._fail(turn)
+                return
             if not request.get("stream"):
                 self._reply(200, _message(turn, model))
                 return

@@ -21,7 +21,6 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -65,51 +64,24 @@ class Run:
     seconds: float
 
 
-_STAMP = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z?)\s")
-
-
-def stamp(line: str) -> datetime | None:
-    """The time a --debug-file line was written (None for a continuation line)."""
-    match = _STAMP.match(line)
-    if match is None:
-        return None
-    return datetime.fromisoformat(match.group(1).replace("Z", "+00:00"))
-
-
 # what Claude Code's --debug-file says when a command hook ends: "Hooks: UserPromptSubmit [cmd]
-# finished with status 0 (692ms)" (SessionStart:startup, UserPromptSubmit, Stop, …)
-_HOOK_DONE = re.compile(r"Hooks: (\w+)(?::\w+)? \[(.*?)\] finished with status \d+ \((\d+)ms\)")
-# and of an `http` hook: "Hooks: HTTP hook POST to http://…/dreamwell/hook/stop", then
-# "Hooks: HTTP hook response status 200, body length 0" (the wait: between the two lines)
-_HTTP_POST = re.compile(r"Hooks: HTTP hook POST to \S+/dreamwell/hook/([a-z-]+)")
-_HTTP_DONE = re.compile(r"Hooks: HTTP hook (?:response status|request failed|error)")
-_CLAUDE_EVENT = {
-    "session-start": "SessionStart",
-    "user-prompt": "UserPromptSubmit",
-    "stop": "Stop",
-    "pre-compact": "PreCompact",
-    "session-end": "SessionEnd",
-}
+# finished with status 0 (692ms)" (SessionStart:startup, UserPromptSubmit, …), or, for one
+# that runs in the background (`async`), "Hooks: Stop [cmd] moved to the background (3ms)"
+_HOOK_DONE = re.compile(
+    r"Hooks: (\w+)(?::\w+)? \[(.*?)\] "
+    r"(?:finished with status \d+|moved to the background) \((\d+)ms\)"
+)
 _CONNECTED = re.compile(r'MCP server "([^"]+)": Successfully connected .* in (\d+)ms')
 
 
 def hook_waits(timeline: list[str]) -> dict[str, list[int]]:
-    """What Claude Code waited for each hook of a run, by event (milliseconds): a command
-    hook's as its own timeline reports it, an `http` hook's from its post to its answer."""
+    """What Claude Code waited for each hook of a run, by event (milliseconds), as its
+    timeline reports it (a background hook's: until it was moved to the background)."""
     waits: dict[str, list[int]] = {}
-    posted: tuple[str, datetime] | None = None
     for line in timeline:
         found = _HOOK_DONE.search(line)
         if found is not None:
             waits.setdefault(found.group(1), []).append(int(found.group(3)))
-        post = _HTTP_POST.search(line)
-        when = stamp(line)
-        if post is not None and when is not None:
-            posted = (_CLAUDE_EVENT.get(post.group(1), post.group(1)), when)
-        elif posted is not None and when is not None and _HTTP_DONE.search(line):
-            took = (when - posted[1]).total_seconds() * 1000
-            waits.setdefault(posted[0], []).append(round(took))
-            posted = None
     return waits
 
 

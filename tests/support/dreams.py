@@ -69,7 +69,7 @@ def add_skill(data: Path, name: str, body: str, days_old: int = 0, **kw: Any) ->
 
 def dream(data: Path, url: str, **options: Any) -> Any:
     store = LongTermStore(data)
-    llm = OpenAILLM(url, "fake-model", 10.0, backoff=0.0)
+    llm = OpenAILLM(url, "fake-model", 10.0)
     opts = DreamOptions(quiet_seconds=0, **options)
     return store, run_cycle(store, llm, options=opts)
 

@@ -113,9 +113,21 @@ def wait_for_resident(run: Path, timeout: float = 30.0) -> int:
 
 
 def settle(run: Path) -> None:
-    """Once the residents of `run` have done the work of the hooks they already answered (a
-    silent hook is answered before its work, server/hooks/resident.py): each takes one
-    connection at a time, so the answer to a request for no event comes after that work."""
+    """Once the hooks of `run` still running have ended (Claude Code does not wait for those
+    it runs in the background: install writes the silent ones `async`) and its residents have
+    done the work of the hooks they already answered (a silent hook is answered before its
+    work, server/hooks/resident.py): each runs one hook at a time, so the answer to a
+    request for no event comes after that work."""
+    wanted = f"XDG_RUNTIME_DIR={run}".encode()
+    hooks = (str(CLIENT).encode(), b"dreamwell.server\0hook\0")  # or run by itself
+
+    def running(command: bytes, environ: list[bytes]) -> bool:
+        return wanted in environ and any(h in command for h in hooks)
+
+    deadline = time.monotonic() + 60
+    while processes(running):
+        assert time.monotonic() < deadline, "a hook is still running"
+        time.sleep(0.02)
     for path in (run / "dreamwell").glob("*.sock"):
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
             probe.settimeout(60)
@@ -277,3 +289,48 @@ def seeded(data: Path) -> LongTermStore:
     store.checkpoint()
     refresh(DataDir(data))
     return store
+
+
+def install_claude_code(home: Path, data: Path, *flags: str) -> None:
+    """`dreamwell install claude-code --data-dir DATA FLAGS` in this process (the real
+    install code) for a user whose HOME is `home`; the server's lists are not primed (that
+    starts a server: seconds this needs not pay)."""
+    from unittest import mock
+
+    import pytest
+
+    from dreamwell.server.cli import install
+    from dreamwell.server.cli.main import main
+
+    environ = {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
+    with (
+        mock.patch.dict(os.environ, environ),
+        mock.patch.object(install, "prime_lists"),
+        pytest.raises(SystemExit) as done,
+    ):
+        main(["install", "claude-code", "--data-dir", str(data), *flags])
+    assert done.value.code == 0, done.value.code
+
+
+def installed_hooks(settings: Path) -> dict[str, dict[str, Any]]:
+    """The one hook of each Claude Code event in the settings file install wrote."""
+    hooks = json.loads(settings.read_text())["hooks"]
+    return {name: groups[-1]["hooks"][-1] for name, groups in hooks.items()}
+
+
+def run_installed(
+    entry: dict[str, Any], payload: dict[str, Any], run: Path, env: dict[str, str] | None = None
+) -> str:
+    """What a command hook install wrote prints, run as Claude Code runs one (`sh -c`, the
+    hook JSON on stdin, the residents' sockets in `run`), once the resident has done its work."""
+    assert entry["type"] == "command", entry  # never a post to a port
+    environ = {**os.environ, "DREAMWELL_EMBEDDER": "none", "XDG_RUNTIME_DIR": str(run)}
+    done = subprocess.run(
+        ["sh", "-c", str(entry["command"])],
+        input=json.dumps(payload).encode(),
+        capture_output=True,
+        env={**environ, **(env or {})},
+        timeout=60,
+    )
+    settle(run)
+    return done.stdout.decode()

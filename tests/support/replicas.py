@@ -23,6 +23,8 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.support.s3server import SeaweedS3
 
 START_TIMEOUT = 90.0
+# the replicas' bearer token: `serve` over HTTP is never open (server/transports/bearer.py)
+TOKEN = "replica-token-0123456789"
 SAVED = re.compile(r"(?:Saved|Reinforced) memory \[([A-Za-z0-9]{12})\]")
 
 
@@ -42,6 +44,7 @@ class Replica:
         serve = ["serve", "--transport", "http", "--port", str(self.port)]
         self.command = [sys.executable, "-m", "dreamwell.server", *serve, *self.where]
         self.env = {**os.environ, "DREAMWELL_EMBEDDER": "none", "DREAMWELL_LOG_LEVEL": "INFO"}
+        self.env["DREAMWELL_TOKEN"] = TOKEN
         self.env.update({f"DREAMWELL_{k.upper()}": v for k, v in settings.items()})
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -115,7 +118,8 @@ async def client(url: str, timeout: float = 60, roots: Any = None) -> AsyncItera
     the handshake era, where a server may ask for them."""
     callback = roots.callback if roots is not None else None
     mode = "legacy" if roots is not None else "auto"
-    async with httpx2.AsyncClient(timeout=timeout) as http:
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    async with httpx2.AsyncClient(timeout=timeout, headers=bearer) as http:
         transport = streamable_http_client(f"{url}/mcp", http_client=http)
         async with Client(transport, mode=mode, list_roots_callback=callback) as c:  # type: ignore[arg-type]
             yield c

@@ -35,7 +35,8 @@ CHROMIUM_ARGS = [
 
 @contextmanager
 def ui_process(data: Path, embedder: str = "none", **env_more: str) -> Iterator[str]:
-    """`dreamwell ui` on `data`; yields its address once it listens."""
+    """`dreamwell ui` on `data`; yields the address it printed once it listens (with its
+    token: `http://127.0.0.1:PORT/?token=…`; `base_of` and `bearer_of` split it)."""
     env = {**os.environ, "DREAMWELL_EMBEDDER": embedder, **env_more}
     proc = subprocess.Popen(
         [sys.executable, "-m", "dreamwell.server", "ui", "--port", "0", "--data-dir", str(data)],
@@ -46,7 +47,7 @@ def ui_process(data: Path, embedder: str = "none", **env_more: str) -> Iterator[
     try:
         assert proc.stderr is not None
         line = proc.stderr.readline()  # printed once the socket listens
-        found = re.search(r"http://127\.0\.0\.1:\d+/", line)
+        found = re.search(r"http://127\.0\.0\.1:\d+/\?token=[\w-]+", line)
         assert found, line
         yield found.group(0)
     finally:
@@ -54,6 +55,16 @@ def ui_process(data: Path, embedder: str = "none", **env_more: str) -> Iterator[
         proc.wait(timeout=30)
         if proc.stderr is not None:
             proc.stderr.close()
+
+
+def base_of(url: str) -> str:
+    """`http://127.0.0.1:PORT/` of the address `dreamwell ui` printed."""
+    return url.partition("?")[0]
+
+
+def bearer_of(url: str) -> dict[str, str]:
+    """The header that opens `dreamwell ui` to a program: its token as a bearer token."""
+    return {"authorization": f"Bearer {url.partition('?token=')[2]}"}
 
 
 def browser_or_fail() -> Any:

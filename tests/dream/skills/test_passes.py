@@ -364,7 +364,7 @@ def test_a_dry_run_plans_skill_changes_and_writes_nothing(tmp_path: Path) -> Non
     before = records(tmp_path)
     with fake_openai(model(optimise=improved("0. Run `make test`.\n" + RELEASE))) as (url, _):
         store = LongTermStore(tmp_path)
-        llm = OpenAILLM(url, "fake-model", 10.0, backoff=0.0)
+        llm = OpenAILLM(url, "fake-model", 10.0)
         report = run_cycle(store, llm, dry_run=True, options=QUIET)
     planned = pass_of(report, "skill-optimisation").changes
     assert [c.kind for c in planned] == ["skill-improve"]

@@ -18,7 +18,7 @@ from dreamwell.stores import DataDir, LongTermStore
 from tests.support.calls import initialize
 from tests.support.cli import dreamwell, interrupted
 from tests.support.fake_ollama import fake_ollama
-from tests.support.ui_browser import ui_process
+from tests.support.ui_browser import base_of, bearer_of, ui_process
 
 ENV = {**os.environ, "DREAMWELL_EMBEDDER": "none"}
 
@@ -154,7 +154,8 @@ def test_ui_fills_missing_vectors_like_serve(tmp_path: Path) -> None:
         fake_ollama() as (host, script),
         ui_process(data, "ollama", DREAMWELL_OLLAMA_HOST=host) as url,
     ):
-        assert httpx2.get(f"{url}ui/api/memories", timeout=60).status_code == 200  # opens it
+        opened = httpx2.get(f"{base_of(url)}ui/api/memories", headers=bearer_of(url), timeout=60)
+        assert opened.status_code == 200  # opens the store
         deadline = time.monotonic() + 60
         while LongTermStore(data, embedder=None).change_seq() == before:  # the vector, logged
             assert time.monotonic() < deadline, "the ui never embedded the memory"

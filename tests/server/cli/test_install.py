@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from dreamwell.server.cli.install import InstallError, Where, apply, plan
+from dreamwell.server.cli.install import HOOK_EVENTS, InstallError, Where, apply, plan
 from dreamwell.server.hooks import client as hook_client
-from dreamwell.server.hooks.door import Door
 from dreamwell.server.hooks.events import EVENTS
 from tests.support.cli import dreamwell
 
 CMD = "/opt/dw/bin/dreamwell"
+HOOK_NAMES = tuple(HOOK_EVENTS.values())  # Claude Code's names of the hooks' events
 # a hook on POSIX: this interpreter runs the lean client (server/hooks/client.py)
 HOOK = f"{shlex.quote(sys.executable)} -I -S {shlex.quote(str(Path(hook_client.__file__)))}"
 EXPECTED = {  # (client, platform) -> the files written, relative to the home
@@ -53,9 +53,9 @@ def run(
         CMD,
         kw.pop("data_dir", None),
         project,
-        remove := kw.pop("remove", False),
+        kw.pop("remove", False),
     )
-    apply(changes, kw.pop("dry_run", False), said.append, remove)
+    apply(changes, kw.pop("dry_run", False), said.append)
     return "".join(said)
 
 
@@ -251,18 +251,17 @@ def test_uninstall_leaves_no_empty_key_it_emptied(tmp_path: Path) -> None:
     assert not (tmp_path / ".claude" / "settings.json").exists()  # install made it: gone
 
 
-def test_uninstall_leaves_no_empty_file_and_no_backup(tmp_path: Path) -> None:
+def test_uninstall_leaves_no_empty_file_and_no_token_in_a_backup(tmp_path: Path) -> None:
     """Issue 56: `--uninstall` left `{}` files install had created, and `.dreamwell.bak`
     copies holding the hooks' bearer token."""
     (tmp_path / ".claude.json").write_text(json.dumps({"numStartups": 3}))
     run("claude-code", tmp_path)
-    run("claude-code", tmp_path)  # unchanged: no second backup either
     said = run("claude-code", tmp_path, remove=True)
-    assert f"removed {tmp_path}/.claude/settings.json (nothing else was in it)" in said
-    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file()) == [
-        ".claude.json"
-    ]
+    assert f"removed {tmp_path}/.claude/settings.json" in said
+    assert not (tmp_path / ".claude" / "settings.json").exists()
     assert read(tmp_path / ".claude.json") == {"numStartups": 3}
+    for backup in tmp_path.rglob("*.dreamwell.bak"):
+        assert "Bearer" not in backup.read_text(), backup
 
 
 def test_a_symlinked_config_keeps_its_link_and_a_device_is_refused(tmp_path: Path) -> None:
@@ -327,54 +326,102 @@ def test_hooks_written_before_the_lean_client_are_replaced_and_uninstalled(
     assert read(settings)["hooks"] == {"Stop": [{"hooks": [mine]}]}
 
 
-def test_claude_code_hooks_but_the_session_start_post_to_the_resident_s_door(
+def test_every_claude_code_hook_is_a_command_and_the_silent_ones_run_in_the_background(
     tmp_path: Path,
 ) -> None:
-    """With a door (server/hooks/door.py) every hook but the session start is Claude Code's
-    `http` hook with the door's token: no process per hook; the session start stays the
-    command that starts the resident when none answers. Uninstall takes exactly ours away."""
-    door = Door(23456, "t" * 32)
+    """No `http` hook, no URL, no token: each event runs the lean client, which reaches the
+    resident over the user's own Unix socket; Claude Code does not wait for the hooks that
+    print nothing (`async`). Install twice changes nothing; uninstall takes exactly ours."""
     settings = tmp_path / ".claude" / "settings.json"
     settings.parent.mkdir()
     theirs = {"type": "http", "url": "http://127.0.0.1:9000/audit"}
     settings.write_text(json.dumps({"hooks": {"Stop": [{"hooks": [theirs]}]}}))
-    for remove in (False, False, True):  # twice: idempotent
-        changes = plan("claude-code", where("linux", tmp_path), CMD, None, None, remove, door=door)
-        apply(changes, False, lambda _: None)
-        if not remove:
-            hooks = read(settings)["hooks"]
-            [[start]] = [g["hooks"] for g in hooks["SessionStart"]]
-            assert start["type"] == "command" and start["command"] == f"{HOOK} session-start"
-            ours = [h for g in hooks["Stop"] for h in g["hooks"] if h != theirs]
-            assert ours == [
-                {
-                    "type": "http",
-                    "url": "http://127.0.0.1:23456/dreamwell/hook/stop",
-                    "headers": {"Authorization": f"Bearer {door.token}"},
-                    "timeout": 10,
-                }
+    for i, remove in enumerate((False, False, True)):
+        said = run("claude-code", tmp_path, remove=remove)
+        if remove:
+            continue
+        assert (said == "already as asked; nothing to change\n") == (i == 1), said
+        hooks = read(settings)["hooks"]
+        ours = {n: [h for g in v for h in g["hooks"] if h != theirs] for n, v in hooks.items()}
+        background = {"Stop", "PreCompact", "SessionEnd"}
+        assert ours == {
+            name: [
+                {"type": "command", "command": f"{HOOK} {event}", "timeout": 10}
+                | ({"async": True} if name in background else {})
             ]
-            assert next(g["hooks"] for g in hooks["Stop"]) == [theirs]
+            for event, name in zip(EVENTS, HOOK_NAMES, strict=True)
+        }
+        assert "Bearer" not in settings.read_text()
     assert read(settings)["hooks"] == {"Stop": [{"hooks": [theirs]}]}
 
 
-def test_install_makes_the_door_once_and_command_hooks_skips_it(tmp_path: Path) -> None:
+def old_install(home: Path, token: str) -> dict[str, Any]:
+    """settings.json as an earlier version's install left it: its hooks posts to the HTTP
+    door with the token, beside a hook of the user's."""
+    mine = {"type": "command", "command": "notify-send hi"}
+    hooks: dict[str, Any] = {
+        name: [{"hooks": [{"type": "command", "command": f"{HOOK} session-start"}]}]
+        if event == "session-start"
+        else [
+            {
+                "hooks": [
+                    {
+                        "type": "http",
+                        "url": f"http://127.0.0.1:23456/dreamwell/hook/{event}",
+                        "headers": {"Authorization": f"Bearer {token}"},
+                        "timeout": 10,
+                    }
+                ]
+            }
+        ]
+        for event, name in zip(EVENTS, HOOK_NAMES, strict=True)
+    }
+    hooks["Stop"].insert(0, {"hooks": [mine]})
+    return {"hooks": hooks, "model": "opus"}
+
+
+@pytest.mark.parametrize("remove", [False, True])
+def test_an_earlier_version_s_http_hooks_are_replaced_or_removed_and_no_backup_keeps_the_token(
+    tmp_path: Path, remove: bool
+) -> None:
+    token = "T" * 32
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps(old_install(tmp_path, token)))
+    backup = settings.with_name("settings.json.dreamwell.bak")
+    backup.write_text(json.dumps(old_install(tmp_path, token)))  # an earlier install's
+    run("claude-code", tmp_path, remove=remove)
+    for path in (settings, backup):
+        text = path.read_text()
+        assert token not in text and "/dreamwell/hook/" not in text, path
+        assert read(path)["model"] == "opus"
+        stop = [h["command"] for g in read(path)["hooks"]["Stop"] for h in g["hooks"]]
+        assert stop[0] == "notify-send hi"
+    kinds = {h["type"] for v in read(settings)["hooks"].values() for g in v for h in g["hooks"]}
+    assert kinds == {"command"}
+    if remove:
+        mine = {"type": "command", "command": "notify-send hi"}
+        assert read(settings)["hooks"] == {"Stop": [{"hooks": [mine]}]}
+
+
+def test_install_writes_no_door_and_takes_command_hooks_as_a_no_op_that_says_so(
+    tmp_path: Path,
+) -> None:
     env = {"HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data")}
     env["XDG_CONFIG_HOME"] = str(tmp_path / ".config")
+    door = tmp_path / "data" / "dreamwell" / "hook-door.json"
+    door.parent.mkdir(parents=True)
+    door.write_text('{"port": 23456, "token": "an-earlier-version-s-token"}')
     settings = tmp_path / ".claude" / "settings.json"
-
-    def urls() -> list[str]:
-        hooks = read(settings)["hooks"]
-        return [h.get("url", "") for g in hooks.values() for x in g for h in x["hooks"]]
-
-    for _ in range(2):
-        done = dreamwell("install", "claude-code", env=env, unset=["DREAMWELL_DATA_DIR"])
-        assert done.returncode == 0, done.stderr
-    door = read(tmp_path / "data" / "dreamwell" / "hook-door.json")
-    assert sorted(urls()) == sorted(
-        ["", *(f"http://127.0.0.1:{door['port']}/dreamwell/hook/{e}" for e in EVENTS[1:])]
-    )
+    plain = dreamwell("install", "claude-code", "--dry-run", env=env, unset=["DREAMWELL_DATA_DIR"])
+    assert plain.returncode == 0 and "http" not in plain.stdout, plain.stderr
     done = dreamwell(
         "install", "claude-code", "--command-hooks", env=env, unset=["DREAMWELL_DATA_DIR"]
     )
-    assert done.returncode == 0 and urls() == [""] * 5, done.stderr
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == (
+        "dreamwell: --command-hooks is no longer needed: every hook is a command now\n"
+    )
+    hooks = read(settings)["hooks"]
+    assert {h["type"] for v in hooks.values() for g in v for h in g["hooks"]} == {"command"}
+    assert not door.exists()  # the earlier version's token went with its hooks

@@ -4,6 +4,8 @@ content, bad lines by number, idempotence and reinforcement."""
 from __future__ import annotations
 
 import json
+import os
+import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -11,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from dreamwell.server.cli import porting
 from dreamwell.server.cli.formats import read_records
 from dreamwell.server.cli.porting import write_batches
 from dreamwell.stores import (
@@ -338,3 +341,95 @@ def test_a_foreign_import_keeps_its_date_but_decays_from_the_import() -> None:
     assert entry.last_seen_at == now
     a_day_later = decay(entry, now + timedelta(days=1), DecayPolicy())
     assert a_day_later.importance == entry.importance
+
+
+def _import_within(seconds: float, *args: str) -> int:
+    """`dreamwell import ARGS` in this process, on a thread: a read that never ends fails
+    the test instead of hanging it."""
+    codes: list[int] = []
+    worker = threading.Thread(target=lambda: codes.append(exit_code("import", *args)), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert codes, f"import still running after {seconds} s"
+    return codes[0]
+
+
+def _hostile(kind: str, at: Path) -> str:
+    if kind == "fifo":
+        os.mkfifo(at)
+    elif kind == "dev-zero":
+        at.symlink_to("/dev/zero")
+    elif kind == "directory":
+        at.mkdir()
+    elif kind == "nested-json":
+        at.write_text("[" * 100_000 + "]" * 100_000)
+    else:  # nested JSON Lines: one good line, one nested too deeply
+        good = json.dumps({"content": "Deploys happen on Fridays"})
+        at.write_text(good + "\n" + '{"content": ' + "[" * 50_000 + "]" * 50_000 + "}\n")
+    return str(at)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "directory", "nested-json", "nested-jsonl"])
+def test_an_import_of_a_hostile_file_is_one_line_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    """qa-turn5 LOW 12: a FIFO waited forever, /dev/zero ended in MemoryError, nested JSON in
+    a 33-line RecursionError traceback."""
+    source = _hostile(kind, tmp_path / "in.json")
+    data = tmp_path / "d"
+    assert _import_within(20, source, "--data-dir", str(data)) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and not data.exists()
+    if kind in ("fifo", "dev-zero", "directory"):
+        refused = "not a regular file (a FIFO, a device or a directory)"
+        assert err == f"dreamwell: cannot read {source}: {refused}\n"
+    elif kind == "nested-json":
+        assert err.startswith(f"dreamwell: {source} is not JSON Lines") and err.count("\n") == 1
+    else:
+        assert "line 2: not JSON (nested too deeply)" in err and "1 bad record(s)" in err
+
+
+def test_an_import_larger_than_the_bound_is_refused_before_it_is_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(porting, "MAX_IMPORT_BYTES", 1000)
+    source = tmp_path / "big.jsonl"
+    source.write_text(json.dumps({"content": "x" * 2000}) + "\n")
+    assert exit_code("import", str(source), "--data-dir", str(tmp_path / "d")) == 1
+    assert capsys.readouterr().err == (
+        f"dreamwell: cannot read {source}: more than 0 MiB; split it (JSON Lines split at any "
+        "line)\n"
+    )
+
+
+def test_a_record_of_ours_missing_fields_keeps_its_id_and_category_and_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """qa-turn5 LOW 12: a record with id, content, category and created_at (no updated_at,
+    last_seen_at) was read as mcp-memory-service's: its category and id were dropped without
+    a word."""
+    partial = {
+        "id": "0123456789ab",
+        "content": "Deploys happen on Fridays",
+        "category": "ops/deploy",
+        "created_at": "2026-01-02T03:04:05+00:00",
+    }
+    no_id = {"content": "Staging DB is pg-2", "category": "infra", "tags": ["db"]}
+    service = {"content": "Uses vim", "tags": ["editor"], "memory_type": "note"}
+    source = tmp_path / "partial.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in (partial, no_id, service)))
+    data = tmp_path / "d"
+    assert exit_code("import", str(source), "--data-dir", str(data)) == 0
+    err = capsys.readouterr().err
+    assert f"{source}: line 1: a dreamwell record without last_seen_at, updated_at; kept" in err
+    assert f"{source}: line 2: a dreamwell record without created_at, id, last_seen_at" in err
+    assert "line 3" not in err  # another server's record is whole as it is
+    got = {e.content: e for e in store(data).entries()}
+    fridays = got["Deploys happen on Fridays"]
+    assert fridays.id == "0123456789ab" and fridays.category == "ops/deploy"
+    assert fridays.created_at == fridays.updated_at == fridays.last_seen_at
+    assert fridays.created_at == datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    assert got["Staging DB is pg-2"].category == "infra" and got["Staging DB is pg-2"].tags == (
+        "db",
+    )
+    assert got["Uses vim"].category == "note"

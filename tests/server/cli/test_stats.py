@@ -176,3 +176,34 @@ def test_stats_counts_memories_per_project(
     assert "projects (2):" in out
     assert "shop (github.com/acme/shop): 2" in out
     assert "billing (github.com/acme/billing): 1" in out and "(global): 1" in out
+
+
+def test_doctor_names_settings_that_still_hold_the_old_http_hooks_and_the_install_that_fixes_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An earlier version's `http` hooks (a URL under /dreamwell/hook/ and a bearer token)
+    in the user's settings.json or in the project's, where doctor is run: each is a problem
+    with the command that replaces them."""
+    from tests.support.hooks import install_claude_code
+
+    filled(tmp_path / "data")
+    home, project = tmp_path / "home", tmp_path / "project"
+    old = {"type": "http", "url": "http://127.0.0.1:23456/dreamwell/hook/stop"}
+    for where in (home, project / "src"):
+        (where / ".claude").mkdir(parents=True)
+        hooks = {"Stop": [{"hooks": [{**old, "headers": {"Authorization": "Bearer t"}}]}]}
+        (where / ".claude" / "settings.json").write_text(json.dumps({"hooks": hooks}))
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(project / "src")
+    assert exit_code("doctor", "--data-dir", str(tmp_path / "data")) == 1
+    out = capsys.readouterr().out
+    for where, fix in ((home, ""), (project / "src", f" --project {project / 'src'}")):
+        line = f"FAIL {where / '.claude' / 'settings.json'} still holds dreamwell's old http hooks"
+        assert line in out
+        assert f"fix: run `dreamwell install claude-code{fix}`" in out
+    install_claude_code(home, tmp_path / "data")
+    capsys.readouterr()
+    assert exit_code("doctor", "--data-dir", str(tmp_path / "data")) == 1
+    out = capsys.readouterr().out
+    assert f"FAIL {home / '.claude' / 'settings.json'} still holds" not in out  # replaced
+    assert out.endswith("1 problem(s)\n")

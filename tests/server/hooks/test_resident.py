@@ -30,10 +30,13 @@ from tests.support.hooks import (
     Transcript,
     event,
     hook,
+    install_claude_code,
+    installed_hooks,
     lean_hook,
     log_lines,
     prompt,
     residents,
+    run_installed,
     seeded,
     settle,
     turns,
@@ -81,9 +84,9 @@ def test_each_event_prints_and_records_through_the_resident_as_by_itself(
 def test_a_silent_hook_is_answered_before_its_work_through_the_socket(
     tmp_path: Path, run: Path
 ) -> None:
-    """As at the HTTP door (test_door.py): a stop's client gets its (empty) answer at once,
-    while the conversation log is held locked by another process; the resident records the
-    turn once the lock is let go, before it takes its next connection."""
+    """A stop's client gets its (empty) answer at once, while the conversation log is held
+    locked by another process; the resident records the turn once the lock is let go,
+    before it runs the next hook."""
     seeded(tmp_path)
     lean_hook("user-prompt", prompt("s0", "hello"), tmp_path, run)
     wait_for_resident(run)
@@ -215,7 +218,8 @@ def test_the_client_imports_only_builtin_modules(tmp_path: Path, run: Path) -> N
     imported = {
         line.split("|")[-1].strip() for line in done.stderr.decode().splitlines() if "|" in line
     } - {"imported package"}
-    assert "_socket" in imported and len(via_resident(tmp_path)) == 1
+    settle(run)
+    assert "_socket" in imported and len(via_resident(tmp_path)) == 1, log_lines(tmp_path)
     assert not {m for m in imported if m.startswith(("dreamwell", "json", "site", "socket"))}
 
 
@@ -247,3 +251,136 @@ def test_the_resident_runs_each_hook_in_the_directory_claude_code_ran_it_in(
     done = lean_hook("user-prompt", ask, data, run, cwd=shop)
     assert mine in done.stdout and theirs not in done.stdout
     assert len(via_resident(data)) == 1
+
+
+def test_slow_and_silent_senders_never_keep_a_hook_from_its_answer(
+    tmp_path: Path, run: Path
+) -> None:
+    """Connections are read side by side, each within CONN_WAIT of its accept: one sender
+    dribbling a byte at a time and twenty that send nothing hold no other hook (they held
+    the resident 30-40 s, past Claude Code's 10 s, when it read one connection at a time)."""
+    seeded(tmp_path)
+    lean_hook("stop", event("s0", "Stop", tmp_path / "t.jsonl"), tmp_path, run)
+    wait_for_resident(run)
+    [path] = (run / "dreamwell").glob("*.sock")
+    stop = threading.Event()
+    silent = [socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(20)]
+
+    def dribble() -> None:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as slow:
+            slow.connect(str(path))
+            while not stop.wait(0.3):
+                try:
+                    slow.sendall(b"u")
+                except OSError:  # dropped at its deadline
+                    return
+
+    sender = threading.Thread(target=dribble)
+    sender.start()
+    try:
+        for sock in silent:
+            sock.connect(str(path))
+        done = lean_hook("user-prompt", prompt("s1", "deploy the api"), tmp_path, run)
+    finally:
+        stop.set()
+        sender.join()
+        for sock in silent:
+            sock.close()
+    assert f"[{DEPLOY}]" in done.stdout and len(via_resident(tmp_path)) == 1
+
+
+def test_deeply_nested_hook_input_is_one_log_line_and_the_resident_lives_on(
+    tmp_path: Path, run: Path
+) -> None:
+    """400 KB of nested arrays: the parse fails as bad input (one hooks.log line, an empty
+    answer), and the same resident answers the next hook."""
+    seeded(tmp_path)
+    lean_hook("stop", event("s0", "Stop", tmp_path / "t.jsonl"), tmp_path, run)
+    first = wait_for_resident(run)
+    deep = b'{"session_id": "s1", "x": ' + b"[" * 200_000 + b"]" * 200_000 + b"}"
+    done = lean_hook("user-prompt", deep, tmp_path, run)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    [failed] = [line for line in log_lines(tmp_path) if "failed" in line]
+    assert "user-prompt failed:" in failed and "the hook input is nested too deeply" in failed
+    again = lean_hook("user-prompt", prompt("s2", "deploy the api"), tmp_path, run)
+    assert f"[{DEPLOY}]" in again.stdout and residents(run) == [first]
+
+
+def test_a_session_end_whose_resident_was_killed_is_recorded_by_the_installed_hook(
+    tmp_path: Path, run: Path
+) -> None:
+    """The hooks `install claude-code` writes, run as Claude Code runs them, after `kill -9`
+    of the resident: the session end runs itself, the session's last turn is recorded, and
+    the next hook has a resident again."""
+    data, home = tmp_path / "data", tmp_path / "home"
+    seeded(data)
+    install_claude_code(home, data)
+    hooks = installed_hooks(home / ".claude" / "settings.json")
+    assert f"[{DEPLOY}]" in run_installed(hooks["UserPromptSubmit"], prompt("s1", "deploy"), run)
+    os.kill(wait_for_resident(run), signal.SIGKILL)  # its socket stays, refusing
+    transcript = Transcript(tmp_path / "t.jsonl", "s1")
+    transcript.user("we ship on fridays")
+    end = event("s1", "SessionEnd", transcript.path, reason="other")
+    assert run_installed(hooks["SessionEnd"], end, run) == ""
+    assert [t["content"] for t in turns(data)][-1] == "we ship on fridays"
+    assert any(" session-end ok: " in line for line in log_lines(data))
+    wait_for_resident(run)  # the session end started a new one
+    assert f"[{DEPLOY}]" in run_installed(hooks["UserPromptSubmit"], prompt("s2", "deploy"), run)
+    assert " user-prompt ok: " in via_resident(data)[-1]
+
+
+def test_a_stop_and_a_session_end_running_at_once_record_a_turn_once(tmp_path: Path) -> None:
+    """Claude Code does not wait for the hooks install writes `async`, so a stop and the
+    session end of one session may run at once as processes (no resident yet): the second
+    starts from the state the first saved. Both are held at the conversation log's lock
+    (as a slow disk would) until both have started."""
+    seeded(tmp_path)
+    transcript = Transcript(tmp_path / "t.jsonl", "s1")
+    transcript.user("we ship on fridays")  # a turn no prompt hook recorded
+    env = {**os.environ, "DREAMWELL_EMBEDDER": "none"}
+    started = []
+    with FileLock(str(tmp_path / ".conversation.jsonl.lock")):
+        for name, kind in (("stop", "Stop"), ("session-end", "SessionEnd")):
+            command = [sys.executable, "-m", "dreamwell.server", "hook", name]
+            proc = subprocess.Popen(
+                [*command, "--data-dir", str(tmp_path)], stdin=subprocess.PIPE, env=env
+            )
+            assert proc.stdin is not None
+            proc.stdin.write(json.dumps(event("s1", kind, transcript.path)).encode())
+            proc.stdin.close()
+            started.append(proc)
+        threading.Event().wait(LOG_WAIT * 0.8)  # both read the transcript meanwhile
+    assert [p.wait(60) for p in started] == [0, 0]
+    assert [t["content"] for t in turns(tmp_path)] == ["we ship on fridays"]
+    assert sum(" ok: " in line for line in log_lines(tmp_path)) == 2, log_lines(tmp_path)
+
+
+def test_a_session_end_whose_resident_dies_during_its_work_is_done_by_the_next_resident(
+    tmp_path: Path, run: Path
+) -> None:
+    """A silent hook is answered before its work: a resident killed (`kill -9`) in that
+    work leaves it in its journal, and the next resident of the key does it, once."""
+    seeded(tmp_path)
+    lean_hook("stop", event("s0", "Stop", tmp_path / "t.jsonl"), tmp_path, run)
+    first = wait_for_resident(run)
+    transcript = Transcript(tmp_path / "t.jsonl", "s1")
+    transcript.user("we ship on fridays")
+    end = json.dumps(event("s1", "SessionEnd", transcript.path, reason="other")).encode()
+    command = [sys.executable, "-I", "-S", str(CLIENT), "session-end", "--data-dir"]
+    env = {**os.environ, "DREAMWELL_EMBEDDER": "none", "XDG_RUNTIME_DIR": str(run)}
+    with FileLock(str(tmp_path / ".conversation.jsonl.lock")):  # its work waits here
+        done = subprocess.run(
+            [*command, str(tmp_path)], input=end, capture_output=True, timeout=60, env=env
+        )
+        assert (done.returncode, done.stdout) == (0, b"")  # answered
+        os.kill(first, signal.SIGKILL)
+        wait_for_pid(first)
+    assert turns(tmp_path) == []  # lost with it, for now
+    lean_hook("user-prompt", prompt("s2", "deploy the api"), tmp_path, run)
+    assert wait_for_resident(run) != first
+    settle(run)
+    # the prompt runs as its own process while the new resident replays its journal: either
+    # may record first; the session end's turn is there once
+    recorded = sorted(t["content"] for t in turns(tmp_path))
+    assert recorded == ["deploy the api", "we ship on fridays"]
+    assert [line for line in via_resident(tmp_path) if " session-end ok: " in line]

@@ -18,7 +18,7 @@ from dreamwell.server.mcp.app import build_server
 from dreamwell.server.runtime import Runtime
 from dreamwell.stores import NEW, PROJECT, PROJECT_NAME, LongTermStore, SkillCatalog, SkillChange
 from tests.support.calls import ok
-from tests.support.repos import Roots, two_projects
+from tests.support.repos import Roots, make_repo, two_projects
 
 pytestmark = pytest.mark.anyio
 
@@ -199,3 +199,21 @@ async def test_a_project_s_skill_is_served_only_to_callers_in_that_project(
         assert "billing-release" not in recalled.messages[0].content.text  # type: ignore[union-attr]
         recalled = await b.get_prompt("recall", {"message": "how to release billing"})
         assert "billing-release" in recalled.messages[0].content.text  # type: ignore[union-attr]
+
+
+async def test_a_repository_with_a_malformed_remote_is_no_project_and_every_tool_works(
+    tmp_path: Path, outside: Path
+) -> None:
+    """qa-turn5 LOW 11: a remote `https://[bad/acme/x` made every tool call started there fail
+    with the bare "Error executing tool save_memory"."""
+    bad = make_repo(tmp_path / "bad", {"origin": "https://[bad/acme/x"})
+    data = tmp_path / "data"
+    async with Client(
+        build_server(Settings(data_dir=data, embedder="none")),
+        mode="legacy",
+        list_roots_callback=Roots(bad).callback,
+    ) as client:
+        saved = await _save(client, "Deploy the bad repository with make ship")
+        assert saved in await ok(client, "search_memory", query="deploy ship")
+        await ok(client, "save_to_working_memory", key="draft", data="scratch")
+    assert LongTermStore(data).get(saved).metadata == {}  # type: ignore[union-attr]

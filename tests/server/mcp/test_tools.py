@@ -236,3 +236,36 @@ async def test_save_memory_redacts_before_writing_and_says_how_many_spans(
     assert one.endswith(" Redacted 1 secret.")
     nothing = await fails(client, "save_memory", content="<private>only this</private>")
     assert nothing.startswith("content is empty once its <private> spans and secrets are taken")
+
+
+async def test_save_memory_redacts_category_and_tags_and_refuses_a_bare_secret(
+    client: Client, settings: Settings
+) -> None:
+    """qa-turn5 LOW 10: category and tags were stored as given; a content that was only a
+    secret was saved as '[REDACTED]' (issue 56 item 5)."""
+    token = "ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+    hook = "https://hooks.slack.com/services/T0123ABCD/B0456EFGH/aBcDeFgHiJkLmNoPqRsTuVwX"
+    text = await ok(
+        client,
+        "save_memory",
+        content=f"Ship on Fridays, alerts to {hook}",
+        category=f"ops/{token}",
+        tags=[token, "DB_PASS=Hunter2Horse9", "release"],
+    )
+    assert text.endswith("(ops/redacted). Redacted 4 secrets."), text
+    found = await ok(client, "search_memory", query="ship fridays")
+    assert "ops/redacted" in found and token not in found
+    for bare in (
+        token,
+        f"{token} <private>x</private>",
+        "SG.aBcDeFgHiJkLmNoPqRsTuV.aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789aBcDeFg",
+    ):
+        refused = await fails(client, "save_memory", content=bare)
+        assert refused.startswith("content is empty once its <private> spans and secrets"), bare
+    wm = await ok(
+        client, "save_to_working_memory", key="draft", data=f"use {token}", tags=[token, "x"]
+    )
+    assert "draft" in wm
+    on_disk = b"".join(p.read_bytes() for p in settings.data_dir.rglob("*") if p.is_file())
+    assert token.encode() not in on_disk and token.lower().encode() not in on_disk
+    assert b"aBcDeFgHiJkLmNoPqRsTuVwX" not in on_disk and b"Hunter2Horse9" not in on_disk

@@ -23,8 +23,13 @@ def serve(*args: str) -> subprocess.CompletedProcess[str]:
     return dreamwell("serve", *args, stdin=subprocess.DEVNULL, env=NO_EMBEDDER, timeout=60)
 
 
-def test_a_non_loopback_bind_without_tokens_is_refused(tmp_path: Path) -> None:
-    done = serve("--transport", "http", "--host", "0.0.0.0", "--data-dir", str(tmp_path))
+@pytest.mark.parametrize("open_on_purpose", [[], ["--no-token"]])
+def test_a_non_loopback_bind_without_tokens_is_refused(
+    tmp_path: Path, open_on_purpose: list[str]
+) -> None:
+    """Even with --no-token: an open server is for 127.0.0.1 alone."""
+    where = ("--host", "0.0.0.0", "--data-dir", str(tmp_path))
+    done = serve("--transport", "http", *where, *open_on_purpose)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         "dreamwell: refusing to bind 0.0.0.0: a non-loopback address needs bearer tokens "

@@ -55,6 +55,12 @@ NOT_UTF8_CALL = (  # raw bytes 0xff 0xfe: not UTF-8 at all (not an escape)
     b'"arguments":{"key":"k","data":"bad \xff\xfe bytes"}}}'
 )
 
+# qa-turn5 LOW 9: 100k nested arrays in an argument ended the server (RecursionError)
+NESTED_CALL = (
+    b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"save_memory",'
+    b'"arguments":{"content":' + b"[" * 100_000 + b"]" * 100_000 + b"}}}"
+)
+
 
 @pytest.mark.parametrize(
     ("frame", "code", "request_id"),
@@ -66,6 +72,7 @@ NOT_UTF8_CALL = (  # raw bytes 0xff 0xfe: not UTF-8 at all (not an escape)
         (b"[1,2,3]", -32600, None),
         (b"\x00", -32700, None),
         (b'{"jsonrpc":"2.0","id":8}', -32600, 8),
+        (NESTED_CALL, -32700, None),
     ],
 )
 async def test_every_malformed_stdio_frame_gets_an_error_reply_and_serving_goes_on(

@@ -13,7 +13,9 @@ from playwright.sync_api import Locator, Page
 
 from dreamwell.server.config import Settings
 from dreamwell.server.runtime import Runtime
-from dreamwell.stores import LongTermStore
+from dreamwell.server.ui.memories import edit, revision
+from dreamwell.stores import InvalidInput, LongTermStore
+from tests.support.secrets import leaked
 from tests.support.servers import http_server
 from tests.support.ui_browser import chromium, csrf_of, open_page, shot
 
@@ -191,3 +193,25 @@ def test_a_delete_right_after_a_save_uses_the_saved_revision(ui_server: tuple[st
         assert held  # the reload was still held back when the delete went through
         entry = store.get(tea.id)
         assert entry is not None and not entry.live and entry.content == "Prefers white tea"
+
+
+def test_an_edit_in_the_browser_is_redacted_as_every_save_is(tmp_path: Path) -> None:
+    """issue 53 goal 8: the browser's edits wrote content, category and tags as typed."""
+    store = LongTermStore(tmp_path, embedder=None)
+    saved = store.save("Deploy notes", "ops").entry
+    token = "ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+    body = {
+        "content": f"Deploy with {token}",
+        "category": f"ops/{token}",
+        "tags": [token, "deploy"],
+        "revision": revision(saved),
+    }
+    new = edit(store, saved.id, "edit", body)
+    assert (new.content, new.category, new.tags) == (
+        "Deploy with [REDACTED]",
+        "ops/redacted",
+        ("deploy",),
+    )
+    with pytest.raises(InvalidInput, match="content is empty once"):
+        edit(store, saved.id, "edit", {"content": token, "revision": revision(new)})
+    assert leaked(tmp_path, [token]) == []

@@ -25,7 +25,7 @@ def test_a_skill_change_is_drawn_with_its_skill_md_diff_and_undone(
     better = "0. Run `make test` and stop if it fails.\n" + RELEASE
     ARTIFACTS.mkdir(exist_ok=True)
     with seeded_page(url) as page, fake_openai(model(optimise=improved(better))) as (llm_url, _):
-        llm = OpenAILLM(llm_url, "fake-model", 10.0, backoff=0.0)
+        llm = OpenAILLM(llm_url, "fake-model", 10.0)
         store = LongTermStore(data, embedder=None)
         run_cycle(store, llm, options=DreamOptions(quiet_seconds=0))
         assert "make test" in SkillCatalog(data).get("cut-release").body

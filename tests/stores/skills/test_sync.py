@@ -172,3 +172,31 @@ def test_turning_it_off_removes_only_untouched_folders(tmp_path: Path) -> None:
     assert disable_sync(catalog.layout) == ["go-release"]
     assert not (target / "go-release").exists() and (target / "brew-tea").exists()
     assert sync_skills(catalog) == []
+
+
+def test_claude_code_s_folder_and_the_other_agents_are_kept_and_let_go_apart(
+    tmp_path: Path,
+) -> None:
+    """`~/.claude/skills` for Claude Code, `~/.agents/skills` (and a project's
+    `.agents/skills`) for Codex, Gemini CLI and Copilot CLI: both kept, and uninstalling the
+    other agents removes only theirs."""
+    catalog = catalog_with(tmp_path, RELEASE)
+    dirs = DataDir(catalog.layout.root)
+    claude, agents = (
+        tmp_path / "home" / ".claude" / "skills",
+        tmp_path / "home" / ".agents" / "skills",
+    )
+    enable_sync(dirs, claude)
+    enable_sync(dirs, agents, ".agents/skills")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    sync_skills(catalog, ("github.com/acme/shop", repo))
+    assert (claude / "go-release" / "SKILL.md").is_file()
+    assert (agents / "go-release" / "SKILL.md").is_file()
+    assert loadable(dirs) == {"go-release"}
+    assert disable_sync(dirs, agents, ".agents/skills") == ["go-release"]
+    assert not (agents / "go-release").exists() and (claude / "go-release" / "SKILL.md").is_file()
+    catalog.put(make_folder("brew-tea", {"SKILL.md": TEA.encode()}, "brew-tea"))
+    sync_skills(catalog, ("github.com/acme/shop", repo))
+    assert (claude / "brew-tea").is_dir() and not (agents / "brew-tea").exists()
+    assert not (repo / ".agents").exists()
