@@ -6,17 +6,25 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from dreamwell.server import where
+from dreamwell.server import settings_file, where
 from dreamwell.server.flags import COMMANDS, SETTINGS, parse_every, shown_default
 
 if TYPE_CHECKING:
+    from dreamwell.server.settings_file import FileSettings
     from dreamwell.stores.remote import Remote
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -90,6 +98,9 @@ class Settings(BaseSettings):
     What each means and which commands take it as a flag: `flags.SETTINGS`."""
 
     model_config = SettingsConfigDict(env_prefix="DREAMWELL_", extra="forbid", frozen=True)
+    # settings from the environment or the settings file that could not be used and took
+    # their default instead, each said in one line (`load_settings`)
+    _fell_back: tuple[str, ...] = PrivateAttr(default=())
 
     data_dir: Path = _setting("data_dir", default_data_dir)
     storage_options: dict[str, str] | None = _setting("storage_options")
@@ -226,6 +237,11 @@ class Settings(BaseSettings):
             return None
         return {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
 
+    @property
+    def fell_back(self) -> tuple[str, ...]:
+        """What could not be used and was replaced by its default, one line each."""
+        return self._fell_back
+
     def remote(self) -> Remote | None:
         """The object-store location, with its options, or None for a local directory."""
         if self.store_uri is None:
@@ -302,7 +318,7 @@ def _read_tokens(path: Path) -> dict[str, str]:
 
 def settings_table() -> str:
     """The README's settings table, generated from the model so the two cannot drift."""
-    rows = ["| setting | flag | default | meaning |", "|---|---|---|---|"]
+    rows = ["| setting | flag | default | accepted | meaning |", "|---|---|---|---|---|"]
     for name, info in Settings.model_fields.items():
         meta = SETTINGS[name]
         flag = "—"
@@ -312,5 +328,115 @@ def settings_table() -> str:
         shown = meta.shown or shown_default(name)  # the words --help shows, as code here
         if meta.shown is None and meta.default is not None:
             shown = f"`{shown}`"
-        rows.append(f"| `{name}` | {flag} | {shown} | {info.description} |")
+        rows.append(f"| `{name}` | {flag} | {shown} | {accepted(name)} | {info.description} |")
     return "\n".join(rows) + "\n"
+
+
+def accepted(name: str) -> str:
+    """The values setting `name` takes, from the model's own type and bounds."""
+    import annotated_types as at
+
+    info = Settings.model_fields[name]
+    if name in ("dream_every", "dream_auto_after"):
+        return "an interval ≥ `1m`: `30m`, `12h`, `1d`"
+    kind = str(info.annotation)
+    if "Literal" in kind:
+        return ", ".join(f"`{c}`" for c in SETTINGS[name].choices)
+    if info.annotation is bool:
+        return "`on`/`off`"
+    if "Path" in kind or "dict" in kind or name == "llm_base_url":
+        return {"storage_options": "a JSON object", "llm_base_url": "an http(s) URL"}.get(
+            name, "a path" + (", or `s3://`, `gs://`, `az://`" if name == "data_dir" else "")
+        )
+    low = next((m for m in info.metadata if isinstance(m, (at.Ge, at.Gt))), None)
+    high = next((m for m in info.metadata if isinstance(m, at.Le)), None)
+    if low is not None and high is not None:
+        sign = ">" if isinstance(low, at.Gt) else ""
+        bottom = getattr(low, "ge", getattr(low, "gt", None))
+        return f"{sign}{bottom:,} to {high.le:,}".replace(",", " ")
+    return "text"
+
+
+SECRET = ("llm_api_key", "token", "storage_options")  # never shown
+
+
+def origin(name: str, given: Mapping[str, Any], file: FileSettings) -> str:
+    """Where setting `name`'s value comes from: flags > environment > file > default."""
+    if name in given:
+        return "flag"
+    if f"DREAMWELL_{name.upper()}" in os.environ:
+        return f"environment (DREAMWELL_{name.upper()})"
+    if name in file.values:
+        return f"settings file ({file.path})"
+    return "default"
+
+
+def load_settings(given: Mapping[str, Any]) -> Settings:
+    """Settings from the flags `given`, the environment, the settings file and the defaults.
+    A value from the environment or the file that cannot be used takes that setting's
+    default, said in `fell_back` (one bad setting never switches memory off); a bad flag,
+    which the user just typed, raises ValidationError."""
+    file = settings_file.read()
+    problems = list(file.problems)
+    unknown = sorted(set(file.values) - set(Settings.model_fields))
+    problems += [f"the settings file {file.path}: no setting '{k}'; ignored" for k in unknown]
+    env = {f"DREAMWELL_{k.upper()}" for k in Settings.model_fields} & set(os.environ)
+    from_file = {
+        k: v
+        for k, v in file.values.items()
+        if k in Settings.model_fields and k not in given and f"DREAMWELL_{k.upper()}" not in env
+    }
+    forced: dict[str, Any] = {}
+    for _ in Settings.model_fields:
+        try:
+            settings = Settings(**{**from_file, **given, **forced})
+        except ValidationError as err:
+            name = _bad_key(err)
+            if name is None or name in given or name in forced:
+                raise
+            problems.append(_fallback_line(name, err, origin(name, given, file)))
+            from_file.pop(name, None)
+            forced[name] = Settings.model_fields[name].get_default(call_default_factory=True)
+            continue
+        settings._fell_back = tuple(problems)
+        return settings
+    raise AssertionError("unreachable: each pass forces one more setting")  # pragma: no cover
+
+
+def _bad_key(err: ValidationError) -> str | None:
+    loc = err.errors()[0]["loc"]
+    name = str(loc[0]) if loc else None
+    return name if name in Settings.model_fields else None
+
+
+def _fallback_line(name: str, err: ValidationError, where: str) -> str:
+    first = err.errors()[0]
+    shown = "***" if name in SECRET else repr(first.get("input"))
+    return (
+        f"setting {name}={shown} from the {where} is not usable "
+        f"({first['msg'].removeprefix('Value error, ')}); using the "
+        f"default {shown_default(name)} until it is fixed"
+    )
+
+
+def described(settings: Settings, given: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """(name, value as shown, where it came from) for every setting (`dreamwell config
+    list`, `doctor`); secrets are shown as ***."""
+    file = settings_file.read()
+    rows = []
+    for name in Settings.model_fields:
+        value = getattr(settings, name)
+        if isinstance(value, SecretStr):
+            value = value.get_secret_value()
+        shown = "***" if name in SECRET and value else _shown(value)
+        came = origin(name, given, file)
+        if any(line.startswith(f"setting {name}=") for line in settings.fell_back):
+            came = f"default: the {came.split(' (')[0]}'s value is not usable"
+        rows.append((name, shown, came))
+    return rows
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return "not set" if value is None else str(value)

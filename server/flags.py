@@ -33,8 +33,9 @@ COMMANDS = (
     "skills",
     "hook",
     "install",
+    "config",
 )
-STORE_COMMANDS = tuple(c for c in COMMANDS if c not in ("hook", "install"))  # open a store
+STORE_COMMANDS = tuple(c for c in COMMANDS if c not in ("hook", "install", "config"))
 UI_PORT = 8766  # `ui`'s port unless given: `serve --transport http` takes 8765
 
 

@@ -53,7 +53,7 @@ from dreamwell.stores.writable import advice, mount_point, read_only_mount
 
 if TYPE_CHECKING:
     from dreamwell.stores.dream_reports import DreamReports, ReportChanged
-    from dreamwell.stores.files import write_atomic
+    from dreamwell.stores.files import NotWritable, user_output, write_atomic
     from dreamwell.stores.index.embedders import (
         CrossEncoderReranker,
         Embedder,
@@ -201,7 +201,7 @@ _LAZY = {
         ],
         "skills.usage",
     ),
-    "write_atomic": "files",
+    **dict.fromkeys(["NotWritable", "user_output", "write_atomic"], "files"),
     **dict.fromkeys(["ProgressReport", "progress_of", "report_progress"], "progress"),
     **dict.fromkeys(
         [
@@ -254,6 +254,7 @@ __all__ = [
     "LongTermStore",
     "MemoryEntry",
     "NotFound",
+    "NotWritable",
     "OllamaEmbedder",
     "OnnxE5",
     "OnnxMiniLM",
@@ -318,6 +319,7 @@ __all__ = [
     "skill_from_json",
     "skill_md_parts",
     "skill_to_json",
+    "user_output",
     "utcnow",
     "write_atomic",
 ]

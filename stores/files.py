@@ -1,6 +1,7 @@
 """Files in the data directory: written atomically (`write_atomic`: readers see the old or the
 new file, never half of one), and a file that cannot be read back kept aside under a new name
-(`keep_aside`), never overwritten.
+(`keep_aside`), never overwritten; and paths the user names (`user_output`: an export's
+`-o`), written through a symlink, device or FIFO as meant, never renamed over.
 
 They are the user's alone: folders 0700, files 0600. `write_atomic` creates its files 0600;
 every entry point sets the umask `PRIVATE_UMASK` (so that what LanceDB, Tantivy and sqlite
@@ -8,12 +9,16 @@ create is private too); `make_private` tightens a tree written before (docs/data
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import shutil
 import stat
 import threading
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
+from typing import IO
 
 from dreamwell.stores.model import utcnow
 
@@ -59,6 +64,43 @@ def write_atomic(path: Path, text: str) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+class NotWritable(OSError):
+    """A path the user named that cannot take a file (a directory, a socket): the text says
+    which and what to do."""
+
+
+@contextlib.contextmanager
+def user_output(path: Path) -> Iterator[IO[str]]:
+    """Write a path the user named, as they meant it: through a symlink to its target, into
+    a device or a FIFO directly (never renamed over: `-o /dev/null` run as root must not
+    replace the machine's /dev/null), and a regular file whole or not at all (a hidden file
+    beside it, renamed over it once complete). A directory or a socket raises NotWritable."""
+    real = Path(os.path.realpath(path))
+    try:
+        mode = os.stat(real).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise NotWritable(f"cannot write {path}: it is a directory; name a file in it")
+    if mode is not None and stat.S_ISSOCK(mode):
+        raise NotWritable(f"cannot write {path}: it is a socket; name a file")
+    if mode is not None and not stat.S_ISREG(mode):  # a device or a FIFO: write through it
+        with open(real, "w", encoding="utf-8") as out:
+            yield out
+        return
+    partial = real.with_name(f".{real.name}.partial")
+    try:
+        with open(partial, "w", encoding="utf-8") as out:
+            yield out
+            out.flush()
+            os.fsync(out.fileno())
+        if mode is not None:
+            shutil.copymode(real, partial)  # keep the mode the user gave the file
+        os.replace(partial, real)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 def make_private(root: Path) -> int:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
+import stat
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -180,8 +182,11 @@ def hook_command(
 
 # ---- reading, writing -------------------------------------------------------------------------
 def read_text(path: Path) -> str:
-    """The file's text ("" when missing)."""
+    """The file's text ("" when missing); one that is not a regular file is refused (a FIFO
+    would hang the read)."""
     try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise InstallError(f"{path} is not a regular file; nothing was changed")
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return ""
@@ -272,7 +277,9 @@ def apply(changes: list[Change | TextChange], dry_run: bool, out: Callable[[str]
 
 
 def _write(path: Path, before: str, after: str) -> None:
+    """Through a symlink, its target is replaced (the link stays: dotfiles kept elsewhere)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    real = Path(os.path.realpath(path))
     if before:
-        keep_backup(path, before)
-    replace_text(path, after, path)
+        keep_backup(real, before)
+    replace_text(real, after, real)

@@ -164,7 +164,7 @@ def foreign(
         tags=_tags(list(tags) if tags is not None and not isinstance(tags, str) else tags),
         created_at=when,
         updated_at=when,
-        last_seen_at=when,
+        last_seen_at=now,  # the import: decay's grace starts here, not at the old date
         metadata={"source": source},
     )
 

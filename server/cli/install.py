@@ -75,11 +75,11 @@ assert tuple(HOOK_EVENTS) == EVENTS
 BACKGROUND = frozenset({"stop", "pre-compact", "session-end"})
 
 
-# `--dream`: the dream's LLM is the user's own Claude Code. Carried as flags of the commands
-# install writes (the server's args, the session-end hook), not as `env`: a hook command has
-# no portable way to set a variable (Windows' shell differs), flags show in the config where
-# the user looks, and a later `install claude-code` without --dream writes them away again.
-DREAM_FLAGS = ("--llm-provider", "claude-code")
+# `--dream`: the dream's LLM is the user's own Claude Code, written as `llm_provider` into the
+# settings file every command reads (server/settings_file.py), so that a `dreamwell dream
+# --once` run by hand dreams with it too; no flags in the commands install writes (a later
+# `install claude-code` without --dream takes the setting out of the file again).
+DREAM_FLAGS: tuple[str, ...] = ()
 
 
 def server_entry(
@@ -183,17 +183,17 @@ def plan(
         if project is not None:
             raise InstallError("claude-desktop has no per-project config; drop --project")
         path = where.app_config("Claude", "claude_desktop_config.json")
-        return [Change(path, set_server("mcpServers", entry, remove))]
+        return [Change(path, set_server("mcpServers", entry, remove), drop_empty=True)]
     if client == "cursor":
         path = (project or where.home) / ".cursor" / "mcp.json"
-        return [Change(path, set_server("mcpServers", entry, remove))]
+        return [Change(path, set_server("mcpServers", entry, remove), drop_empty=True)]
     if client == "vscode":
         path = (
             project / ".vscode" / "mcp.json"
             if project
             else where.app_config("Code", "User", "mcp.json")
         )
-        return [Change(path, set_server("servers", entry, remove))]
+        return [Change(path, set_server("servers", entry, remove), drop_empty=True)]
     runner = hook_runner(command, where.platform)
     entries = {
         e: hook_entry(hook_command(runner, e, data_dir, where.platform, dream), e) for e in EVENTS
@@ -202,8 +202,8 @@ def plan(
     settings = (project or where.home) / ".claude" / "settings.json"
     edits = [set_hooks(entries, remove)] + ([set_allow(remove)] if allow or remove else [])
     return [
-        Change(servers, set_server("mcpServers", entry, remove)),
-        Change(settings, chain(edits)),
+        Change(servers, set_server("mcpServers", entry, remove), drop_empty=True),
+        Change(settings, chain(edits), drop_empty=True),  # uninstall leaves no `{}` file
     ]
 
 
@@ -226,7 +226,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-allow",
         dest="allow",
         action="store_false",
-        help="claude-code: add no permission rule for dreamwell's tools (each use is asked)",
+        help="claude-code: add no permission rule for dreamwell's tools (each use is asked; "
+        "without it: the rule is added)",
     )
 
 
@@ -276,6 +277,21 @@ def dream_notice(settings: Settings) -> str:
     )
 
 
+def dream_setting(on: bool) -> str:
+    """`--dream`: llm_provider=claude-code in the settings file; without it, taken out again
+    if install put it there. What changed, in a line ("" when nothing did)."""
+    from dreamwell.server import settings_file
+
+    current = settings_file.read().values.get("llm_provider")
+    if on and current != "claude-code":
+        where = settings_file.set_value("llm_provider", "claude-code")
+        return f'updated {where}: llm_provider = "claude-code"\n'
+    if not on and current == "claude-code":
+        where = settings_file.set_value("llm_provider", None)
+        return f"updated {where}: llm_provider removed (the dream has no LLM unless set)\n"
+    return ""
+
+
 def install_command(settings: Settings, args: argparse.Namespace) -> int:
     from dreamwell.server.config import client_locations, named_data_dir
 
@@ -303,6 +319,8 @@ def install_command(settings: Settings, args: argparse.Namespace) -> int:
             args.allow,
         )
         code = apply(changes, args.dry_run, _say)
+        if args.client == "claude-code" and not args.dry_run and not code:
+            _say(dream_setting(dream))
         if dream:
             _say(dream_notice(settings))
     except InstallError as exc:

@@ -34,12 +34,6 @@ def attach_remote(settings: Settings) -> None:
         attach(settings.data_dir, remote)
 
 
-def fail(message: str, code: int = 1) -> int:
-    """One line on stderr that says what was wrong and what to do."""
-    sys.stderr.write(f"dreamwell: {message}\n")
-    return code
-
-
 def tenant_dir(settings: Settings, tenant: str | None) -> Path:
     """The data directory of `tenant` (the root's without one); an unknown tenant is refused
     (ValueError: one line naming the known ones)."""
@@ -69,6 +63,8 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
         and settings.host not in LOOPBACK
         and not settings.tenant_tokens()
     ):
+        from dreamwell.server.cli.outcome import fail
+
         return fail(
             f"refusing to bind {settings.host}: a non-loopback address needs bearer "
             "tokens (--token or --tokens-file)",
@@ -105,13 +101,13 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
             ", ".join(WATCHED),
             ", ".join(handover.loaded_then) or "none",
         )
-    anyio.run(serve, settings, handover if settings.transport == "stdio" else None)
+    code: int = anyio.run(serve, settings, handover if settings.transport == "stdio" else None)
     if settings.transport == "stdio":
-        _leave_now()
-    return 0
+        _leave_now(code)
+    return code
 
 
-def _leave_now() -> NoReturn:
+def _leave_now(code: int) -> NoReturn:
     """A stdio server that has stopped leaves without the interpreter's teardown, which took
     ~0.8 s of CPU after serving ended (freeing what LanceDB, pyarrow and the SDK hold) while
     its client waited for the process (Claude Code, at the end of every session): every
@@ -120,7 +116,7 @@ def _leave_now() -> NoReturn:
 
     logging.shutdown()
     _flush()
-    os._exit(0)
+    os._exit(code)
 
 
 def _flush() -> None:
@@ -132,7 +128,15 @@ def _flush() -> None:
 
 
 def cmd_dream(settings: Settings, args: argparse.Namespace) -> int:
+    from dreamwell.server.flags import parse_every
     from dreamwell.server.mcp.dream import run_dream_command
+
+    if args.every is not None:  # usage errors (exit 2) before any store is opened
+        try:
+            parse_every(args.every)
+        except ValueError as exc:
+            raise ValueError(f"--every: {exc}") from None
+    tenant_dir(settings, args.tenant)
 
     return run_dream_command(args, settings)
 
@@ -147,6 +151,8 @@ def cmd_log(settings: Settings, args: argparse.Namespace) -> int:
         | ({"memory_id": args.memory_id} if args.memory_id else {})
     )
     if not args.text.strip():
+        from dreamwell.server.cli.outcome import fail
+
         return fail(f"the {args.log} text is empty; say what to log", 2)
     name = CONVERSATION if args.log == "conversation" else FEEDBACK
     JsonlLog(tenant_dir(settings, args.tenant), name).append(record)
@@ -221,6 +227,12 @@ def cmd_install(settings: Settings, args: argparse.Namespace) -> int:
     return install_command(settings, args)
 
 
+def cmd_config(settings: Settings, args: argparse.Namespace) -> int:
+    from dreamwell.server.cli.config_command import config_command
+
+    return config_command(settings, args)
+
+
 COMMANDS: dict[str, Command] = {
     "serve": cmd_serve,
     "dream": cmd_dream,
@@ -234,6 +246,7 @@ COMMANDS: dict[str, Command] = {
     "skills": cmd_skills,
     "hook": cmd_hook,
     "install": cmd_install,
+    "config": cmd_config,
 }
 
 
@@ -272,31 +285,23 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         settings = read_settings(args, settings_of(command))
     except BadSetting as exc:
+        from dreamwell.server.cli.outcome import refuse
+
         raise SystemExit(refuse(early, str(exc), 2)) from None
     logging.basicConfig(
         stream=sys.stderr,
         level=settings.log_level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    try:
-        attach_remote(settings)
-        code = COMMANDS[command](settings, args)
-    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's status for SIGINT
-        code = fail("interrupted (Ctrl-C)", 130)
-    except BrokenPipeError:  # `dreamwell export | head`: the reader left; nothing to say
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        code = 0
-    except ValueError as exc:  # bad tenant names and the like, already worded for people
-        code = refuse(early, str(exc), 2)
-    except PermissionError as exc:  # e.g. a data directory another user owns
-        code = refuse(early, unreadable(exc, settings.data_dir))
-    except Exception as exc:
-        from dreamwell.stores import StoreError  # loaded already if a store was opened
+    for line in settings.fell_back:  # a bad setting never switches memory off: it is said
+        sys.stderr.write(f"dreamwell: {line}\n")
+    from dreamwell.server.cli.outcome import run_command
 
-        if not isinstance(exc, StoreError):
-            raise
-        code = refuse(early, str(exc))  # e.g. the write lock held too long: try again
-    raise SystemExit(code)
+    def run(settings: Settings, args: argparse.Namespace) -> int:
+        attach_remote(settings)
+        return COMMANDS[command](settings, args)
+
+    raise SystemExit(run_command(run, command, settings, args, early))
 
 
 def _hook(given: list[str]) -> int:
@@ -322,8 +327,12 @@ def _early_stdio(given: list[str]) -> EarlyStdio | None:
     import _signal  # type: ignore[import-not-found]  # `signal` imports `enum`: ~10 ms
 
     # Claude Code stops a server with SIGINT: while loading, leave without a traceback on
-    # stderr, which it logs as an error (nothing is written before serving starts)
-    _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
+    # stderr, which it logs as an error (nothing is written before serving starts); Ctrl-C
+    # at a terminal is one line and 130, as everywhere (transports/serve.py `by_hand`)
+    if sys.stdin.isatty():
+        _signal.signal(_signal.SIGINT, _interrupted_at_terminal)
+    else:
+        _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
     from dreamwell.server.transports import early
 
     if not early.wanted(_flag(given, "--transport")):
@@ -345,8 +354,16 @@ def _early_stdio(given: list[str]) -> EarlyStdio | None:
 
         problem = DataDir(Path(root)).unusable()
         if problem is not None:  # before the settings: the client hears this, whatever else
+            from dreamwell.server.cli.outcome import refuse
+
             raise SystemExit(refuse(started, problem))
     return started
+
+
+def _interrupted_at_terminal(_signum: int, _frame: object) -> None:
+    sys.stderr.write("dreamwell: interrupted (Ctrl-C); the server is stopped\n")
+    _flush()
+    os._exit(130)
 
 
 def _flag(given: list[str], name: str) -> str | None:
@@ -358,24 +375,6 @@ def _flag(given: list[str], name: str) -> str | None:
         elif word.startswith(f"{name}="):
             found = word.partition("=")[2]
     return found
-
-
-def refuse(early: EarlyStdio | None, message: str, code: int = 1) -> int:
-    """`fail`, and a server that cannot start tells its client why (instead of leaving it
-    with a closed connection)."""
-    fail(message, code)
-    if early is not None:
-        early.refuse(message)
-    return code
-
-
-def unreadable(exc: PermissionError, data_dir: Path) -> str:
-    """One line for a file this user may not read or write, naming it and the way out."""
-    where = exc.filename or data_dir
-    return (
-        f"cannot read or write {where} ({exc.strerror}); give this user access to the data "
-        f"directory (chown -R $USER {data_dir}) or choose another with --data-dir"
-    )
 
 
 # Servers leave as Python leaves: their worker threads (anyio's, not daemons) may still be

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from dreamwell.server.flags import COMMANDS as NAMES
 from dreamwell.server.flags import SETTINGS, settings_of, shown_default
@@ -30,6 +30,7 @@ HELP = {
     "skills": "list, show, import, export, archive, restore, pin or approve skills",
     "hook": "run a client hook (Claude Code): reads its JSON on stdin, always exits 0",
     "install": "connect a client: write dreamwell into its MCP config (and Claude Code's hooks)",
+    "config": "show or change the settings file: get NAME, set NAME VALUE, unset NAME, list",
 }
 
 
@@ -119,7 +120,14 @@ def _install_arguments(parser: argparse.ArgumentParser) -> None:
     add_arguments(parser)
 
 
+def _config_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", choices=["get", "set", "unset", "list"])
+    parser.add_argument("name", nargs="?", help="a setting (README's settings table)")
+    parser.add_argument("value", nargs="?", help="with set: its new value")
+
+
 _OWN_ARGUMENTS = {
+    "config": _config_arguments,
     "dream": _dream_arguments,
     "log": _log_arguments,
     "export": _export_arguments,
@@ -167,7 +175,7 @@ def _default_of(action: argparse.Action, command: str) -> str:
     (Settings itself needs pydantic, which --help does not import), another argument's own."""
     if action.dest in SETTINGS:
         return shown_default(action.dest, command)
-    if action.default in (None, False, argparse.SUPPRESS) or isinstance(action.default, list):
+    if action.default in (None, argparse.SUPPRESS) or isinstance(action.default, (bool, list)):
         return ""
     return str(action.default)
 
@@ -182,6 +190,15 @@ class _Parser(argparse.ArgumentParser):
         if extra:
             self._unknown(extra[0], getattr(parsed, "command", None))
         return parsed
+
+    def error(self, message: str) -> NoReturn:
+        """A usage error: one line and where the help is (not the whole usage), exit 2; a
+        bare `dreamwell` shows the help."""
+        if self.prog == "dreamwell" and "required: COMMAND" in message:
+            self.print_help(sys.stderr)
+            raise SystemExit(2)
+        sys.stderr.write(f"{self.prog}: {message}; see {self.prog} --help\n")
+        raise SystemExit(2)
 
     def _unknown(self, given: str, command: str | None) -> None:
         import difflib
@@ -222,22 +239,29 @@ class BadSetting(ValueError):
     """A setting's value cannot be used; the text names the key and the value."""
 
 
+def given_flags(args: argparse.Namespace, keys: Sequence[str]) -> dict[str, Any]:
+    """The settings given as flags (setting -> value)."""
+    return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
+
+
 def read_settings(args: argparse.Namespace, keys: Sequence[str]) -> Settings:
-    """Flags beat environment variables; a bad value raises BadSetting."""
+    """Flags beat environment variables, which beat the settings file; a bad flag raises
+    BadSetting, a bad value elsewhere takes its default (`config.load_settings`)."""
     from pydantic import ValidationError
 
-    from dreamwell.server.config import Settings
+    from dreamwell.server.config import load_settings
 
-    given: dict[str, Any] = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
+    given = given_flags(args, keys)
     try:
-        settings = Settings(**given)
+        settings = load_settings(given)
         settings.tenant_tokens()
     except ValidationError as err:
         first = err.errors()[0]
         key = ".".join(str(p) for p in first["loc"])
         secret = any(w in key for w in ("key", "token", "storage_options"))
         shown = "***" if secret else repr(first.get("input"))
-        raise BadSetting(f"bad setting {key}={shown}: {first['msg']}") from None
+        said = first["msg"].removeprefix("Value error, ")
+        raise BadSetting(f"bad setting {key}={shown}: {said}") from None
     except (OSError, ValueError) as err:
         raise BadSetting(f"bad setting {err}") from None
     return settings

@@ -368,16 +368,13 @@ def export_command(data_dir: Path, args: argparse.Namespace, model: str | None) 
 
 
 def _write_file(target: Path, lines: Iterable[str], total: int) -> int:
-    """Write `target` whole or not at all: into a hidden file beside it, renamed over it at
-    the end (Ctrl-C or a full disk leaves no half export, and an older one stays intact)."""
-    partial = target.with_name(f".{target.name}.partial")
-    try:
-        with partial.open("w", encoding="utf-8") as out:
-            count = _write_all(out, lines, total)
-        partial.replace(target)
-    finally:
-        partial.unlink(missing_ok=True)
-    return count
+    """Write `target` as the user meant it (`user_output`): a regular file whole or not at
+    all (Ctrl-C or a full disk leaves no half export, and an older one stays intact), a
+    symlink's target, a device or FIFO written through, never replaced."""
+    from dreamwell.stores import user_output
+
+    with user_output(target) as out:
+        return _write_all(out, lines, total)
 
 
 def _name_lost(data_dir: Path) -> None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dreamwell.server.cli.checks import Finding, check_clients, check_settings
 from dreamwell.server.config import Settings
 from dreamwell.server.hooks.stats import hook_lines
 from dreamwell.stores import FORMAT, PROJECT, PROJECT_NAME, DataDir, JsonlLog, newer_format
@@ -123,7 +124,7 @@ def collect(settings: Settings, name: str, data_dir: Path) -> TenantStats:
     stats = TenantStats(name or "default", data_dir)
     stats.live = sum(1 for e in every if e.live)
     stats.archived = len(every) - stats.live
-    stats.categories = Counter(e.category or "(none)" for e in every if e.live).most_common()
+    stats.categories = Counter(e.category or "uncategorized" for e in every if e.live).most_common()
     stats.projects = Counter(_project(e) for e in every if e.live).most_common()
     store.load_vectors()
     stats.missing_vectors = store.missing_vectors() if store.embedder else stats.live
@@ -229,12 +230,6 @@ def stats_command(settings: Settings) -> int:
 
 
 # ---- doctor --------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Finding:
-    ok: bool
-    what: str
-    fix: str = ""
-    warn: bool = False  # ok, but something the user would want to know (and its fix)
 
 
 def check_dir(data_dir: Path) -> list[Finding]:
@@ -476,6 +471,7 @@ def doctor_command(settings: Settings, only: str | None = None) -> int:
         findings.append(check_model(settings.embedder))
     findings.append(check_llm(settings))
     findings += check_old_hooks()
+    findings += check_settings(settings) + check_clients(settings)
     for f in findings:
         sys.stdout.write(f"{'warn' if f.warn else 'ok  ' if f.ok else 'FAIL'} {f.what}\n")
         if not f.ok or f.warn:

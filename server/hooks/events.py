@@ -447,12 +447,20 @@ def hook_output(
         dirs = dirs.tenant(tenant or "")
         agent, canonical = agent_of(event)
         out = run_hook(canonical, dirs, settings, raw, agent)
+        if canonical == "session-start" and settings.fell_back:  # said where the user looks
+            out = "\n".join(filter(None, [fell_back_line(settings.fell_back), out]))
     except Exception as exc:
         fail_log(dirs, f"{event} failed: {type(exc).__name__}: {exc}")
         return ""
     took = 1000 * (time.perf_counter() - began)
     hooks_log(dirs, f"{event} ok: {len(out)} chars in {took:.0f} ms{via}")
     return out + "\n" if out else ""
+
+
+def fell_back_line(problems: tuple[str, ...]) -> str:
+    """The session start's one line about settings that took their default."""
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return f"[dreamwell] {problems[0]}{more}; `dreamwell doctor` says more."
 
 
 def fail_log(dirs: DataDir, line: str) -> None:

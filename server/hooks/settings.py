@@ -1,6 +1,7 @@
 """The few settings a hook reads, without pydantic: importing pydantic and building `Settings`
 costs a hook process 0.17 s of its 0.3 s budget (tests/bench/hook_bench.py). The values
-come from the same flags and `DREAMWELL_*` variables as `Settings`; anything this reader does
+come from the same flags, `DREAMWELL_*` variables and settings file (server/settings_file.py)
+as `Settings`; anything this reader does
 not recognise as a plain valid value (a typo, an out-of-range number) sends the hook through
 `Settings` instead, which reports it exactly as every other command does. A test checks that
 both readers agree."""
@@ -41,6 +42,7 @@ class HookSettings:
     project: str | None = None  # pinned (SPEC §11); else the hook input's `cwd`
     hook_session_chars: int = 4000  # characters the hooks inject into a session in all
     embedder: str = "e5"  # "none": the resident holds no store for hybrid ranking
+    fell_back: tuple[str, ...] = ()  # settings that took their default (Settings.fell_back)
 
 
 class NotPlain(ValueError):
@@ -112,7 +114,15 @@ def data_dir(flag: str | None) -> Path:
 def read(data_dir_flag: str | None, given: Mapping[str, str | None] | None = None) -> HookSettings:
     """The hook's settings from its flags (`given`: setting -> value; --data-dir apart) and
     the environment; raises NotPlain."""
-    env = {k[10:].lower(): v for k, v in os.environ.items() if k.startswith("DREAMWELL_")}
+    from dreamwell.server import settings_file
+
+    file = settings_file.read()
+    from dreamwell.server.flags import SETTINGS
+
+    if file.problems or not set(file.values) <= set(SETTINGS):
+        raise NotPlain(file.path)  # Settings says what is wrong with the file
+    env = {k: settings_file.as_text(v) for k, v in file.values.items()}
+    env |= {k[10:].lower(): v for k, v in os.environ.items() if k.startswith("DREAMWELL_")}
     env |= {k: v for k, v in (given or {}).items() if v is not None}
     namespace = env.get("namespace") or None
     if namespace is not None:
@@ -156,4 +166,5 @@ def from_settings(
         settings.project,
         settings.hook_session_chars,
         settings.embedder,
+        settings.fell_back,
     )

@@ -16,6 +16,9 @@ LIST_CAP = 500
 SNIPPET_CHARS = 120
 
 
+UNCATEGORIZED = "uncategorized"  # the one name of "no category", everywhere it is shown
+
+
 def duration(delta: timedelta) -> str:
     """4m32s, 4h12m, 2d3h — whole seconds, never negative."""
     secs = max(0, int(delta.total_seconds()))
@@ -33,7 +36,7 @@ def saved(result: SaveResult) -> str:
     e = result.entry
     if result.reinforced:
         return f"Reinforced memory [{e.id}] (seen {e.reinforcement_count}×)."
-    return f"Saved memory [{e.id}] ({e.category or 'uncategorized'})."
+    return f"Saved memory [{e.id}] ({e.category or UNCATEGORIZED})."
 
 
 def redacted(spans: int) -> str:
@@ -56,7 +59,7 @@ def age(entry: MemoryEntry, now: datetime) -> str:
 
 def memory_line(entry: MemoryEntry, now: datetime) -> str:
     line = (
-        f"- [{entry.id}] ({entry.category or 'uncategorized'}, "
+        f"- [{entry.id}] ({entry.category or UNCATEGORIZED}, "
         f"importance={entry.importance:.2f}, {age(entry, now)}): {entry.content}"
     )
     if entry.tags:
@@ -75,10 +78,13 @@ def deleted(entry: MemoryEntry) -> str:
     return f"Deleted memory entry '{entry.id}': \"{entry.content}\""
 
 
-def categories(counts: Sequence[tuple[str, int]]) -> str:
-    if not counts:
+def categories(counts: Sequence[tuple[str, int]], live: int | None = None) -> str:
+    """Every category with its count, and the memories without one (`live`: all live ones)."""
+    bare = 0 if live is None else live - sum(n for _, n in counts)
+    if not counts and not bare:
         return "No categories yet. Save a memory with a category to create one."
-    return "Memory categories:\n" + "\n".join(f"- {c} ({n})" for c, n in counts)
+    rows = [*counts, *([(UNCATEGORIZED, bare)] if bare > 0 else [])]
+    return "Memory categories:\n" + "\n".join(f"- {c} ({n})" for c, n in rows)
 
 
 def stale(since: datetime | None) -> str:

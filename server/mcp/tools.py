@@ -203,7 +203,8 @@ def _list_memory_categories(mcp: MCPServer, runtime: Runtime, call: Call) -> Non
         key = await _project_key(runtime, ctx)  # the caller's project's and global memories
 
         def work(t: Tenant, _ns: str) -> str:
-            return render.categories(t.longterm.categories(key)) + _stale(t)
+            found = t.longterm.categories(key)
+            return render.categories(found, t.longterm.count(key)) + _stale(t)
 
         return await call(ctx, work)
 

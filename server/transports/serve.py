@@ -34,16 +34,29 @@ logger = logging.getLogger(__name__)
 STOP_GRACE = 1.0  # seconds from EOF or a signal to exit, whatever is still running
 
 
-def _exit_soon(grace: float = STOP_GRACE) -> None:
+def _exit_soon(grace: float = STOP_GRACE, code: int = 0) -> None:
     """Leave within `grace` seconds even if a thread cannot be interrupted (the stdio reader
     blocked in read(), a model loading, an LLM call). Safe: every acknowledged write is in
     the fsynced log, and file locks are released with the process."""
-    timer = threading.Timer(grace, os._exit, args=(0,))
+    timer = threading.Timer(grace, os._exit, args=(code,))
     timer.daemon = True
     timer.start()
 
 
-async def _stop_on_signal(stop: Callable[[], None] | None, grace: float = STOP_GRACE) -> None:
+def by_hand(received: int) -> int:
+    """The exit status for a stopping signal: Ctrl-C at a terminal is one line and 130, as
+    for every command; a client's SIGINT (Claude Code's, stdin a pipe) or a SIGTERM, 0 and
+    nothing said (a client logs stderr as errors)."""
+    if received != signal.SIGINT or not sys.stdin.isatty():
+        return 0
+    sys.stderr.write("dreamwell: interrupted (Ctrl-C); the server is stopped\n")
+    sys.stderr.flush()
+    return 130
+
+
+async def _stop_on_signal(
+    stop: Callable[[], None] | None, said: list[int], grace: float = STOP_GRACE
+) -> None:
     """SIGTERM or SIGINT: stop serving and leave within `grace` seconds (every acknowledged
     write is already in the fsynced log; file locks go with the process). Without `stop` (a
     stdio server), leave at once: its client has stopped talking to it. Claude Code sends
@@ -53,9 +66,10 @@ async def _stop_on_signal(stop: Callable[[], None] | None, grace: float = STOP_G
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async for received in signals:
             logger.info("received %s; stopping", signal.Signals(received).name)
+            said.append(by_hand(received))
             if stop is None:
-                os._exit(0)
-            _exit_soon(grace)
+                os._exit(said[0])
+            _exit_soon(grace, said[0])
             stop()
             return
 
@@ -87,9 +101,10 @@ def _forget_hook_door(settings: Settings) -> None:
     forget_door(settings.data_dir)
 
 
-async def serve(settings: Settings, early: Handover | None = None) -> None:
+async def serve(settings: Settings, early: Handover | None = None) -> int:
     """Serve until stdin closes or a signal; `early`: the stdio frames read and answered
-    before the SDK was loaded (server/transports/early.py)."""
+    before the SDK was loaded (server/transports/early.py). Returns the exit status."""
+    said: list[int] = []  # the status a stopping signal asked for
     quiet_collections()  # trim_when_idle, below, runs them
     _forget_hook_door(settings)
     if settings.transport != "stdio":
@@ -99,9 +114,9 @@ async def serve(settings: Settings, early: Handover | None = None) -> None:
     server = None if settings.transport == "stdio" else _http_server(mcp, settings, runtime)
     async with anyio.create_task_group() as tg:
         if server is None:
-            tg.start_soon(_stop_on_signal, None)
+            tg.start_soon(_stop_on_signal, None, said)
         else:  # ask uvicorn to exit: cancelled mid-serve, its lifespan task logs a traceback
-            tg.start_soon(_stop_on_signal, lambda: setattr(server, "should_exit", True))
+            tg.start_soon(_stop_on_signal, lambda: setattr(server, "should_exit", True), said)
         tg.start_soon(sweep_forever, runtime)
         tg.start_soon(trim_when_idle, runtime)
         tg.start_soon(backfill_forever, runtime)
@@ -115,5 +130,6 @@ async def serve(settings: Settings, early: Handover | None = None) -> None:
             await run_stdio(mcp, on_eof=_exit_soon, early=early)
         else:
             await server.serve()
-        _exit_soon()
+        _exit_soon(code=said[0] if said else 0)
         tg.cancel_scope.cancel()
+    return said[0] if said else 0

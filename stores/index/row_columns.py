@@ -193,6 +193,10 @@ class RowColumns:
         names = list(self.cat_names)  # after the ids were read: a new id's name is appended first
         return [(names[i], int(counts[i])) for i in np.flatnonzero(counts).tolist()]
 
+    def live_in(self, project: str) -> int:
+        """How many live memories `project` and the global ones hold."""
+        return int(self.mask(None, (), project).sum())
+
     def recent(self, limit: int, mask: npt.NDArray[np.bool_]) -> list[str]:
         """Ids of masked rows, most recently seen first."""
         n = min(len(mask), self.n)

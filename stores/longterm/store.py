@@ -298,9 +298,11 @@ class LongTermStore:
         self._parts.follower.fresh()
         return [e for e in self._parts.mirror.view.values() if include_archived or e.live]
 
-    def count(self) -> int:
+    def count(self, project: str | None = None) -> int:
+        """Live memories; with `project` (a key), that project's and global ones."""
         self._parts.follower.fresh()
-        return self._parts.mirror.view.live_count
+        m = self._parts.mirror
+        return m.view.live_count if project is None else m.rows.live_in(project)
 
     def categories(self, project: str | None = None) -> list[tuple[str, int]]:
         """Live memories per category; with `project` (a key), only that project's memories

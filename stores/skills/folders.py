@@ -239,6 +239,8 @@ def write_folder(
     for rel, data in sorted(files.items()):
         target = folder / check_path(rel, f"skill {name}")
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-        target.chmod(file_mode(target.stat().st_mode, rel in executable))
+        target.write_bytes(data)  # through a symlink or into a device, as the user made it
+        mode = target.stat().st_mode
+        if stat.S_ISREG(mode):  # never chmod a device (`chmod /dev/null` as root: the machine's)
+            target.chmod(file_mode(mode, rel in executable))
     return folder

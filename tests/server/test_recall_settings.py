@@ -34,9 +34,10 @@ def test_rerank_builds_the_cross_encoder_without_loading_it(tmp_path: Path) -> N
 @pytest.mark.parametrize(
     ("key", "value"), [("RERANK_DEPTH", "500"), ("RERANK_DEPTH", "1"), ("EMBEDDER", "e6")]
 )
-def test_a_bad_recall_setting_exits_2_with_one_line_naming_it(
+def test_a_bad_recall_setting_takes_its_default_with_one_line_naming_it(
     tmp_path: Path, key: str, value: str
 ) -> None:
+    """It exited 2, and a server that does not start switched memory off (issue 53 goal 6)."""
     done = dreamwell(
         "serve",
         "--data-dir",
@@ -45,7 +46,7 @@ def test_a_bad_recall_setting_exits_2_with_one_line_naming_it(
         env={f"DREAMWELL_{key}": value},
         timeout=60,
     )
-    assert done.returncode == 2
+    assert done.returncode == 0, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and key.lower() in lines[0] and value in lines[0], lines
-    assert not any(tmp_path.iterdir())  # nothing written
+    assert "using the default" in lines[0]

@@ -40,7 +40,7 @@ function card(m, query) {
   li.classList.toggle("archived", !m.live);
   li.querySelector(".content").replaceWith(highlighted(m.content, query));
   const chips = li.querySelector(".chips");
-  chips.append(el("span", m.category || "uncategorised", "chip"));
+  chips.append(el("span", m.category || "uncategorized", "chip"));
   if (m.metadata.project) {
     const own = el("span", m.metadata.project_name || m.metadata.project, "chip project");
     own.title = "project " + m.metadata.project;
@@ -179,7 +179,7 @@ function tree(rows, bare) {
   };
   const all = el("li"), none = el("li");
   all.append(button("All memories", root.n + bare, !memories.category && !memories.bare, () => choose("", false)));
-  none.append(button("uncategorised", bare, memories.bare, () => choose("", !memories.bare)));
+  none.append(button("uncategorized", bare, memories.bare, () => choose("", !memories.bare)));
   none.firstChild.dataset.category = "(none)";
   all.firstChild.dataset.category = "(all)";
   const active = document.activeElement;

@@ -76,6 +76,7 @@ def test_every_flag_comes_from_a_setting_and_reaches_it(name: str, tmp_path: Pat
             "skills": ["list"],
             "hook": ["stop"],
             "install": ["cursor"],
+            "config": ["list"],
         }
         args = [command, *extra.get(command, [])]
         args += ["import-file"] if command == "import" else []

@@ -248,7 +248,36 @@ def test_uninstall_leaves_no_empty_key_it_emptied(tmp_path: Path) -> None:
     run("claude-code", tmp_path)
     run("claude-code", tmp_path, remove=True)
     assert read(tmp_path / ".claude.json") == {"numStartups": 3}
-    assert read(tmp_path / ".claude" / "settings.json") == {}
+    assert not (tmp_path / ".claude" / "settings.json").exists()  # install made it: gone
+
+
+def test_uninstall_leaves_no_empty_file_and_no_token_in_a_backup(tmp_path: Path) -> None:
+    """Issue 56: `--uninstall` left `{}` files install had created, and `.dreamwell.bak`
+    copies holding the hooks' bearer token."""
+    (tmp_path / ".claude.json").write_text(json.dumps({"numStartups": 3}))
+    run("claude-code", tmp_path)
+    said = run("claude-code", tmp_path, remove=True)
+    assert f"removed {tmp_path}/.claude/settings.json" in said
+    assert not (tmp_path / ".claude" / "settings.json").exists()
+    assert read(tmp_path / ".claude.json") == {"numStartups": 3}
+    for backup in tmp_path.rglob("*.dreamwell.bak"):
+        assert "Bearer" not in backup.read_text(), backup
+
+
+def test_a_symlinked_config_keeps_its_link_and_a_device_is_refused(tmp_path: Path) -> None:
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    (dotfiles / "mcp.json").write_text('{"mcpServers": {}}')
+    (tmp_path / ".cursor").mkdir()
+    link = tmp_path / ".cursor" / "mcp.json"
+    link.symlink_to(dotfiles / "mcp.json")
+    run("cursor", tmp_path)
+    assert link.is_symlink()
+    assert "dreamwell" in read(dotfiles / "mcp.json")["mcpServers"]
+    link.unlink()
+    os.mkfifo(link)
+    with pytest.raises(InstallError, match="is not a regular file; nothing was changed"):
+        run("cursor", tmp_path)
 
 
 def test_a_permissions_allow_that_is_not_a_list_is_left_untouched(tmp_path: Path) -> None:

@@ -328,6 +328,21 @@ def test_export_and_import_keep_each_memory_s_project_and_the_same_text_stays_tw
     assert store(tmp_path / "b").get(billing.id) is not None and shop.id
 
 
+def test_a_foreign_import_keeps_its_date_but_decays_from_the_import() -> None:
+    """An mcp-memory-service export from 2024: the first dream cut every imported importance
+    from 0.50 to 0.10 (issue 56 item 5); decay's grace now starts at the import."""
+    from dreamwell.dream.rules import DecayPolicy, decay
+    from dreamwell.server.cli.formats import from_memory_service
+
+    now = datetime(2026, 12, 6, tzinfo=timezone.utc)
+    old = {"content": "prefers tabs", "created_at_iso": "2024-03-01T00:00:00Z"}
+    (entry,) = from_memory_service(old, now)
+    assert entry.created_at == datetime(2024, 3, 1, tzinfo=timezone.utc)
+    assert entry.last_seen_at == now
+    a_day_later = decay(entry, now + timedelta(days=1), DecayPolicy())
+    assert a_day_later.importance == entry.importance
+
+
 def _import_within(seconds: float, *args: str) -> int:
     """`dreamwell import ARGS` in this process, on a thread: a read that never ends fails
     the test instead of hanging it."""

@@ -205,4 +205,5 @@ def test_doctor_names_settings_that_still_hold_the_old_http_hooks_and_the_instal
     capsys.readouterr()
     assert exit_code("doctor", "--data-dir", str(tmp_path / "data")) == 1
     out = capsys.readouterr().out
-    assert str(home / ".claude") not in out and out.endswith("1 problem(s)\n")
+    assert f"FAIL {home / '.claude' / 'settings.json'} still holds" not in out  # replaced
+    assert out.endswith("1 problem(s)\n")

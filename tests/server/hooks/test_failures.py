@@ -98,8 +98,14 @@ def test_a_damaged_index_and_snapshot_are_logged_and_the_log_still_searched(
 
 
 def test_bad_settings_and_arguments_still_exit_0(tmp_path: Path) -> None:
+    """A bad flag is refused (logged, exit 0); a bad variable takes its default and the hook
+    works (issue 53 goal 6: one bad setting never switches memory off)."""
     env = {"XDG_DATA_HOME": str(tmp_path), "DREAMWELL_HOOK_MAX_CHARS": "lots"}
-    bad_setting = hook("user-prompt", prompt("s1", "hi"), tmp_path / "d", env=env)
+    variable = hook("user-prompt", prompt("s0", "hi"), tmp_path / "v", env=env)
+    assert variable.returncode == 0 and "user-prompt ok" in log_lines(tmp_path / "v")[-1]
+    env = {"XDG_DATA_HOME": str(tmp_path)}
+    flags = ("--dream-auto-after", "soon")
+    bad_setting = hook("user-prompt", prompt("s1", "hi"), tmp_path / "d", *flags, env=env)
     assert (bad_setting.returncode, bad_setting.stdout) == (0, "")
     no_event = hook(
         "no-such-event", prompt("s1", "hi"), tmp_path / "d", env={"XDG_DATA_HOME": str(tmp_path)}

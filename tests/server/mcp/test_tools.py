@@ -45,6 +45,15 @@ async def test_uncategorized_memory_says_so(client: Client) -> None:
     assert text.endswith("(uncategorized).")
 
 
+async def test_list_memory_categories_counts_the_uncategorized_too(client: Client) -> None:
+    """Issue 56: 3 of 7 memories, those without a category, were missing from the list."""
+    await ok(client, "save_memory", content="Tabs, not spaces")
+    await ok(client, "save_memory", content="Lena is the designer")
+    await ok(client, "save_memory", content="Deploy with make ship", category="ops")
+    listed = await ok(client, "list_memory_categories")
+    assert listed == "Memory categories:\n- ops (1)\n- uncategorized (2)"
+
+
 async def test_same_content_in_same_category_is_reinforced_not_duplicated(client: Client) -> None:
     first = await save(client, "Prefers dark mode.", category="ui")
     again = await ok(client, "save_memory", content="  prefers   DARK mode!! ", category="ui")
@@ -151,7 +160,7 @@ async def test_categories_are_counted_and_sorted_case_insensitively(client: Clie
     await save(client, "c", category="beta")
     await save(client, "d")
     assert await ok(client, "list_memory_categories") == (
-        "Memory categories:\n- Alpha (1)\n- beta (2)"
+        "Memory categories:\n- Alpha (1)\n- beta (2)\n- uncategorized (1)"
     )
 
 

@@ -90,7 +90,12 @@ def _unreadable(data: Path) -> tuple[dict[str, str], tuple[str, ...], str]:
 
 
 def _bad_setting(data: Path) -> tuple[dict[str, str], tuple[str, ...], str]:
-    return {"DREAMWELL_WM_TTL_MINUTES": "soon"}, (), "bad setting wm_ttl_minutes='soon'"
+    """A setting that cannot take its default instead: a damaged tokens file (a server with
+    fewer tenants than configured must not start). Other bad values take their default and
+    the server starts (tests/server/test_settings_file.py)."""
+    tokens = data.parent / "tokens.json"
+    tokens.write_text("{oops")
+    return {"DREAMWELL_TOKENS_FILE": str(tokens)}, (), f"tokens file {tokens} is not valid JSON"
 
 
 @pytest.mark.parametrize("case", [_file, _unreadable, _bad_setting], ids=lambda c: c.__name__)

@@ -108,6 +108,10 @@ def test_a_real_dreams_creations_read_as_new_values_and_its_changes_old_to_new(
         page.set_viewport_size({"width": 390, "height": 800})
         wide = page.evaluate("() => document.documentElement.scrollWidth")
         assert wide <= 390, wide
+        label = page.locator("#report tr[data-field='importance'] td").first
+        lines = "td => { const r = document.createRange(); r.selectNodeContents(td); "
+        lines += "return r.getClientRects().length; }"
+        assert label.evaluate(lines) == 1  # "importance" broke as "importanc e" (issue 56)
         shot(page, "ui-dream-diff-390", full=True)
         found = serious_violations(page)
         assert found == [], "\n".join(found)

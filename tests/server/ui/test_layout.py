@@ -94,13 +94,13 @@ def test_dense_rows_paging_totals_and_no_404(many: str) -> None:
         user = page.locator("#tree button[data-category='user']")
         assert user.inner_text().split()[:2] == ["user", "75"]  # parents: all under them
         none = page.locator("#tree button[data-category='(none)']")
-        assert none.inner_text().split()[:2] == ["uncategorised", "37"]
+        assert none.inner_text().split()[:2] == ["uncategorized", "37"]
         page.click("#more")
         page.wait_for_selector("#count:text-is('223 memories')")
         none.click()
         page.wait_for_selector("#count:text-is('37 memories')")
         assert all(
-            c == "uncategorised" for c in page.locator(".mem .chip:not(.tag)").all_inner_texts()
+            c == "uncategorized" for c in page.locator(".mem .chip:not(.tag)").all_inner_texts()
         )
         page.click("#tree button[data-category='(all)']")
         page.wait_for_selector("#count:text-is('200 of 223 memories')")
