@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from contextlib import suppress
@@ -213,15 +214,31 @@ def test_a_cycle_stopped_by_a_signal_or_killed_says_so_and_leaves_no_claude_nor_
     assert leftovers(tmp) == []
 
 
+# `dreamwell dream --once` with its consolidation pass made to raise as a full disk would (a
+# pass that fails before it asks anything: no `claude` runs)
+FAILING_PASS = """
+import sys
+from dreamwell.dream import passes
+def boom(*args, **kwargs):
+    raise OSError(28, "No space left on device")
+passes.consolidation_pass = boom
+from dreamwell.server.cli.main import run
+sys.argv[0] = "dreamwell"
+run()
+"""
+
+
 def test_a_pass_that_fails_is_one_line_on_stderr_never_a_traceback(tmp_path: Path) -> None:
-    """`dream.md` that is not UTF-8: the consolidation pass fails before it asks anything."""
     home = ClaudeHome(tmp_path)
     seeded(home, talk=False)  # no other pass has a question: no `claude` runs
-    (home.data_dir / "dream.md").write_bytes(b"\xff\xfe not utf-8 \xff")
     with AnthropicAPI(every_list_empty) as api:
-        done = dream_once(home, api)
-    assert done.returncode == 0
-    assert "- consolidation: failed (UnicodeDecodeError: " in done.stdout, done.stdout
+        done = subprocess.run(
+            [sys.executable, "-c", FAILING_PASS, "dream", "--once", "--llm-provider",
+             "claude-code", "--claude-path", str(home.binary)],
+            env=home.env(api), cwd=home.project, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "- consolidation: failed (OSError: " in done.stdout, done.stdout
     failed = [line for line in done.stderr.splitlines() if "dream pass" in line]
-    assert len(failed) == 1 and "consolidation failed: UnicodeDecodeError" in failed[0]
+    assert len(failed) == 1 and "consolidation failed: OSError" in failed[0], done.stderr
     assert "Traceback" not in done.stderr, done.stderr
