@@ -63,6 +63,18 @@ def _dup_key(e: MemoryEntry) -> tuple[str, str, str]:
     return (e.category or "", fold_text(e.content) or e.content, e.metadata.get(PROJECT, ""))
 
 
+# the times an import may fill in for a record that lacks them
+_TIMES = ("created_at", "updated_at", "last_seen_at", "last_used_at", "decayed_at")
+
+
+def _newer(r: MemoryEntry, current: MemoryEntry) -> bool:
+    """Whether a record of ours is a newer version of `current`: later, and saying something
+    else than it does (a record whose missing times were filled in with the import's own is
+    not: importing it again finds it already there)."""
+    times = {k: getattr(current, k) for k in _TIMES}
+    return r.updated_at > current.updated_at and replace(r, **times) != current
+
+
 class Planner:
     """What importing records into a store holding `existing` changes (SPEC §3): a known id
     is left alone (or, for dreamwell's own records, replaced by a newer version of itself;
@@ -87,7 +99,7 @@ class Planner:
         current = plan.upserts.get(r.id) or self.by_id.get(r.id)
         if r.id in self.seen:
             own = r.metadata.get("source") not in FOREIGN
-            if own and current is not None and r != current and r.updated_at > current.updated_at:
+            if own and current is not None and _newer(r, current):
                 plan.upserts[r.id] = r
                 plan.updated += 1
             else:
