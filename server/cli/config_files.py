@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dreamwell.server.cli.old_hooks import keep_backup, replace_text, scrub_backup
+from dreamwell.server.cli.old_hooks import is_old_door, keep_backup, replace_text, scrub_backup
 
 NAME = "dreamwell"
 Edit = Callable[[dict[str, Any]], dict[str, Any]]
@@ -143,7 +143,8 @@ def set_hook_groups(
 def _without_ours(group: Any) -> Any:
     if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
         return group
-    return {**group, "hooks": [h for h in group["hooks"] if not is_our_command(h)]}
+    ours = [h for h in group["hooks"] if is_our_command(h) or is_old_door(h)]
+    return {**group, "hooks": [h for h in group["hooks"] if h not in ours]}
 
 
 # ---- the hook commands ---------------------------------------------------------------------

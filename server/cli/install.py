@@ -43,6 +43,7 @@ from dreamwell.server.cli.config_files import (
     chain,
     hook_runner,
     is_our_command,
+    set_hook_groups,
     set_server,
 )
 from dreamwell.server.cli.config_files import object_at as _object
@@ -122,20 +123,8 @@ def is_ours(hook: Any) -> bool:
 def set_hooks(
     entries: dict[str, dict[str, Any]], remove: bool
 ) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    def edit(config: dict[str, Any]) -> dict[str, Any]:
-        hooks = _object(config, "hooks")
-        for event, name in HOOK_EVENTS.items():
-            groups = [_without_ours(g) for g in hooks.get(name) or []]
-            groups = [g for g in groups if not isinstance(g, dict) or g.get("hooks")]
-            if not remove:
-                groups.append({"hooks": [entries[event]]})
-            if groups:
-                hooks[name] = groups
-            else:
-                hooks.pop(name, None)
-        return _put(config, "hooks", hooks)
-
-    return edit
+    """Claude Code's hooks: ours (and an earlier version's HTTP ones) replaced or removed."""
+    return set_hook_groups(HOOK_EVENTS, entries, remove)
 
 
 def set_allow(remove: bool) -> Callable[[dict[str, Any]], dict[str, Any]]:
@@ -153,12 +142,6 @@ def set_allow(remove: bool) -> Callable[[dict[str, Any]], dict[str, Any]]:
         return _put(config, "permissions", _put(permissions, "allow", rules))
 
     return edit
-
-
-def _without_ours(group: Any) -> Any:
-    if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
-        return group
-    return {**group, "hooks": [h for h in group["hooks"] if not is_ours(h)]}
 
 
 # ---- planning -----------------------------------------------------------------------------------

@@ -35,8 +35,8 @@ from dreamwell.server.dream_llm import (
 )
 from dreamwell.server.flags import parse_every
 from dreamwell.server.mcp.projects import caller_project
-from dreamwell.server.mcp.reports import register_reports, render_scoped
-from dreamwell.server.runtime import CURRENT_REQUEST, Runtime, Tenant
+from dreamwell.server.mcp.reports import caller_tenant, register_reports, render_scoped
+from dreamwell.server.runtime import Runtime, Tenant
 from dreamwell.stores import (
     DataDir,
     StoreError,
@@ -108,7 +108,7 @@ def _register_prompt(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
             raise MCPError(INVALID_PARAMS, f"apply must be yes or no; got {apply!r}")
         from dreamwell.dream import DreamBusy, DreamCancelled
 
-        tenant = await _caller_tenant(runtime)
+        tenant = await caller_tenant(runtime)
         dry = apply.strip().lower() not in ("yes", "y", "true")
         try:  # the caller asked for it: no waiting for quiet
             client_llm, note = _client_model(ctx, runtime.settings)
@@ -133,15 +133,6 @@ def _client_model(ctx: Context, settings: Settings) -> tuple[LLM | None, str]:
     if offers_sampling(ctx):
         return SamplingLLM(ctx, settings.llm_max_tokens, settings.llm_timeout), ""
     return None, without_sampling_note()
-
-
-async def _caller_tenant(runtime: Runtime) -> Tenant:
-    """The stores of the caller's tenant (with bearer tokens, each token has its own)."""
-    try:
-        tenant_name, _ = runtime.caller(CURRENT_REQUEST.get())
-        return await runtime.tenant(tenant_name)
-    except StoreError as exc:
-        raise MCPError(INVALID_PARAMS, str(exc)) from exc
 
 
 async def dream_in_thread(

@@ -69,7 +69,8 @@ def render_scoped(report: Report, key: str | None) -> str:
     return render(shown) + f"\n({left_out} change(s) to other projects' memory not shown)"
 
 
-async def _caller_tenant(runtime: Runtime) -> Tenant:
+async def caller_tenant(runtime: Runtime) -> Tenant:
+    """The stores of the caller's tenant (with bearer tokens, each token has its own)."""
     try:
         tenant_name, _ = runtime.caller(CURRENT_REQUEST.get())
         return await runtime.tenant(tenant_name)
@@ -82,7 +83,7 @@ def register_reports(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
     async def reports() -> str:
         from dreamwell.dream.report import list_reports
 
-        tenant = await _caller_tenant(runtime)
+        tenant = await caller_tenant(runtime)
         runs = await anyio.to_thread.run_sync(list_reports, tenant.data_dir)
         if not runs:
             return "No dream cycles yet."
@@ -92,7 +93,7 @@ def register_reports(mcp: MCPServer[Runtime], runtime: Runtime) -> None:
     async def report(run: str, ctx: Context) -> str:
         from dreamwell.dream.report import load_report
 
-        tenant = await _caller_tenant(runtime)
+        tenant = await caller_tenant(runtime)
         project = await caller_project(runtime, ctx)
         try:
             found = await anyio.to_thread.run_sync(load_report, tenant.data_dir, run)
