@@ -19,7 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dreamwell.server.cli.old_hooks import is_old_door, keep_backup, replace_text, scrub_backup
+from dreamwell.server.cli.old_hooks import (
+    drop_backup,
+    is_old_door,
+    keep_backup,
+    replace_text,
+    scrub_backup,
+)
 
 NAME = "dreamwell"
 Edit = Callable[[dict[str, Any]], dict[str, Any]]
@@ -247,8 +253,14 @@ def _as_kept(path: Path, data: dict[str, Any]) -> str | None:
         return None
 
 
-def apply(changes: list[Change | TextChange], dry_run: bool, out: Callable[[str], None]) -> int:
-    """Read every file first (one bad file: nothing is written), then write or show."""
+def apply(
+    changes: list[Change | TextChange],
+    dry_run: bool,
+    out: Callable[[str], None],
+    uninstall: bool = False,
+) -> int:
+    """Read every file first (one bad file: nothing is written), then write or show; an
+    uninstall also removes the backups install kept (the files are the user's again)."""
     planned = []
     for change in changes:
         found = _planned(change)
@@ -271,7 +283,10 @@ def apply(changes: list[Change | TextChange], dry_run: bool, out: Callable[[str]
             _write(path, before, after)
             out(f"updated {path}\n")
     for change in [] if dry_run else changes:  # one an earlier version left
-        scrub_backup(change.path)
+        if uninstall:
+            drop_backup(change.path)
+        else:
+            scrub_backup(change.path)
     if not planned:
         out("already as asked; nothing to change\n")
     return 0

@@ -301,7 +301,7 @@ def install_command(settings: Settings, args: argparse.Namespace) -> int:
             dream,
             args.allow,
         )
-        code = apply(changes, args.dry_run, _say)
+        code = apply(changes, args.dry_run, _say, args.uninstall)
         if args.client == "claude-code" and not args.dry_run and not code:
             _say(dream_setting(dream))
         if dream:

@@ -117,13 +117,21 @@ def scrub_backup(path: Path) -> None:
     replace_text(backup, text, backup)
 
 
+def drop_backup(path: Path) -> None:
+    """Remove the backup install kept of `path` (a regular file of this user's only)."""
+    _remove_own(backup_of(path))
+
+
 def forget_door(data_dir: Path) -> None:
     """Delete the data directory's `hook-door.json`, the port and token of the HTTP door
     earlier versions opened (a regular file of this user's only): the next `serve`, resident
     or install does."""
     from dreamwell.stores import DataDir
 
-    path = DataDir(data_dir).hook_door
+    _remove_own(DataDir(data_dir).hook_door)
+
+
+def _remove_own(path: Path) -> None:
     with contextlib.suppress(OSError):
         found = os.lstat(path)
         if stat.S_ISREG(found.st_mode) and found.st_uid == os.getuid():
