@@ -35,7 +35,10 @@ def check_settings(settings: Settings) -> list[Finding]:
         f"{name}={shown} ({'the file' if came.startswith('settings file') else came})"
         for name, shown, came in rows
     )
-    exists = "" if Path(where).is_file() else " (none yet)"
+    try:
+        exists = "" if Path(where).is_file() else " (none yet)"
+    except OSError as exc:  # a folder this user may not enter (run as another user)
+        exists = f" (cannot be read: {exc.strerror})"
     found = [
         Finding(True, f"settings file {where}{exists}; not at their default: {set_ or 'none'}")
     ]

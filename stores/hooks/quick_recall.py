@@ -21,7 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dreamwell.stores.index.hybrid_rank import rank_hits
-from dreamwell.stores.index.relevance import Meaning, Rule, Words, keyword_share, select
+from dreamwell.stores.index.relevance import (
+    Meaning,
+    Rule,
+    Words,
+    keyword_share,
+    select,
+    topical,
+)
 from dreamwell.stores.index.stopwords import ENGLISH_STOPWORDS
 from dreamwell.stores.index.text_index import IndexDoc, TextIndex
 from dreamwell.stores.layout import DataDir
@@ -248,7 +255,7 @@ class QuickRecall:
         memories recalls none of them."""
         index = self._index
         assert index is not None
-        weights = index.term_weights(text)
+        weights = topical(index.term_weights(text), text)
 
         def judge(entry_id: str) -> tuple[Meaning, Words]:
             e = entries[entry_id]

@@ -248,7 +248,6 @@ def keyword_share(
 ) -> Words:
     """The query's words (`weights`: term → idf) a document holds, a word only in its
     neighbours' text (`context`) at CONTEXT_SHARE of its weight."""
-    weights = {t: w for t, w in weights.items() if not _small_number(t)} or {}
     total = sum(weights.values())
     if total <= 0:
         return Words(asked=len(weights))
@@ -259,10 +258,13 @@ def keyword_share(
     return Words(sum(parts) / total, sum(1 for p in parts if p > 0), len(weights))
 
 
-def _small_number(term: str) -> bool:
-    """A number of one or two digits says nothing of a topic ("what is 2+2" recalled every
-    memory holding a "2": versions, counts, dates)."""
-    return term.isdigit() and len(term) <= 2
+def topical(weights: Mapping[str, float], text: str) -> dict[str, float]:
+    """The query's words that say what it is about: a number of one or two digits says
+    nothing of a topic ("what is 2+2" recalled every memory holding a "2": versions, counts,
+    dates), unless the query is nothing but numbers (a search for "[1, 2, 3]" or "42")."""
+    if not any(c.isalpha() for c in text):
+        return dict(weights)
+    return {t: w for t, w in weights.items() if not (t.isdigit() and len(t) <= 2)}
 
 
 def select(

@@ -32,6 +32,7 @@ from dreamwell.stores.index.relevance import (
     Words,
     keyword_share,
     select,
+    topical,
 )
 from dreamwell.stores.index.rows import Rows
 from dreamwell.stores.index.temporal import favour_times
@@ -184,7 +185,7 @@ class Searcher:
         limit: int,
     ) -> Scored:
         """The best `limit` of `ranked` that are relevant enough (`relevance.select`)."""
-        weights = self.parts.index.term_weights(text, self.parts.mirror.terms)
+        weights = topical(self.parts.index.term_weights(text, self.parts.mirror.terms), text)
         return select(
             rule,
             ranked,
