@@ -49,6 +49,19 @@ from dreamwell.stores.projects import (
     project_of,
     project_of_uri,
 )
+
+# eager, not lazy: a name the same as its module's would be the module itself once anything
+# imported `dreamwell.stores.redact` (the package's attribute is set to the submodule)
+from dreamwell.stores.redact import (
+    redact,
+    redact_category,
+    redact_content,
+    redact_counted,
+    redact_memory,
+    redact_record,
+    redact_tags,
+    refuse_secret,
+)
 from dreamwell.stores.writable import advice, mount_point, read_only_mount
 
 if TYPE_CHECKING:
@@ -83,16 +96,6 @@ if TYPE_CHECKING:
         Write,
     )
     from dreamwell.stores.progress import ProgressReport, progress_of, report_progress
-    from dreamwell.stores.redact import (
-        redact,
-        redact_category,
-        redact_content,
-        redact_counted,
-        redact_memory,
-        redact_record,
-        redact_tags,
-        refuse_secret,
-    )
     from dreamwell.stores.skills.catalog import (
         ANY_REVISION,
         NEW,
@@ -156,14 +159,6 @@ _LAZY = {
     "ReportChanged": "dream_reports",
     "Held": "lease",
     "LeaseLost": "lease",
-    "redact": "redact",
-    "redact_counted": "redact",
-    "redact_category": "redact",
-    "redact_content": "redact",
-    "redact_tags": "redact",
-    "redact_memory": "redact",
-    "redact_record": "redact",
-    "refuse_secret": "redact",
     "exclusive": "lease",
     "InvalidSkill": "skills.skill_md",
     "SkillFolder": "skills.skill_md",

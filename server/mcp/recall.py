@@ -90,7 +90,9 @@ def build_block(
 ) -> str:
     unavailable = ""
     try:
-        recalled = _recalled(tenant, message, injected, caller, project)
+        # ranked by what the user said, less private spans and secrets (as search_memory's
+        # query and every hook's prompt are)
+        recalled = _recalled(tenant, redact(message), injected, caller, project)
     except StoreError as exc:  # working memory can still be shown
         recalled, unavailable = [], f"Long-term memory is unavailable: {exc}"
     lines = [memory_line(e) for e in recalled]

@@ -27,6 +27,10 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import TYPE_CHECKING
 
+from dreamwell.stores.redact import MARK
+
+MARK_WORD = MARK.strip("[]").lower()  # the index term of redaction's mark
+
 if TYPE_CHECKING:  # numpy only when a search has vectors: the hooks never import it
     import numpy as np
     import numpy.typing as npt
@@ -261,10 +265,14 @@ def keyword_share(
 def topical(weights: Mapping[str, float], text: str) -> dict[str, float]:
     """The query's words that say what it is about: a number of one or two digits says
     nothing of a topic ("what is 2+2" recalled every memory holding a "2": versions, counts,
-    dates), unless the query is nothing but numbers (a search for "[1, 2, 3]" or "42")."""
+    dates), unless the query is nothing but numbers (a search for "[1, 2, 3]" or "42"); nor
+    does the mark redaction left where a secret was."""
     if not any(c.isalpha() for c in text):
         return dict(weights)
-    return {t: w for t, w in weights.items() if not (t.isdigit() and len(t) <= 2)}
+    found = {t: w for t, w in weights.items() if not (t.isdigit() and len(t) <= 2)}
+    if MARK in text and MARK_WORD not in text.replace(MARK, "").lower():
+        found.pop(MARK_WORD, None)  # our mark where a secret was: no word of the user's
+    return found
 
 
 def select(
