@@ -136,13 +136,14 @@ def test_what_a_hook_records_while_the_cycle_runs_survives_it(tmp_path: Path) ->
     recorded(tmp_path)
 
     def a_prompt_meanwhile() -> None:
-        done = hook("user-prompt", prompt("s7", "and ship the docs too"), tmp_path)
+        # a prompt the stored memory answers: the hook records its turn and what it recalled
+        done = hook("user-prompt", prompt("s7", "do deploys go out with make ship?"), tmp_path)
         assert done.returncode == 0, done.stderr
 
     llm = EmptyAnswers(during=a_prompt_meanwhile)
     run_cycle(LongTermStore(tmp_path), llm, options=QUIET)
     after = logs(tmp_path)
-    assert [r["content"] for r in after[CONVERSATION]] == ["and ship the docs too"]
+    assert [r["content"] for r in after[CONVERSATION]] == ["do deploys go out with make ship?"]
     assert [r["session"] for r in after[RECALL]] == ["s7"]
     assert after[FEEDBACK] == []
     wait_for_refresher(tmp_path)  # the hook may have started one: it must not outlive the test

@@ -200,9 +200,8 @@ class ToolsMachine(RuleBasedStateMachine):
     @rule()
     def list_categories(self) -> None:
         counts: dict[str, int] = {}
-        for _content, category in self.memories.values():
-            if category:
-                counts[category] = counts.get(category, 0) + 1
+        for _content, category in self.memories.values():  # none: counted as uncategorized
+            counts[category or "uncategorized"] = counts.get(category or "uncategorized", 0) + 1
         error, text = self.call("list_memory_categories", {})
         assert not error
         listed = dict(re.findall(r"^- (.+) \((\d+)\)$", text, re.M))
