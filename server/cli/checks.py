@@ -78,9 +78,40 @@ def check_clients(settings: Settings) -> list[Finding]:
         if client == "claude-code":
             found.append(_hooks(changes[1].path, is_ours, fix))
             found += [] if platform == "win32" else [_resident()]
+    found += [f for a in AGENT_CLIENTS if (f := _agent(a, where, settings)) is not None]
     return found or [
         Finding(True, "no client is connected yet", "dreamwell install <client>", warn=True)
     ]
+
+
+# the agents install writes TOML or several files for (server/cli/agents/): checked by asking
+# whether `dreamwell install AGENT` would still change anything
+AGENT_CLIENTS = ("codex", "gemini", "copilot")
+
+
+def _agent(client: str, where: Any, settings: Settings) -> Finding | None:
+    """Whether `client`'s install is whole (None: none of its files names dreamwell: never
+    installed there)."""
+    from dreamwell.server.cli.config_files import InstallError, pending, read_text
+    from dreamwell.server.cli.install import plan, this_command
+    from dreamwell.server.config import named_data_dir
+
+    fix = f"dreamwell install {client}"
+    try:
+        changes = plan(
+            client, where, this_command(), named_data_dir(settings.data_dir), None, False
+        )
+        if not any("dreamwell" in read_text(c.path) for c in changes):
+            return None
+        left = pending(changes)
+    except InstallError as exc:
+        return Finding(False, f"{client}: {exc}", fix)
+    if not left:
+        return Finding(True, f"{client}: dreamwell's server and hooks are installed")
+    files = ", ".join(str(p) for p in left)
+    return Finding(
+        False, f"{client}: dreamwell is not installed as this version would: {files}", fix
+    )
 
 
 def _hooks(path: Path, is_ours: Any, fix: str) -> Finding:

@@ -253,6 +253,11 @@ def _as_kept(path: Path, data: dict[str, Any]) -> str | None:
         return None
 
 
+def pending(changes: list[Change | TextChange]) -> list[Path]:
+    """The files `changes` would still change (none: install is done as it would do it)."""
+    return [c.path for c in changes if _planned(c) is not None]
+
+
 def apply(
     changes: list[Change | TextChange],
     dry_run: bool,

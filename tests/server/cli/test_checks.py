@@ -58,3 +58,26 @@ def test_doctor_confirms_claude_codes_entry_and_hooks_and_names_what_is_missing(
     assert f"FAIL claude-code: hooks missing in {settings}: UserPromptSubmit" in out
     assert f"FAIL cursor: no dreamwell entry in {home}/.cursor/mcp.json" in out
     assert "fix: dreamwell install cursor" in out
+
+
+def test_doctor_confirms_each_other_agents_install_and_names_a_file_left_behind(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (home / ".gemini").mkdir()
+    (home / ".gemini" / "settings.json").write_text('{"theme": "dark"}')
+    code, out = doctor(capsys)
+    assert "gemini:" not in out  # an agent dreamwell was never installed in is not named
+    for agent in ("codex", "gemini", "copilot"):
+        assert exit_code("install", agent) == 0
+    capsys.readouterr()
+    code, out = doctor(capsys)
+    for agent in ("codex", "gemini", "copilot"):
+        assert f"ok   {agent}: dreamwell's server and hooks are installed" in out, out
+    settings = home / ".gemini" / "settings.json"
+    config = json.loads(settings.read_text())
+    del config["hooks"]["BeforeAgent"]  # the prompt hook, lost to a hand edit
+    settings.write_text(json.dumps(config))
+    code, out = doctor(capsys)
+    assert code == 1
+    assert f"FAIL gemini: dreamwell is not installed as this version would: {settings}" in out
+    assert "fix: dreamwell install gemini" in out
