@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from dreamwell.stores import PROJECT, PROJECT_NAME, MemoryEntry, is_global, new_id
+from dreamwell.stores import MONTHS, PROJECT, PROJECT_NAME, MemoryEntry, is_global, new_id
 
 SUBJECT_TIME = "subjectTime"
 SUBJECT_START = "subjectTimeStart"
@@ -106,22 +106,8 @@ def merged(
 
 
 _NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
-# "may" is left out: as a verb it is no fact (a capitalised "May" mid-sentence still counts)
-_MONTHS = frozenset(
-    {
-        "january",
-        "february",
-        "march",
-        "april",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-    }
-)
+# MONTHS leaves "may" out: as a verb it is no fact (a capitalised "May" mid-sentence still
+# counts)
 _WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
 
 
@@ -270,7 +256,7 @@ def key_facts(text: str) -> set[str]:
         word = match.group(0)
         before = text[: match.start()].rstrip()
         sentence_start = i == 0 or before.endswith((".", "!", "?", ":", "\n"))
-        if word.lower() in _MONTHS:
+        if word.lower() in MONTHS:
             facts.add(word.lower())
         elif word[0].isupper() and not (sentence_start and word.lower() in _STARTERS):
             facts.add(word)

@@ -77,6 +77,7 @@ if TYPE_CHECKING:
     )
     from dreamwell.stores.index.hybrid_rank import rank_hits
     from dreamwell.stores.index.stopwords import ENGLISH_STOPWORDS
+    from dreamwell.stores.index.temporal import MONTHS
     from dreamwell.stores.inputs.jsonl_log import (
         CONVERSATION,
         CONVERSATION_MAX_BYTES,
@@ -168,6 +169,7 @@ _LAZY = {
     "skill_from_json": "skills.record",
     "skill_to_json": "skills.record",
     "ENGLISH_STOPWORDS": "index.stopwords",
+    "MONTHS": "index.temporal",
     **dict.fromkeys(
         [
             "export_skills",
@@ -228,6 +230,7 @@ __all__ = [
     "MAX_CONTENT_CHARS",
     "MAX_QUERY_CHARS",
     "MAX_TTL_MINUTES",
+    "MONTHS",
     "NEW",
     "PROJECT",
     "PROJECT_NAME",

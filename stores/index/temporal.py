@@ -46,29 +46,29 @@ _UNITS = frozenset(
     ]
 )
 _DAYS = frozenset(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])
+# the months that say when on their own: "may" is left out (as a verb it says nothing of
+# when; here it is a month only after the words of _LEADS and the like); the dream's merge
+# rules ask the same (dream/rules.py)
+MONTHS = frozenset(
+    [
+        "january",
+        "february",
+        "march",
+        "april",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+    ]
+)
 _SAYS_WHEN = (
-    frozenset(  # a word that says when on its own ("may" is a month only after these)
-        [
-            "yesterday",
-            "today",
-            "tonight",
-            "tomorrow",
-            "recently",
-            "lately",
-            "ago",
-            "january",
-            "february",
-            "march",
-            "april",
-            "june",
-            "july",
-            "august",
-            "september",
-            "october",
-            "november",
-            "december",
-        ]
+    frozenset(  # a word that says when on its own
+        ["yesterday", "today", "tonight", "tomorrow", "recently", "lately", "ago"]
     )
+    | MONTHS
     | _DAYS
 )
 _LEADS = frozenset(
