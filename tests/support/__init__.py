@@ -15,11 +15,29 @@ agents, agent_apis: the real Codex, Gemini CLI and Copilot CLI, and the scripted
 skill_samples: real-world-shaped skill folders.
 ui_browser: the memory browser in a real Chromium (Playwright) and axe-core.
 
-ROOT is the repository's root (where mcp.json and README.md are).
+ROOT is the repository's root (where mcp.json and README.md are); `pinned` finds a pinned
+agent binary that .ci/run installs, or skips the test (fails it with CI set).
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def pinned(found: Path, name: str, folder: str, package: str) -> Path:
+    """`found`, the pinned binary `name` (.ci/run: `npm install --prefix .tools/FOLDER
+    PACKAGE`); the test is skipped without it, and fails with CI set (CI installs it)."""
+    if found.exists():
+        return found
+    message = (
+        f"{name} not found at {found}: npm install --prefix .tools/{folder} {package} "
+        "(as .ci/run does)"
+    )
+    import pytest  # only where a test runs
+
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)

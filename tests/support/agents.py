@@ -22,9 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
-from tests.support import ROOT
+from tests.support import ROOT, pinned
 from tests.support.agent_apis import ScriptedAPI
 from tests.support.hooks import settle, stop_residents
 
@@ -41,15 +39,7 @@ def version(agent: str) -> str:
 def binary(agent: str) -> Path:
     """The pinned binary; skips the test without it (fails with CI set)."""
     found = ROOT / ".tools" / agent / "node_modules" / ".bin" / BINARIES[agent]
-    if found.exists():
-        return found
-    message = (
-        f"{agent} {version(agent)} not found at {found}: npm install --prefix .tools/{agent} "
-        f"{PACKAGES[agent]}@{version(agent)} (as .ci/run does)"
-    )
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
+    return pinned(found, f"{agent} {version(agent)}", agent, f"{PACKAGES[agent]}@{version(agent)}")
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from tests.support import ROOT
+from tests.support import ROOT, pinned
 from tests.support.anthropic_api import AnthropicAPI
 from tests.support.hooks import settle, stop_residents
 
@@ -42,15 +40,8 @@ def claude_binary() -> Path:
         if given
         else ROOT / ".tools" / "claude-code" / "node_modules" / ".bin" / "claude"
     )
-    if found.exists():
-        return found
-    message = (
-        f"Claude Code {CLAUDE_CODE_VERSION} not found at {found}: npm install --prefix "
-        f".tools/claude-code @anthropic-ai/claude-code@{CLAUDE_CODE_VERSION} (as .ci/run does)"
-    )
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
+    package = f"@anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}"
+    return pinned(found, f"Claude Code {CLAUDE_CODE_VERSION}", "claude-code", package)
 
 
 @dataclass(frozen=True)
