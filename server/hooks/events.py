@@ -11,7 +11,7 @@ prints nothing: it is one line in `hooks.log` instead, because a hook must never
 user's prompt.
 
 The read path imports no MCP SDK, LanceDB, numpy or onnxruntime (see stores/hooks/quick_recall.py),
-and each event only what it needs: the recall text (server/mcp/recall_text.py) only for the two
+and each event only what it needs: the recall text (server/recall_text.py) only for the two
 events that print, the transcript reader only for the three that read one.
 Skills come from the skill catalog (stores/skills/catalog.py, through server/hooks/skills.py): the
 active ones listed at session start, up to 3 relevant ones per prompt, each once a session."""
@@ -217,7 +217,7 @@ def ranking(call: Call) -> Iterator[Ranker]:
 
 
 def _working_lines(call: Call) -> list[str]:
-    from dreamwell.server.mcp.recall_text import wm_line
+    from dreamwell.server.recall_text import wm_line
     from dreamwell.stores.working import WorkingMemory
 
     working = WorkingMemory(call.dirs.root)
@@ -282,8 +282,8 @@ def _preferences(ranker: Ranker, queries: list[str], project: str | None) -> lis
 
 
 def session_start(call: Call, state: HookSession) -> str:
-    from dreamwell.server.mcp.recall_text import fill
-    from dreamwell.server.mcp.recall_text import memory_line as _line
+    from dreamwell.server.recall_text import fill
+    from dreamwell.server.recall_text import memory_line as _line
 
     if call.payload.get("source") in ("clear", "compact"):
         state.injected, state.skills = [], []  # the context no longer holds what was shown
@@ -310,8 +310,8 @@ def session_start(call: Call, state: HookSession) -> str:
 
 
 def user_prompt(call: Call, state: HookSession) -> str:
-    from dreamwell.server.mcp.recall_text import RECALLED, fill
-    from dreamwell.server.mcp.recall_text import memory_line as _line
+    from dreamwell.server.recall_text import RECALLED, fill
+    from dreamwell.server.recall_text import memory_line as _line
     from dreamwell.stores.hooks import recalled
 
     prompt = call.payload.get("prompt")

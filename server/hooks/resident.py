@@ -88,7 +88,7 @@ def _warm() -> None:
         "dreamwell.server.auto_dream",
         "dreamwell.server.hooks.skills",
         "dreamwell.server.hooks.transcript",
-        "dreamwell.server.mcp.recall_text",
+        "dreamwell.server.recall_text",
         "dreamwell.stores.hooks.inject",
         "dreamwell.stores.hooks.quick_recall",
         "dreamwell.stores.index.hybrid_rank",

@@ -15,7 +15,9 @@ from pydantic import Field
 
 from dreamwell.server.mcp import render
 from dreamwell.server.mcp.projects import caller_project
-from dreamwell.server.mcp.recall_text import (
+from dreamwell.server.mcp.recording import record
+from dreamwell.server.mcp.tools import valid_unicode
+from dreamwell.server.recall_text import (
     OWN,
     PATROL,
     RECALLED,
@@ -23,8 +25,6 @@ from dreamwell.server.mcp.recall_text import (
     memory_line,
     wm_line,
 )
-from dreamwell.server.mcp.recording import record
-from dreamwell.server.mcp.tools import valid_unicode
 from dreamwell.server.runtime import Runtime, Tenant
 from dreamwell.stores import (
     MemoryEntry,

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING
 
-from dreamwell.server.wording import plural
+from dreamwell.server.wording import duration, plural
 from dreamwell.stores import MemoryEntry, WorkingEntry
 
 if TYPE_CHECKING:
@@ -17,19 +17,6 @@ SNIPPET_CHARS = 120
 
 
 UNCATEGORIZED = "uncategorized"  # the one name of "no category", everywhere it is shown
-
-
-def duration(delta: timedelta) -> str:
-    """4m32s, 4h12m, 2d3h — whole seconds, never negative."""
-    secs = max(0, int(delta.total_seconds()))
-    days, rest = divmod(secs, 86_400)
-    hours, rest = divmod(rest, 3_600)
-    minutes, seconds = divmod(rest, 60)
-    if days:
-        return f"{days}d{hours}h"
-    if hours:
-        return f"{hours}h{minutes}m"
-    return f"{minutes}m{seconds}s"
 
 
 def saved(result: SaveResult) -> str:

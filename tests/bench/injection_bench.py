@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dreamwell.server.mcp.recall_text import memory_line
+from dreamwell.server.recall_text import memory_line
 from dreamwell.stores import DataDir, LongTermStore, OnnxE5
 from dreamwell.stores.hooks import QuickRecall, write_snapshot
 from dreamwell.stores.hooks.inject import StoreRanker, recalled

@@ -36,7 +36,7 @@ NEVER = (
 # (nor the skills' SKILL.md parser, yaml, which the other two import to bring the skills'
 # folders in step)
 NOT_FOR_STOP = (
-    "dreamwell.server.mcp.recall_text",
+    "dreamwell.server.recall_text",
     "sqlite3",
     "tantivy",
     "dreamwell.stores.index",

@@ -3,7 +3,7 @@ hooks (which must not import the MCP SDK, so this module imports nothing heavy).
 
 from __future__ import annotations
 
-from dreamwell.server.mcp.render import duration
+from dreamwell.server.wording import duration
 from dreamwell.stores import MemoryEntry, WorkingEntry, utcnow
 
 RECALLED = "Recalled from long-term memory (relevant to this message):"
