@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dreamwell.server.cli.old_hooks import (
+from dreamwell.server.hooks.old_hooks import (
     drop_backup,
     is_old_door,
     keep_backup,

@@ -49,8 +49,8 @@ from dreamwell.server.cli.config_files import (
 from dreamwell.server.cli.config_files import object_at as _object
 from dreamwell.server.cli.config_files import put_key as _put
 from dreamwell.server.cli.config_files import quoted as _quoted
-from dreamwell.server.cli.old_hooks import forget_door, is_old_door
 from dreamwell.server.hooks.events import EVENTS
+from dreamwell.server.hooks.old_hooks import forget_door, is_old_door
 
 if TYPE_CHECKING:
     from dreamwell.server.config import Settings

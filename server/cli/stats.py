@@ -436,8 +436,8 @@ def check_skill_folders(data_dir: Path) -> list[Finding]:
 def check_old_hooks() -> list[Finding]:
     """Claude Code settings that still post hooks to the HTTP door earlier versions opened:
     their token is readable there, and nothing answers them any more."""
-    from dreamwell.server.cli.old_hooks import settings_holding_them
     from dreamwell.server.config import client_locations
+    from dreamwell.server.hooks.old_hooks import settings_holding_them
 
     home = client_locations()[0]
     found = []

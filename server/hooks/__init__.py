@@ -14,6 +14,6 @@ lately.
 Public: entry.hook_main, events.EVENTS, hook_command and hook_output, stats.hook_lines and
 hook_activity; client.py and resident.py are run as scripts.
 May import: server.recall_text, server.flags, server.cli.parsing (entry.py only, for the
-arguments its own reading leaves to argparse), server.cli.old_hooks (resident.py only: an
+arguments its own reading leaves to argparse), server.hooks.old_hooks (resident.py only: an
 earlier version's door file), server.config, server.runtime and server.heap (hybrid.py only:
 the store opened as a server opens it), dreamwell.stores."""

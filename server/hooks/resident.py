@@ -32,8 +32,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from dreamwell.server.cli.old_hooks import forget_door
 from dreamwell.server.hooks.client import MAX_INPUT, private, run_dir
+from dreamwell.server.hooks.old_hooks import forget_door
 
 IDLE = 3600.0  # seconds without a hook before the resident exits
 CONN_WAIT = 2.0  # seconds from a connection's accept to the end of its hook's input

@@ -96,7 +96,7 @@ def _with_token(settings: Settings) -> Settings:
 def _forget_hook_door(settings: Settings) -> None:
     """The token file of the HTTP hook door earlier versions opened goes (the hooks are
     commands now; server/hooks/resident.py)."""
-    from dreamwell.server.cli.old_hooks import forget_door
+    from dreamwell.server.hooks.old_hooks import forget_door
 
     forget_door(settings.data_dir)
 
