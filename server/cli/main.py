@@ -307,7 +307,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 def _hook(given: list[str]) -> int:
     """`dreamwell hook`: exits 0 whatever it was given; a short process Claude Code waits for,
     which imports only what its event needs (not this command line's parser)."""
-    from dreamwell.server.hooks.entry import hook_main
+    from dreamwell.server.cli.hook import hook_main
 
     return hook_main(given)
 

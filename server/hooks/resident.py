@@ -54,8 +54,8 @@ def answerer(args: list[str]) -> Answer | None:
     started with; None when they are not the plain flags install writes."""
     from dreamwell.server.hooks import settings as hook_settings
     from dreamwell.server.hooks.agents.table import HOOK_EVENTS
-    from dreamwell.server.hooks.entry import plain_arguments
     from dreamwell.server.hooks.events import hook_output
+    from dreamwell.server.hooks.settings import plain_arguments
 
     parsed = plain_arguments(args)
     if parsed is None:
@@ -315,7 +315,7 @@ def main(argv: list[str]) -> int:
 
 def _data_dir(args: list[str]) -> Path:
     from dreamwell.server.hooks import settings as hook_settings
-    from dreamwell.server.hooks.entry import plain_arguments
+    from dreamwell.server.hooks.settings import plain_arguments
 
     parsed = plain_arguments(args) or {}
     return hook_settings.data_dir(parsed.get("data_dir"))

@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from dreamwell.server.config import Settings
@@ -168,3 +168,32 @@ def from_settings(
         settings.embedder,
         settings.fell_back,
     )
+
+
+def plain_arguments(words: list[str]) -> dict[str, Any] | None:
+    """The hook's arguments as argparse would read them (flag -> value, None when absent),
+    or None when they are not one event and known `--flag VALUE`/`--flag=VALUE` pairs
+    (server/cli/hook.py and the resident read a hook's arguments this way, without argparse)."""
+    from dreamwell.server.flags import settings_of
+    from dreamwell.server.hooks.agents.table import HOOK_EVENTS
+
+    flags = {"--tenant": "tenant"} | {
+        "--" + name.replace("_", "-"): name for name in settings_of("hook")
+    }
+    found: dict[str, Any] = dict.fromkeys(flags.values())
+    event = None
+    at = 0
+    while at < len(words):
+        word = words[at]
+        name, equals, value = word.partition("=")
+        if name in flags and equals:
+            found[flags[name]] = value
+        elif word in flags and at + 1 < len(words) and not words[at + 1].startswith("-"):
+            found[flags[word]] = words[at + 1]
+            at += 1
+        elif word in HOOK_EVENTS and event is None:
+            event = word
+        else:
+            return None
+        at += 1
+    return None if event is None else found | {"event": event}

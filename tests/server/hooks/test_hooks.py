@@ -264,7 +264,7 @@ def test_a_hook_imports_no_heavy_library(name: str, tmp_path: Path) -> None:
     probe = (
         "import io, sys\n"
         f"sys.stdin = io.TextIOWrapper(io.BytesIO({given.encode()!r}))\n"
-        "from dreamwell.server.hooks.entry import hook_main\n"
+        "from dreamwell.server.cli.hook import hook_main\n"
         f"code = hook_main(['hook', {name!r}, '--data-dir', {str(tmp_path)!r}])\n"
         f"print('\\nloaded', sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))\n"
     )

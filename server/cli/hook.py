@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from dreamwell.server.flags import settings_of
 from dreamwell.server.hooks import settings as hook_settings
-from dreamwell.server.hooks.agents.table import HOOK_EVENTS
 from dreamwell.server.hooks.events import fail_log, hook_command
+from dreamwell.server.hooks.settings import plain_arguments
 from dreamwell.stores import DataDir
 
 if TYPE_CHECKING:
@@ -47,31 +47,6 @@ def hook_main(argv: list[str]) -> int:
             fail_log(where, f"hook {args['event']} failed: bad settings (said on stderr)")
             return 0
     return hook_command(settings, args["event"], args["tenant"])
-
-
-def plain_arguments(words: list[str]) -> dict[str, Any] | None:
-    """The hook's arguments as argparse would read them (flag -> value, None when absent),
-    or None when they are not one event and known `--flag VALUE`/`--flag=VALUE` pairs."""
-    flags = {"--tenant": "tenant"} | {
-        "--" + name.replace("_", "-"): name for name in settings_of("hook")
-    }
-    found: dict[str, Any] = dict.fromkeys(flags.values())
-    event = None
-    at = 0
-    while at < len(words):
-        word = words[at]
-        name, equals, value = word.partition("=")
-        if name in flags and equals:
-            found[flags[name]] = value
-        elif word in flags and at + 1 < len(words) and not words[at + 1].startswith("-"):
-            found[flags[word]] = words[at + 1]
-            at += 1
-        elif word in HOOK_EVENTS and event is None:
-            event = word
-        else:
-            return None
-        at += 1
-    return None if event is None else found | {"event": event}
 
 
 def _parsed(argv: list[str]) -> dict[str, Any] | None:
