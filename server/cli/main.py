@@ -184,7 +184,7 @@ def cmd_doctor(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_ui(settings: Settings, args: argparse.Namespace) -> int:
-    from dreamwell.server.ui.app import ui_command
+    from dreamwell.server.cli.ui import ui_command
 
     return ui_command(settings)
 
