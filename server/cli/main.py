@@ -128,8 +128,8 @@ def _flush() -> None:
 
 
 def cmd_dream(settings: Settings, args: argparse.Namespace) -> int:
+    from dreamwell.server.cli.dream import run_dream_command
     from dreamwell.server.flags import parse_every
-    from dreamwell.server.mcp.dream import run_dream_command
 
     if args.every is not None:  # usage errors (exit 2) before any store is opened
         try:
@@ -191,7 +191,7 @@ def cmd_ui(settings: Settings, args: argparse.Namespace) -> int:
 
 def cmd_reindex(settings: Settings, args: argparse.Namespace) -> int:
     from dreamwell.server.cli.porting import progress
-    from dreamwell.server.mcp.dream import tenant_names
+    from dreamwell.server.dreaming import tenant_names
     from dreamwell.server.runtime import Runtime
 
     runtime = Runtime(settings)

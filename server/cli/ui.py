@@ -65,7 +65,7 @@ async def _serve_and_backfill(
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         # imported only now: a Ctrl-C while they load (seconds on a busy machine) stops the
         # server as one that came later does, not by cancelling its start with a traceback
-        from dreamwell.server.mcp.app import backfill_forever, checkpoint_forever
+        from dreamwell.server import loops
         from dreamwell.server.transports.uvicorn_server import uvicorn_server
 
         server = uvicorn_server(app, settings, own_signals=False)
@@ -78,8 +78,7 @@ async def _serve_and_backfill(
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(stop_on_signal)
-            tg.start_soon(backfill_forever, runtime)
-            tg.start_soon(checkpoint_forever, runtime)
+            loops.start(tg, runtime, serving=False)
             await server.serve([sock])
             tg.cancel_scope.cancel()
     return received[0] if received else None

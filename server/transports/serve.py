@@ -1,4 +1,4 @@
-"""Run the server on the chosen transport, with process-level background work."""
+"""Run the server on the chosen transport, with the process's background loops (server/loops.py)."""
 
 from __future__ import annotations
 
@@ -13,17 +13,10 @@ from typing import Any
 import anyio
 from mcp.server.mcpserver import MCPServer
 
-from dreamwell.server.auto_dream import dream_when_idle
+from dreamwell.server import loops
 from dreamwell.server.config import Settings
 from dreamwell.server.heap import quiet_collections
-from dreamwell.server.mcp.app import (
-    backfill_forever,
-    build_server,
-    checkpoint_forever,
-    sweep_forever,
-    trim_when_idle,
-)
-from dreamwell.server.mcp.dream import dream_forever, enrich_forever
+from dreamwell.server.mcp.app import build_server
 from dreamwell.server.runtime import Runtime
 from dreamwell.server.transports.early import Handover
 from dreamwell.server.transports.stdio import run_stdio
@@ -117,15 +110,7 @@ async def serve(settings: Settings, early: Handover | None = None) -> int:
             tg.start_soon(_stop_on_signal, None, said)
         else:  # ask uvicorn to exit: cancelled mid-serve, its lifespan task logs a traceback
             tg.start_soon(_stop_on_signal, lambda: setattr(server, "should_exit", True), said)
-        tg.start_soon(sweep_forever, runtime)
-        tg.start_soon(trim_when_idle, runtime)
-        tg.start_soon(backfill_forever, runtime)
-        tg.start_soon(checkpoint_forever, runtime)
-        if settings.dream_every:
-            tg.start_soon(dream_forever, runtime)
-        tg.start_soon(enrich_forever, runtime)
-        if settings.dream_auto:
-            tg.start_soon(dream_when_idle, runtime)
+        loops.start(tg, runtime)
         if server is None:
             await run_stdio(mcp, on_eof=_exit_soon, early=early)
         else:

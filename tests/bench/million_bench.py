@@ -44,7 +44,7 @@ from million_data import embedded, memories, texts_and_questions
 from scale_bench import _until_idle, pct, rss_split, serve_pids, tantivy_limit
 from search_scale_bench import PROBE, StandIn, e5_query_ms
 
-from dreamwell.server.mcp.app import TRIM_QUIET
+from dreamwell.server.loops import TRIM_QUIET
 from dreamwell.stores import LongTermStore, new_id
 from dreamwell.stores.index.held_vectors import Held
 from dreamwell.stores.index.row_columns import RADIUS

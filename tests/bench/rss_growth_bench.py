@@ -36,7 +36,7 @@ import anyio
 from mcp import Client, StdioServerParameters
 from scale_bench import OBJECTS, SUBJECTS, VERBS, _server_pid, _until_idle, rss_mib, rss_split
 
-from dreamwell.server.mcp.app import TRIM_QUIET
+from dreamwell.server.loops import TRIM_QUIET
 
 ID = re.compile(r"\b[0-9a-f]{12}\b")
 QUOTED = re.compile(r"'[^']*'")

@@ -48,7 +48,7 @@ from scale_bench import (
     tantivy_limit,
 )
 
-from dreamwell.server.mcp.app import TRIM_QUIET
+from dreamwell.server.loops import TRIM_QUIET
 from dreamwell.stores import LongTermStore, MemoryEntry, OnnxE5, new_id, utcnow
 from dreamwell.stores.layout import DataDir
 

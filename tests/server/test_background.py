@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from dreamwell.server.config import Settings
-from dreamwell.server.mcp.app import backfill_forever, checkpoint_forever, sweep_forever
+from dreamwell.server.loops import backfill_forever, checkpoint_forever, sweep_forever
 from dreamwell.server.runtime import Runtime, Tenant
 from dreamwell.stores import LongTermStore, WorkingMemory, utcnow
 
@@ -76,7 +76,7 @@ async def test_backfill_embeds_memories_saved_without_vectors(tmp_path: Path) ->
 
 async def test_the_dream_timer_runs_cycles_on_open_stores(tmp_path: Path) -> None:
     from dreamwell.dream.report import list_reports
-    from dreamwell.server.mcp.dream import dream_forever
+    from dreamwell.server.loops import dream_forever
 
     runtime = Runtime(Settings(data_dir=tmp_path, embedder="none", dream_every="12h"))
     tenant = await runtime.tenant()
@@ -161,7 +161,7 @@ async def test_the_backfill_sleeps_while_idle_and_a_save_wakes_it(
     """It used to poll the stores every 20 ms: 50 wake-ups a second in an idle server. Now
     it sleeps until a store wants vectors. The idle wait here is 10 minutes, so only the
     save's wake-up can get its vector embedded before the time-out."""
-    import dreamwell.server.mcp.app as app
+    import dreamwell.server.loops as app
 
     looks = 0
     look = app._vectors_wanted
@@ -319,7 +319,7 @@ async def test_the_heap_is_handed_back_once_a_run_of_backfill_rounds_is_over(
     """Issue 24: embedding 64 memories of 2.8 KB left 199 MiB of activations freed but mapped
     (RSS stayed up for good). After the rounds that embedded something comes one that finds
     nothing to do: then the heap is handed back, once."""
-    import dreamwell.server.mcp.app as app
+    import dreamwell.server.loops as app
     from tests.support.embedders import HashEmbedder
 
     trims: list[int] = []
@@ -475,9 +475,10 @@ async def test_a_full_collection_waits_for_a_pause_in_the_requests(
 
     from mcp import Client
 
-    import dreamwell.server.mcp.app as app
+    import dreamwell.server.loops as app
     from dreamwell.server.heap import quiet_collections
-    from dreamwell.server.mcp.app import build_server, trim_when_idle
+    from dreamwell.server.loops import trim_when_idle
+    from dreamwell.server.mcp.app import build_server
 
     tidy = app.tidy
     tidied: list[int] = []
@@ -521,8 +522,9 @@ async def test_the_heap_is_handed_back_once_requests_pause_never_within_a_stream
     nor does a long request in flight."""
     from mcp import Client
 
-    import dreamwell.server.mcp.app as app
-    from dreamwell.server.mcp.app import build_server, trim_when_idle
+    import dreamwell.server.loops as app
+    from dreamwell.server.loops import trim_when_idle
+    from dreamwell.server.mcp.app import build_server
 
     trims: list[int] = []
     runtime = Runtime(Settings(data_dir=tmp_path, embedder="none"))
