@@ -2,12 +2,14 @@
 layers point one way (server → dream → stores, server → stores; nothing imports server), no
 import circles between modules, each sub-package has a door, server and dream use only the
 stores' public names, each third-party library has one home, and the MCP SDK's private
-attributes are touched in one module."""
+attributes are touched in one module. Inside server/, its packages form a stack (server's
+door's STACK, no import up, no ring) and each package's door lists, as data (MAY_IMPORT),
+exactly what its modules import from outside it."""
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import cache
 from pathlib import Path
 
@@ -368,3 +370,143 @@ def test_the_sdks_private_attributes_are_touched_in_one_module() -> None:
                 continue
             touched.setdefault(rel(path), set()).add(node.attr)
     assert set(touched) == {SDK_MODULE}, touched
+
+
+SERVER = ROOT / "server"
+ENTRY_POINT = "server/__main__.py"  # `python -m dreamwell.server`: on top of the stack
+
+
+def door_value(door: Path, name: str) -> tuple[str, ...] | None:
+    """A door's module-level `name = (...)` tuple of strings, None when it has none."""
+    for node in tree(door).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == name for t in node.targets
+        ):
+            return tuple(ast.literal_eval(node.value))
+    return None
+
+
+def door_of(path: Path) -> Path:
+    """The folder whose door governs `path` (its own package's, a door its own)."""
+    folder = path.parent
+    while not (folder / "__init__.py").is_file():
+        folder = folder.parent
+    return folder
+
+
+def imported_modules(module: ast.Module) -> Iterator[str]:
+    """Every dreamwell name `module` imports, TYPE_CHECKING too; `from package import
+    module` names the module, as Python imports the package's door with it anyway."""
+    known = modules()
+    for node in ast.walk(module):
+        if isinstance(node, ast.Import):
+            yield from (a.name for a in node.names if a.name.startswith("dreamwell."))
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if not node.module.startswith("dreamwell."):
+                continue
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                yield sub if sub in known else node.module
+
+
+def allowed_by(name: str, entries: Iterable[str]) -> str | None:
+    """The entry that lets a module import `name` (itself, or a package above it), if any."""
+    return next((e for e in entries if name == e or name.startswith(e + ".")), None)
+
+
+def undeclared(doors: dict[Path, tuple[str, ...]], files: Iterable[Path]) -> list[str]:
+    """Imports from outside a module's own package that its door does not list, and entries
+    of a door that no module of its package uses."""
+    known = modules()
+    wrong: list[str] = []
+    used: set[tuple[Path, str]] = set()
+    for path in files:
+        door = door_of(path)
+        for name in imported_modules(tree(path)):
+            if name in known and door_of(known[name]) == door:
+                continue  # its own package's
+            entry = allowed_by(name, doors[door])
+            if entry is None:
+                wrong.append(f"{rel(path)}: {name} (not in {rel(door)}'s MAY_IMPORT)")
+            else:
+                used.add((door, entry))
+    for door, entries in doors.items():
+        wrong += [
+            f"{rel(door)}: MAY_IMPORT {e!r} is used by none"
+            for e in entries
+            if (door, e) not in used
+        ]
+    return wrong
+
+
+def server_doors() -> dict[Path, tuple[str, ...]]:
+    doors = {}
+    for door in sorted(SERVER.rglob("__init__.py")):
+        table = door_value(door, "MAY_IMPORT")
+        assert table is not None, f"{rel(door)} has no MAY_IMPORT"
+        doors[door.parent] = table
+    return doors
+
+
+def test_each_server_door_lists_what_its_package_imports_and_nothing_else() -> None:
+    files = [p for p in sorted(SERVER.rglob("*.py")) if rel(p) != ENTRY_POINT]
+    assert undeclared(server_doors(), files) == []
+
+
+def package_of(name: str) -> str:
+    """Which of server's packages a module of server is in: a sub-package below server's
+    root, `root` for the modules at the root, `__main__` for the entry point."""
+    parts = name.split(".")[2:]
+    if parts == ["__main__"]:
+        return "__main__"
+    if len(parts) > 1 or (parts and (SERVER / parts[0]).is_dir()):
+        return parts[0]
+    return "root"
+
+
+def package_edges() -> dict[tuple[str, str], list[str]]:
+    """(importer, imported) between server's packages -> the imports, run-time ones only."""
+    edges: dict[tuple[str, str], list[str]] = {}
+    for name, path in modules().items():
+        if not name.startswith("dreamwell.server"):
+            continue
+        for target in runtime_edges(tree(path), name):
+            here, there = package_of(name), package_of(target)
+            if target.startswith("dreamwell.server") and here != there:
+                edges.setdefault((here, there), []).append(f"{rel(path)} -> {target}")
+    return edges
+
+
+def upward(edges: dict[tuple[str, str], list[str]], stack: tuple[str, ...]) -> list[str]:
+    order = ("root", *stack, "__main__")
+    return [i for (a, b), found in edges.items() if order.index(a) <= order.index(b) for i in found]
+
+
+def test_servers_packages_are_a_stack_no_import_up_and_no_ring() -> None:
+    """server's door names the order (STACK, bottom to top, above the root modules); every
+    import between two of its packages, even one inside a function, points down it."""
+    stack = door_value(SERVER / "__init__.py", "STACK")
+    assert stack is not None
+    packages = {p.name for p in SERVER.iterdir() if (p / "__init__.py").is_file()}
+    assert sorted(stack) == sorted(packages)
+    edges = package_edges()
+    graph: dict[str, set[str]] = {}
+    for a, b in edges:
+        graph.setdefault(a, set()).add(b)
+    assert (upward(edges, stack), circles(graph)) == ([], [])
+
+
+def test_the_stack_checks_can_fail() -> None:
+    """An import its door does not list, an entry nobody uses, and an import up are seen."""
+    hooks = SERVER / "hooks"
+    doors = {hooks: ("dreamwell.stores", "dreamwell.server.nothing")}
+    wrong = undeclared(doors, [hooks / "events.py"])
+    assert (
+        "server/hooks/events.py: dreamwell.server.recall_text (not in server/hooks's MAY_IMPORT)"
+        in wrong
+    )
+    assert "server/hooks: MAY_IMPORT 'dreamwell.server.nothing' is used by none" in wrong
+    edges = {("hooks", "cli"): ["x"], ("cli", "root"): ["y"], ("root", "hooks"): ["z"]}
+    assert upward(edges, ("hooks", "cli")) == ["x", "z"]
+    assert package_of("dreamwell.server.hooks.agents.core") == "hooks"
+    assert package_of("dreamwell.server.config") == "root"

@@ -6,5 +6,11 @@ One module per agent, each a `plan(Setup) -> changes` over server/cli/config_fil
 machinery (merged, backed up, idempotent, reversible, `--dry-run`); toml_tables.py edits
 only our own tables of a TOML file.
 
-Public: table.PLANS (name -> plan), table.NAMES, setup.Setup.
-May import: server.cli.config_files, server.hooks.agents, the standard library."""
+Public: table.PLANS (name -> plan), table.NAMES, setup.Setup."""
+
+# What this package's modules may import besides each other (a module or a package and
+# everything under it), checked by tests/test_layers.py: nothing else, and every entry used.
+MAY_IMPORT = (
+    "dreamwell.server.cli.config_files",
+    "dreamwell.server.hooks.agents",
+)
