@@ -1,4 +1,4 @@
-"""The dream's back-off between cycles (SPEC §10): a cycle whose LLM failed (its questions
+"""The dream's back-off between cycles (docs/dreaming.md): a cycle whose LLM failed (its questions
 stopped by the breaker, dream/budget.py) adds one to the failures in a row kept in the data
 directory (`DataDir.dream_backoff`); a cycle whose LLM answered clears them. The dream that
 starts by itself (server/auto_dream.py) waits `dream_auto_after` doubled for each failure in a

@@ -1,5 +1,5 @@
-"""A dream cycle's LLM spend and its circuit breaker (SPEC §10): every call counted, a cap on
-tokens, input plus output (`dream_budget_tokens`), and a stop at the first failure.
+"""A dream cycle's LLM spend and its circuit breaker (docs/dreaming.md): every call counted, a cap
+on tokens, input plus output (`dream_budget_tokens`), and a stop at the first failure.
 
 `Metered` wraps the cycle's LLM (any backend: Ollama, OpenAI-compatible, Claude Code, the
 client's model). Before a question is sent, its cost is estimated from above — everything

@@ -1,5 +1,5 @@
 """The dream's LLM through the Claude Code the user already has (`llm_provider=claude-code`,
-SPEC §10): each question is one `claude -p` run under the user's own login.
+docs/dreaming.md): each question is one `claude -p` run under the user's own login.
 
 What each run is started with, and why:
 - `--safe-mode`: no hooks, MCP servers, skills, plugins or CLAUDE.md, so the dream never

@@ -1,7 +1,7 @@
 """One dream cycle: wait for quiet, lock, plan on a fresh snapshot, write with compare-and-set
 in small batches (saving the report after each), report; and undo.
 
-Safety rules (SPEC §5; never lose or resurrect data):
+Safety rules (docs/dreaming.md; never lose or resurrect data):
 - The cycle waits for quiet *before* it takes `dream.lock`, so a waiting timer never blocks
   an on-demand cycle, and it plans on a snapshot taken *after* the wait.
 - Every write is compare-and-set inside the store's write lock: an entry must still equal the
@@ -69,7 +69,7 @@ logger = logging.getLogger(__name__)
 
 
 PASSES = (  # in the order a cycle runs them (DreamOptions.progress reports each)
-    *skillpasses.SKILL_PASSES,  # skills first: before memory consolidation (SPEC §7)
+    *skillpasses.SKILL_PASSES,  # skills first: before memory consolidation (docs/skills.md)
     "decay",
     "exact-duplicates",
     "consolidation",

@@ -104,7 +104,7 @@ def system_prompt(data_dir: Path, name: str, builtin: str) -> str:
     return directive(data_dir, name, builtin) + "\n\n" + rules
 
 
-# ---- skills (SPEC §7): `skill-gap.md`, `skill-dream.md`, `skill-optimize.md` ----------------
+# ---- skills (docs/skills.md): `skill-gap.md`, `skill-dream.md`, `skill-optimize.md` --------------
 SKILL_GAP = """\
 You find gaps in an AI agent's skill catalog. A skill is a named, reusable procedure
 ("how to cut a release of service X"): name (lowercase-hyphenated), a description of what it

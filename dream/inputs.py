@@ -1,8 +1,7 @@
-"""What feeds a cycle's passes, and when a record leaves its log (SPEC §5, §10 "Inputs are
-kept until read"): the feedback, recall and conversation logs are read at the start of a
-cycle, and a record is dropped only once a pass that reads it ran — Corrections: the
-anti-pattern pass; other feedback: scoring; a recall: the judge; a user turn: preferences and
-skill gaps (and anti-patterns, when it corrects the agent)."""
+"""What feeds a cycle's passes, and when a record leaves its log (docs/dreaming.md): the feedback,
+recall and conversation logs are read at the start of a cycle, and a record is dropped only once a
+pass that reads it ran — Corrections: the anti-pattern pass; other feedback: scoring; a recall: the
+judge; a user turn: preferences and skill gaps (and anti-patterns, when it corrects the agent)."""
 
 from __future__ import annotations
 
@@ -49,7 +48,7 @@ def _passes_that_read(report: Report) -> set[str]:
 
 
 def _unread(inputs: Inputs, report: Report, judged: set[int]) -> tuple[list[Any], ...]:
-    """(feedback, recalls, conversation) that no pass reading them has read yet (SPEC §5):
+    """(feedback, recalls, conversation) that no pass reading them has read yet (docs/dreaming.md):
     Corrections wait for anti-patterns, other feedback for scoring, a recall for the judge,
     a user turn for preferences and skill gaps (and anti-patterns, when it corrects)."""
     read = _passes_that_read(report)

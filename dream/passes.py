@@ -154,7 +154,7 @@ def consolidation_prompts(
     """With vectors: groups of near neighbours packed into prompts of GROUP_PROMPT entries
     (entries without a vector yet go in category order after them). Without: category order
     in chunks of CHUNK. Each project's memories (and the global ones) apart: a prompt never
-    shows two projects' memories, so no merge can join them (SPEC §11)."""
+    shows two projects' memories, so no merge can join them (docs/projects.md)."""
     by_project: dict[str, list[MemoryEntry]] = defaultdict(list)
     for entry in entries:
         by_project[project_key(entry)].append(entry)

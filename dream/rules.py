@@ -1,5 +1,5 @@
 """The host's own rules, as pure functions: decay, merge arithmetic, fact preservation,
-feedback scoring and pruning thresholds (SPEC §5, seeds 001 and 003)."""
+feedback scoring and pruning thresholds (docs/dreaming.md, seeds 001 and 003)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The dream that starts by itself (SPEC §10, `dream_auto`): a session end (the `session-end`
-hook) or a `serve` idle for 10 minutes starts one detached `dreamwell dream --once`, at the
-lowest CPU priority, when the last cycle is older than `dream_auto_after` and at least
+"""The dream that starts by itself (docs/dreaming.md, `dream_auto`): a session end (the
+`session-end` hook) or a `serve` idle for 10 minutes starts one detached `dreamwell dream --once`,
+at the lowest CPU priority, when the last cycle is older than `dream_auto_after` and at least
 `dream_auto_sessions` client sessions were recorded since.
 
 Cheap enough for a hook: a few `stat()` calls, one directory listing and two locks taken

@@ -153,7 +153,8 @@ class Settings(BaseSettings):
     dream_auto_after: str = _setting("dream_auto_after")
     dream_auto_sessions: int = _setting("dream_auto_sessions", ge=0, le=100_000)
     skills_auto_approve: bool = _setting("skills_auto_approve")
-    # projects (SPEC §11): pin the caller's project; categories global beside the built-in ones
+    # projects (docs/projects.md): pin the caller's project; categories global beside the built-in
+    # ones
     project: str | None = _setting("project")
     global_categories: str = _setting("global_categories")
 

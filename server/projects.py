@@ -1,4 +1,4 @@
-"""Which project each call belongs to (SPEC §11), without MCP: the pinned `project` setting,
+"""Which project each call belongs to (docs/projects.md), without MCP: the pinned `project` setting,
 the roots a client declared (per connection, kept here), else a hook's `cwd` or this process's
 working directory. What a directory's project is, and which memories are global, is
 `stores/projects.py`'s; this module holds the choice between the sources and what a save

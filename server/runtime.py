@@ -40,7 +40,7 @@ _ACTIVITY_EVERY = 5.0
 # The transport request of the MCP request being handled (set by the server's middleware), for
 # handlers the SDK gives no Context, such as static resources.
 CURRENT_REQUEST: ContextVar[Any] = ContextVar("dreamwell_request", default=None)
-# Cosine below this is ignored in hybrid ranking (SPEC §4), and the share of BM25 in it, per
+# Cosine below this is ignored in hybrid ranking (docs/recall.md), and the share of BM25 in it, per
 # embedder; tuned on the LoCoMo dev split (tests/bench/tune_hybrid.py), the seed's 0.5 for
 # nomic. e5: BM25 0.4 / cosine 0.6 gave R@5 .637 (0.3: .625, 0.5: .636, 0.6: .626); its
 # cosines sit high, so any floor up to 0.75 changes nothing and 0.8 costs 0.4-1.8 points.
@@ -142,7 +142,7 @@ class Runtime:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.process_namespace = settings.namespace or f"session/{new_id()}"
-        self.projects = CallerProjects(settings)  # each caller's project (SPEC §11)
+        self.projects = CallerProjects(settings)  # each caller's project (docs/projects.md)
         self._tenants: dict[str, Tenant] = {}
         self._opening: anyio.Lock | None = None
         self._last_touch = 0.0
@@ -277,7 +277,8 @@ class Runtime:
             logger.warning("cannot mark activity at %s: %s", marker, exc)
 
     def caller(self, request: Any) -> tuple[str, str]:
-        """(tenant, namespace) of the caller of this request (SPEC §2).
+        """(tenant, namespace) of the caller of this request
+        (docs/reference.md#working-memory-namespaces).
 
         `request` is the transport's HTTP request, or None on stdio and in-memory sessions."""
         if request is None:

@@ -1,4 +1,4 @@
-"""Records and the validation rules of SPEC §1, shared by both stores."""
+"""Records and the validation rules of docs/data-directory.md, shared by both stores."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def utcnow() -> datetime:
 
 
 def new_id() -> str:
-    import uuid  # here: uuid imports platform, ~12 ms of every hook process (SPEC §8)
+    import uuid  # here: uuid imports platform, ~12 ms of every hook process (docs/claude-code.md)
 
     return uuid.uuid4().hex[:12]
 

@@ -1,4 +1,4 @@
-"""Projects (SPEC §11): which repository a directory belongs to, read from `.git` on disk.
+"""Projects (docs/projects.md): which repository a directory belongs to, read from `.git` on disk.
 
 A project is keyed by its repository's normalised remote URL (`origin`, else the first remote:
 the https and ssh forms of one repository are one key, so clones elsewhere and teammates'

@@ -1,7 +1,7 @@
-"""A team on shared replicas (SPEC §9, §11): two replicas on one object-store location, two
-users with their own clones of one repository (one cloned over ssh, one over https, in
-different folders): they share that project's memories, and neither sees the other's other
-projects."""
+"""A team on shared replicas (docs/beyond-one-machine.md, docs/projects.md): two replicas on one
+object-store location, two users with their own clones of one repository (one cloned over ssh, one
+over https, in different folders): they share that project's memories, and neither sees the other's
+other projects."""
 
 from __future__ import annotations
 
@@ -44,7 +44,8 @@ async def test_two_clones_on_two_replicas_share_their_project_and_nothing_else(
         shared = await _save(one.url, Roots(alice_shop), "Deploy the shop with make ship-it")
         private = await _save(one.url, Roots(alice_side), "Deploy my side project with fly deploy")
         async with client(two.url, roots=Roots(bob_shop)) as bob:
-            with anyio.fail_after(30):  # another replica's write reaches this one (SPEC §9: 2 s)
+            # another replica's write reaches this one (docs/beyond-one-machine.md: 2 s)
+            with anyio.fail_after(30):
                 while shared not in (found := await ok(bob, "search_memory", query="deploy")):
                     await anyio.sleep(0.05)
             assert private not in found

@@ -1,4 +1,4 @@
-"""The dream's three skill passes (SPEC §7, seed 001 passes 2–4): gap detection (gap.py),
+"""The dream's three skill passes (docs/skills.md, seed 001 passes 2–4): gap detection (gap.py),
 consolidation (consolidate.py) and optimisation (optimize.py), run in order by passes.py; the
 host's arithmetic, guards and SKILL.md text as pure functions (rules.py); every write
 compare-and-set and undoable (commit.py).

@@ -1,4 +1,4 @@
-"""Writing and undoing the skill passes' changes (SPEC §7): every group of changes is written
+"""Writing and undoing the skill passes' changes (docs/skills.md): every group of changes is written
 compare-and-set against the revisions the pass read (a merge and the archiving of its sources
 stand or fall together; pinned skills are refused), each written change goes into the cycle's
 report with the skill's whole record before and after, and undo writes those records back

@@ -1,4 +1,4 @@
-"""Skill consolidation (SPEC §7, seed 001 pass 3): the LLM sees every skill with its body,
+"""Skill consolidation (docs/skills.md, seed 001 pass 3): the LLM sees every skill with its body,
 uses in 30 days, `[sparse-content]` marks, the top co-used pairs and the name-prefix
 clusters, and proposes merges, parent guides, see-also links and deletions. The host keeps
 seed 001's guard (a deletion with no replacement saved in the same answer discards the whole

@@ -1,4 +1,4 @@
-"""Gap detection, the first skill pass (SPEC §7, seed 001 pass 2): new skills for requests
+"""Gap detection, the first skill pass (docs/skills.md, seed 001 pass 2): new skills for requests
 seen in two or more sessions of the conversation log. The LLM proposes; the host checks every
 proposal against the log (dream/skills/rules.py) and writes it compare-and-set
 (dream/skills/commit.py)."""
@@ -98,7 +98,7 @@ def _new_skill(item: NewSkill, chunk: dict[str, Session], ctx: SkillContext) -> 
         make_folder(None, files, f"skill {name!r}")
     except InvalidInput as exc:
         return f"refused new skill {name!r}: {exc}"
-    # learned from one project's sessions alone: that project's skill (SPEC §11)
+    # learned from one project's sessions alone: that project's skill (docs/projects.md)
     project = sessions_project(sessions)
     change = SkillChange(name, NEW, files, ctx.new_status, origin="dream", project=project)
     note = f"asked for in sessions {', '.join(cited)}"

@@ -1,4 +1,4 @@
-"""Skill optimisation (SPEC §7, seed 001 pass 4): at-risk skills — used in a session with
+"""Skill optimisation (docs/skills.md, seed 001 pass 4): at-risk skills — used in a session with
 Correction feedback or a session summary rated poor or fair — go to the LLM with their failure
 context, sparse skills with the structural review note, one skill per prompt. The body guard:
 the answer replaces the body only when it keeps the skill's name and every command, path, URL

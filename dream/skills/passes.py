@@ -1,4 +1,4 @@
-"""The three skill passes of a dream cycle (SPEC §7, seed 001 passes 2–4), run before memory
+"""The three skill passes of a dream cycle (docs/skills.md, seed 001 passes 2–4), run before memory
 consolidation: gap detection (new skills for requests seen in two or more sessions),
 consolidation (merges, parent guides, see-also, pruning, with seed 001's deletion guard) and
 optimisation (at-risk and sparse skills rewritten, under the body guard). Each has its

@@ -1,4 +1,4 @@
-"""The host's arithmetic and guards for the skill passes (SPEC §7), pure functions: sessions
+"""The host's arithmetic and guards for the skill passes (docs/skills.md), pure functions: sessions
 from the conversation log and their recurring terms (gap detection's signal), sparse marks
 and prefix clusters (consolidation's input), the facts of a skill's body — commands, paths,
 URLs, numbers — and which of them an answer lost (the body guard)."""

@@ -29,7 +29,7 @@ from dreamwell.stores import (
     utcnow,
 )
 
-MAX_TAGS = 32  # SPEC §1
+MAX_TAGS = 32  # docs/data-directory.md
 FOREIGN = ("knowledge-graph", "mcp-memory-service")  # metadata.source of foreign records
 _OWN = {"id", "content", "created_at", "updated_at", "last_seen_at"}  # keys of our export
 # keys only our export has (mcp-memory-service has content, tags, created_at, updated_at)

@@ -59,7 +59,7 @@ class Plan:
 
 
 def _dup_key(e: MemoryEntry) -> tuple[str, str, str]:
-    """One memory per category, folded text and project (SPEC §11: not across projects)."""
+    """One memory per category, folded text and project (docs/projects.md: not across projects)."""
     return (e.category or "", fold_text(e.content) or e.content, e.metadata.get(PROJECT, ""))
 
 
@@ -76,8 +76,8 @@ def _newer(r: MemoryEntry, current: MemoryEntry) -> bool:
 
 
 class Planner:
-    """What importing records into a store holding `existing` changes (SPEC §3): a known id
-    is left alone (or, for dreamwell's own records, replaced by a newer version of itself;
+    """What importing records into a store holding `existing` changes (docs/reference.md#tools): a
+    known id is left alone (or, for dreamwell's own records, replaced by a newer version of itself;
     foreign records carry no version); the same text live in the same category reinforces;
     anything else is added. Remembers what it planned, batch after batch."""
 

@@ -139,7 +139,7 @@ def collect(settings: Settings, name: str, data_dir: Path) -> TenantStats:
 
 
 def _project(entry: MemoryEntry) -> str:
-    """How `stats` names a memory's project (SPEC §11): `name (key)`, or `(global)`."""
+    """How `stats` names a memory's project (docs/projects.md): `name (key)`, or `(global)`."""
     key = entry.metadata.get(PROJECT)
     if not key:
         return "(global)"

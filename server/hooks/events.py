@@ -1,7 +1,8 @@
-"""`dreamwell hook EVENT`: every agent's hooks (SPEC §8, §13), run as a fresh process per event
-(or by the resident). `AGENT:EVENT` runs EVENT for another agent than Claude Code: what differs
-— event names, stdin, the output's shape, the transcript's format, the name each record
-gives the client — is that agent's table (server/hooks/agents/).
+"""`dreamwell hook EVENT`: every agent's hooks (docs/claude-code.md, docs/codex.md, docs/gemini.md,
+docs/copilot.md), run as a fresh process per event (or by the resident). `AGENT:EVENT` runs EVENT
+for another agent than Claude Code: what differs — event names, stdin, the output's shape, the
+transcript's format, the name each record gives the client — is that agent's table
+(server/hooks/agents/).
 
 stdin is the client's hook JSON (`session_id`, `transcript_path`, `cwd`, `hook_event_name`,
 `prompt`, `source`; anything else is ignored). `session-start` and `user-prompt` print plain
@@ -123,7 +124,7 @@ def record_skill_uses(
         )
 
 
-# ---- the project (SPEC §11): pinned, else the hook input's cwd ------------------------------
+# ---- the project (docs/projects.md): pinned, else the hook input's cwd ---------------------------
 def caller_project(call: Call) -> Project | None:
     """The project this hook call belongs to: the pinned `project` setting, else the
     repository of the hook input's `cwd` (else of this process's directory)."""

@@ -39,7 +39,7 @@ class HookSettings:
     dream_auto_after: float = 86400.0  # seconds
     dream_auto_sessions: int = 5
     dream_flags: tuple[str, ...] = ()  # given on the hook's command line, for its dream
-    project: str | None = None  # pinned (SPEC §11); else the hook input's `cwd`
+    project: str | None = None  # pinned (docs/projects.md); else the hook input's `cwd`
     hook_session_chars: int = 4000  # characters the hooks inject into a session in all
     embedder: str = "e5"  # "none": the resident holds no store for hybrid ranking
     fell_back: tuple[str, ...] = ()  # settings that took their default (Settings.fell_back)

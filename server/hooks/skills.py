@@ -1,7 +1,7 @@
-"""The skills a client hook shows (SPEC §8): the active skills' names and descriptions at session
-start, and at each prompt up to MAX_PROMPT_SKILLS relevant ones not yet shown in the session —
-only those the client can load, i.e. kept as its skill folders (stores/skills/sync.py), which
-the session start brings in step first (`synced`). Read straight from the skill records
+"""The skills a client hook shows (docs/claude-code.md): the active skills' names and descriptions
+at session start, and at each prompt up to MAX_PROMPT_SKILLS relevant ones not yet shown in the
+session — only those the client can load, i.e. kept as its skill folders (stores/skills/sync.py),
+which the session start brings in step first (`synced`). Read straight from the skill records
 (stores/skills/catalog.py: JSON files, no lock) and ranked by BM25 over name + description +
 body with the memories' own analyser, in a Tantivy index held in RAM
 (stores/index/text_index.py): no numpy, no model, nothing that would slow a hook down."""
@@ -43,7 +43,7 @@ def synced(catalog: SkillCatalog, project: Project | None = None, always: bool =
 def _served(
     skill: Skill, shown: Collection[str], can_load: Collection[str], project: str | None
 ) -> bool:
-    """Loadable by the client, not shown yet, and not another project's skill (SPEC §11)."""
+    """Loadable by the client, not shown yet, and not another project's skill (docs/projects.md)."""
     return skill.name in can_load and skill.name not in shown and skill.project in (None, project)
 
 

@@ -1,12 +1,13 @@
 """Who the server is, and its answer to a client's first handshake message, without the MCP SDK.
 
 Importing the SDK costs a new process 1-4 s on a loaded machine (its pydantic models), and
-Claude Code gives up on its `server/discover` probe after ~2.8 s (SPEC §10 "Start fast"). So
-the stdio transport answers the handshake from here (server/transports/early.py) while the SDK
-loads, then hands the same frames to the SDK, which is the server from then on. The replies
-here are the SDK's own, byte for byte as JSON values: tests/server/mcp/test_handshake.py
-compares them with what the SDK answers for the same frames. Anything this module does not
-recognise as a plain handshake is left to the SDK (`reply` returns None).
+Claude Code gives up on its `server/discover` probe after ~2.8 s
+(docs/claude-code.md#starting-fast). So the stdio transport answers the handshake from here
+(server/transports/early.py) while the SDK loads, then hands the same frames to the SDK, which is
+the server from then on. The replies here are the SDK's own, byte for byte as JSON values:
+tests/server/mcp/test_handshake.py compares them with what the SDK answers for the same frames.
+Anything this module does not recognise as a plain handshake is left to the SDK (`reply` returns
+None).
 
 Standard library only: nothing here may import the SDK, pydantic or the stores."""
 

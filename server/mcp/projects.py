@@ -1,4 +1,4 @@
-"""The caller's project over MCP (SPEC §11): the client's roots, asked once per connection
+"""The caller's project over MCP (docs/projects.md): the client's roots, asked once per connection
 (`roots/list`, on the connections whose protocol lets a server ask mid-request: the
 initialize-handshake eras) and asked again after `notifications/roots/list_changed`; the
 rest of the choice (pinned, roots, the process's directory) is `server/projects.py`'s."""

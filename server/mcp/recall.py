@@ -160,8 +160,8 @@ def with_skills(
     budget: int,
     project: str | None = None,
 ) -> str:
-    """The block with the relevant skills added (SPEC §7a; server/mcp/skills_recall.py), in the
-    thread that built the block."""
+    """The block with the relevant skills added (docs/skills.md; server/mcp/skills_recall.py), in
+    the thread that built the block."""
     if skills is None:
         return block
     from dreamwell.server.mcp.skills_recall import skills_section

@@ -1,4 +1,4 @@
-"""The plain-text results of SPEC §3: what the agent reads."""
+"""The plain-text results of docs/reference.md#tools: what the agent reads."""
 
 from __future__ import annotations
 

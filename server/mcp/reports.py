@@ -1,6 +1,6 @@
 """The dream reports over MCP (`dream://reports`, `dream://reports/{run}`), as the caller's
-project may see them (SPEC §11): a cycle runs over the whole store, so its report names every
-project's memories and skills; a caller in a project is shown only the changes to its
+project may see them (docs/projects.md): a cycle runs over the whole store, so its report names
+every project's memories and skills; a caller in a project is shown only the changes to its
 project's and global ones, and told how many others were left out. A caller in no project
 sees every memory, and so the whole report. The dream prompt's own report goes through
 `scoped` too."""

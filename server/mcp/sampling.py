@@ -1,5 +1,5 @@
-"""The client's own model for the dream (SPEC §8): with no LLM configured, the `dream` prompt
-asks the model of the client that invoked it, through MCP `sampling/createMessage`.
+"""The client's own model for the dream (docs/claude-code.md): with no LLM configured, the `dream`
+prompt asks the model of the client that invoked it, through MCP `sampling/createMessage`.
 
 `SamplingLLM` is a backend of the dream's `LLM` protocol (dream/llm.py), so the passes ask it
 the same questions with the same schemas, host rules and conflict checks as an HTTP model;

@@ -1,4 +1,4 @@
-"""Skills at the MCP edge (SPEC §7): each active skill of the caller's tenant is a prompt of
+"""Skills at the MCP edge (docs/skills.md): each active skill of the caller's tenant is a prompt of
 its name, its files are `skill://<name>/<path>` resources (template `skill://{name}/SKILL.md`),
 and the Skills Extension (`io.modelcontextprotocol/skills`, SEP-2640) is declared with
 `skills/list` and `skills/get`. The catalog is per tenant, so these are answered by a middleware

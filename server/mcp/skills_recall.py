@@ -1,4 +1,4 @@
-"""The skills part of the `recall` prompt (SPEC §7a): up to 3 relevant active skills not yet
+"""The skills part of the `recall` prompt (docs/skills.md): up to 3 relevant active skills not yet
 injected in this caller's session, each with its name, description and `skill://` URI, and its
 body too when that fits what is left of the prompt's budget."""
 
@@ -53,7 +53,7 @@ def skills_section(
 ) -> str:
     """The section (empty when nothing fits or applies); `room`: characters left in the
     prompt's budget for skill bodies (entries without bodies are always shown). With
-    `project`, another project's skills are left out (SPEC §11)."""
+    `project`, another project's skills are left out (docs/projects.md)."""
     if not message.strip():
         return ""
     try:

@@ -1,4 +1,4 @@
-"""The eight tools of SPEC §3, and nothing else."""
+"""The eight tools of docs/reference.md#tools, and nothing else."""
 
 from __future__ import annotations
 

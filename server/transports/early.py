@@ -1,4 +1,5 @@
-"""The stdio handshake answered while the server is still loading (SPEC §10 "Start fast").
+"""The stdio handshake answered while the server is still loading
+(docs/claude-code.md#starting-fast).
 
 `dreamwell serve` needs the MCP SDK, pydantic and its settings before it can serve: 1-4 s on
 a loaded machine, and Claude Code gives up on its `server/discover` probe after ~2.8 s, then
@@ -42,8 +43,9 @@ IDLE = 1.5  # seconds a server whose kept lists vouch waits before loading, unle
 HOLD = 0.3  # seconds at most that a handshake reply waits for the settings to be read
 # (~0.2 s on a quiet machine; loaded, the reply goes first and a bad setting is the answer to
 # the client's next request: Claude Code's follow-up discover, then it reports the failure)
-# what a handshake answered here must not wait for (SPEC §10); which of them were loaded when
-# the first reply went out is logged (`Handover.loaded_then`), and a test reads that line
+# what a handshake answered here must not wait for (docs/claude-code.md#starting-fast); which of
+# them were loaded when the first reply went out is logged (`Handover.loaded_then`), and a test
+# reads that line
 HEAVY = ("mcp", "lancedb", "pyarrow", "onnxruntime", "numpy", "tantivy")
 # and, when the kept lists vouch (nothing to wait for), not the settings' nor the stores' code
 # either: the reply goes before `main` imports them (~50-150 ms), and the log names them too

@@ -1,9 +1,10 @@
-"""The list requests answered while the server loads (SPEC §10 "Start fast"): Claude Code in
-print mode sends `tools/list`, `prompts/list`, `resources/list` and `resources/templates/list`
-right after the handshake and waits for the answers before its first model request, and the
-SDK needs ~1.7 s to import before it can give them. So the stdio server keeps its last answers
-(the SDK's own, as sent) in the data directory (`DataDir.mcp_lists`), and the next one answers
-from them while it loads (server/transports/early.py), for the same settings and version only.
+"""The list requests answered while the server loads (docs/claude-code.md#starting-fast): Claude
+Code in print mode sends `tools/list`, `prompts/list`, `resources/list` and
+`resources/templates/list` right after the handshake and waits for the answers before its first
+model request, and the SDK needs ~1.7 s to import before it can give them. So the stdio server keeps
+its last answers (the SDK's own, as sent) in the data directory (`DataDir.mcp_lists`), and the next
+one answers from them while it loads (server/transports/early.py), for the same settings and version
+only.
 
 They are given only to a client that listens for list changes (a `subscriptions/listen`
 acknowledged early): when the SDK has loaded, that client is told that every list it listens

@@ -77,7 +77,7 @@ GLOBAL = "(global)"  # the project filter's value for the memories of no project
 
 def _in_project(e: MemoryEntry, project: str) -> bool:
     """The browser's project filter: '' every memory, GLOBAL the global ones, else exactly
-    that project's (the browser sees every project, SPEC §11)."""
+    that project's (the browser sees every project, docs/projects.md)."""
     own = e.metadata.get(PROJECT, "")
     return not project or own == ("" if project == GLOBAL else project)
 

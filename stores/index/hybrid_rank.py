@@ -1,4 +1,4 @@
-"""Hybrid ranking (SPEC §4) as pure functions.
+"""Hybrid ranking (docs/recall.md) as pure functions.
 
 Measured on the LoCoMo dev split with the embedded MiniLM (tests/bench/tune_hybrid.py, 760
 questions of categories 1-4): the seed's "BM25 / top score, raw cosine, mean where both scored"

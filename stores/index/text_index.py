@@ -60,7 +60,7 @@ class Found:
 
 
 def document_text(content: str, category: str | None, tags: Iterable[str]) -> str:
-    """SPEC §4: content + tags + category, with '/' and '-' read as spaces."""
+    """docs/recall.md: content + tags + category, with '/' and '-' read as spaces."""
     text = " ".join([content, " ".join(tags), category or ""])
     return text.replace("/", " ").replace("-", " ")
 

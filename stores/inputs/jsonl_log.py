@@ -55,7 +55,7 @@ SKILL_USAGE_MAX_BYTES = 1024 * 1024
 ENRICH_QUEUE = "enrich-queue.jsonl"  # saved memories waiting to be enriched by the LLM
 ENRICH_QUEUE_MAX_BYTES = 256 * 1024  # ~4,000 waiting ids; past it the oldest half is dropped
 # Every input log is bounded, whoever appends to it: a record stays until a pass that reads
-# it ran (SPEC §5, §10), so without an LLM only the bound keeps a log from growing for ever.
+# it ran (docs/dreaming.md), so without an LLM only the bound keeps a log from growing for ever.
 BOUNDS = {
     CONVERSATION: CONVERSATION_MAX_BYTES,
     RECALL: RECALL_MAX_BYTES,

@@ -70,7 +70,7 @@ def dup_key(category: str | None, content: str, project: str | None = None) -> i
     """A 64-bit digest of the category, the project and the folded text: one small int per
     live memory in the duplicate map (a (category, 128-bit digest) tuple took 105 bytes). A
     hit is only a candidate: `same_text` confirms it, so a collision can never merge two
-    memories. The same text saved in two projects is two memories (SPEC §11)."""
+    memories. The same text saved in two projects is two memories (docs/projects.md)."""
     text = f"{category or ''}\0{fold_text(content) or content}"
     if project:
         text += f"\0{project}"

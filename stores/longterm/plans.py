@@ -171,7 +171,7 @@ class Writer:
 
     def delete(self, entry_id: str, project: str | None = None) -> MemoryEntry:
         """Delete a memory; with `project`, only one of that project or a global one: another
-        project's is not found, exactly as an unknown id (SPEC §11)."""
+        project's is not found, exactly as an unknown id (docs/projects.md)."""
 
         def plan(s: Scratch) -> tuple[list[Op], MemoryEntry]:
             entry = s.get(entry_id)

@@ -1,4 +1,4 @@
-"""The skills store (SPEC §7): Agent Skills folders, one record per skill, per tenant.
+"""The skills store (docs/skills.md): Agent Skills folders, one record per skill, per tenant.
 
 Owns SKILL.md and its folder (skill_md.py: parse, validate, serialise; folders.py: read and
 write folders, trees and .zip files), a skill's record (record.py), the catalog with its

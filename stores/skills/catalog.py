@@ -12,7 +12,7 @@ Writing (file lock, per-skill compare-and-set on `revision`, fsynced before retu
     catalog.apply([SkillChange(name, expect, files=, status=, pinned=, origin=, see_also=,
                    created_at=, remove=)], refuse_pinned=False) -> ApplyResult(written, conflicts)
 Content comes in as files (path -> bytes) and is validated by skillio.make_folder (SKILL.md
-per SPEC §7, its name equal to the change's name): bad content raises InvalidSkill before
+per docs/skills.md, its name equal to the change's name): bad content raises InvalidSkill before
 anything is written. Usage is not here: stores/skills/usage.py (SkillUsage.record_use / stats).
 
 Where the records live is the storage's (stores/skills/storage.py): files under `skills.lock`

@@ -46,7 +46,7 @@ class Skill:
     front_matter: Mapping[str, Any] = field(repr=False)
     body: str = field(repr=False)
     see_also: tuple[str, ...] = ()  # related skills' names (the dream's consolidation fills it)
-    project: str | None = None  # the key of the project it belongs to (SPEC §11); None: global
+    project: str | None = None  # its project's key (docs/projects.md); None: global
     executable: frozenset[str] = frozenset()  # the paths of its executable files
 
     @property

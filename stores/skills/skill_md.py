@@ -1,4 +1,4 @@
-"""Agent Skills folders (SPEC §7): parse, validate and serialise `SKILL.md` and its files.
+"""Agent Skills folders (docs/skills.md): parse, validate and serialise `SKILL.md` and its files.
 
 A skill is a folder `<name>/` holding `SKILL.md` (YAML front matter between `---` lines, then
 a Markdown body) and optional files (`scripts/`, `references/`, `assets/`, …). dreamwell keeps
@@ -37,13 +37,13 @@ MAX_YAML_DEPTH = 32  # nested sequences and mappings
 MAX_YAML_NODES = 10_000  # scalars, sequences and mappings in all
 _SAFE_PART = re.compile(r"[^\x00-\x1f/\\]+")
 _META_LINE = re.compile(r"""^metadata:[ \t]*(#.*)?$""")
-# dreamwell's bookkeeping keys; `dreamwell-project` (the project a skill belongs to, SPEC §11)
-# is the skill's own: kept in its SKILL.md like any key the user wrote
+# dreamwell's bookkeeping keys; `dreamwell-project` (the project a skill belongs to,
+# docs/projects.md) is the skill's own: kept in its SKILL.md like any key the user wrote
 _OWN_KEY = re.compile(r"""^[ \t]+["']?dreamwell-(?!project["' \t:])[A-Za-z0-9_-]*["']?[ \t]*:""")
 
 
 class InvalidSkill(InvalidInput):
-    """A skill folder broke a rule of SPEC §7; `rule` names it, the text says how to fix it."""
+    """A skill folder broke a rule of docs/skills.md; `rule` names it, the text how to fix it."""
 
     def __init__(self, where: str, message: str, rule: str) -> None:
         super().__init__(f"{where}: {message} [rule: {rule}]")
@@ -200,7 +200,7 @@ def check_front_matter(fm: Mapping[str, Any], where: str, folder: str | None) ->
 
 
 def parse_skill_md(text: str, where: str, folder: str | None) -> tuple[dict[str, Any], str]:
-    """(front matter, body) of a SKILL.md, validated per SPEC §7 (`folder`: the folder's name
+    """(front matter, body) of a SKILL.md, validated per docs/skills.md (`folder`: the folder's name
     the `name` must equal, None to skip that rule)."""
     _, lines, _, body = skill_md_parts(text, where)
     fm = _load_yaml("".join(lines), where)

@@ -1,6 +1,6 @@
-"""Active skills kept as folders a client loads (SPEC §10): Claude Code's `Skill` tool loads
-only folders under `~/.claude/skills/` and `<project>/.claude/skills/`, so each active skill
-is written there as `<name>/` (the export format, stores/skills/porting.py).
+"""Active skills kept as folders a client loads (docs/skills.md#skills-claude-code-can-load): Claude
+Code's `Skill` tool loads only folders under `~/.claude/skills/` and `<project>/.claude/skills/`, so
+each active skill is written there as `<name>/` (the export format, stores/skills/porting.py).
 
     enable_sync(dirs, Path("~/.claude/skills"))   turn it on (`dreamwell install claude-code`)
     sync_skills(catalog, project=None) -> [SyncReport]   bring the folders in step

@@ -1,4 +1,4 @@
-"""Uses of skills (SPEC §7): one line per use in the bounded `skill-usage.jsonl`
+"""Uses of skills (docs/skills.md): one line per use in the bounded `skill-usage.jsonl`
 (`{"ts", "session", "skill", "via": "prompt" | "resource" | "hook"}`), and what is derived
 from it: uses in the last 30 days, last use, and pairs used in the same session. Usage never
 rewrites a skill record, so a use cannot race an edit."""

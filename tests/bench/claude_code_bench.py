@@ -1,6 +1,6 @@
-"""What a Claude Code user pays for dreamwell (SPEC §8 budgets, §10 "Start fast"), with the real
-`claude` binary (tests/support/claude_code.py) against a scripted Messages API on 127.0.0.1
-(not collected by pytest).
+"""What a Claude Code user pays for dreamwell (docs/claude-code.md: its budgets and
+"Starting fast"), with the real `claude` binary (tests/support/claude_code.py) against a
+scripted Messages API on 127.0.0.1 (not collected by pytest).
 
 Prints, with the load average before and after:
 - the CPU time a server takes over a session of 0.8 s (a `claude -p` run) and of 3 s;

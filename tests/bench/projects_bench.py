@@ -1,4 +1,4 @@
-"""Projects (SPEC §11), measured (not collected by pytest). Three parts, one run:
+"""Projects (docs/projects.md), measured (not collected by pytest). Three parts, one run:
 
 1. Collisions: two repositories whose memories collide on wording (deploy commands, test
    runners, conventions), saved through the real server from a client whose roots name each

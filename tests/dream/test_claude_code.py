@@ -1,4 +1,4 @@
-"""The dream through the user's own Claude Code (`llm_provider=claude-code`, SPEC §10), with
+"""The dream through the user's own Claude Code (`llm_provider=claude-code`, docs/dreaming.md), with
 the real `claude` binary against a scripted Anthropic Messages API on 127.0.0.1: the API sees
 the pass's schema as Claude Code's StructuredOutput tool and answers with a call of it.
 Each `claude` run costs about a second, so each test asks for as few as it can."""

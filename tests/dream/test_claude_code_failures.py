@@ -1,6 +1,6 @@
-"""The dream through Claude Code when the API fails (SPEC §10; the breaker: dream/budget.py),
-with the real `claude` binary against a scripted Anthropic API on 127.0.0.1 that answers
-401, 429 (no retry-after), 529, or hangs: the first failure ends the cycle's questions, one
+"""The dream through Claude Code when the API fails (docs/dreaming.md; the breaker:
+dream/budget.py), with the real `claude` binary against a scripted Anthropic API on 127.0.0.1 that
+answers 401, 429 (no retry-after), 529, or hangs: the first failure ends the cycle's questions, one
 line names it, the lock is free, the next automatic cycle waits longer, nothing is spent or
 left behind. And a budget that holds against what the API counts, and a cycle cut short by
 a signal whose report says so."""

@@ -1,4 +1,4 @@
-"""Nothing the hooks recorded is lost (SPEC §5, §10 "Inputs are kept until read"): a record
+"""Nothing the hooks recorded is lost (docs/dreaming.md): a record
 leaves the conversation, recall or feedback log only once a pass that reads it ran —
 without an LLM, with a pass failing, with a cycle killed half-way, and with records a hook
 appends while the cycle runs."""

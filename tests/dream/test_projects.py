@@ -1,4 +1,4 @@
-"""The dream respects projects (SPEC §11): no merge joins two projects' memories (exact
+"""The dream respects projects (docs/projects.md): no merge joins two projects' memories (exact
 duplicates, LLM consolidation, supersession), a project's merged memory stays that project's,
 and a skill learned only from one project's sessions belongs to that project."""
 

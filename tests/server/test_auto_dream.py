@@ -1,4 +1,4 @@
-"""The dream that starts by itself (SPEC §10, `dream_auto`): the real `dreamwell hook
+"""The dream that starts by itself (docs/dreaming.md, `dream_auto`): the real `dreamwell hook
 session-end` starts one detached `dreamwell dream --once` when the last cycle is older than
 `dream_auto_after` and enough sessions were recorded since; a second trigger inside that
 time starts nothing, two at once start one, and none starts while a cycle runs."""

@@ -1,4 +1,4 @@
-"""Which project a directory is in (SPEC §11), read from `.git` on disk."""
+"""Which project a directory is in (docs/projects.md), read from `.git` on disk."""
 
 from __future__ import annotations
 

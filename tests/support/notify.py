@@ -16,7 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 WANTED = {"notifications/prompts/list_changed", "notifications/resources/list_changed"}
 
 
-BOUND = 2.0  # SPEC §7(d): within 2 s
+BOUND = 2.0  # docs/skills.md: within 2 s
 
 
 SLACK = 3.0  # what a loaded machine may add to the bound before the test gives up

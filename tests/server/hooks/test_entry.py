@@ -1,5 +1,5 @@
 """`dreamwell hook EVENT` as the installed program Claude Code runs: what it imports (each
-import is time the user waits for, SPEC §8's budget) and how it reads its flags without
+import is time the user waits for, docs/claude-code.md's budget) and how it reads its flags without
 argparse."""
 
 from __future__ import annotations

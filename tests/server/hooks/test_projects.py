@@ -1,4 +1,4 @@
-"""The hooks know the project from the hook input's `cwd` (SPEC §11): the prompt hook and
+"""The hooks know the project from the hook input's `cwd` (docs/projects.md): the prompt hook and
 session start inject the project's memories and global ones, never another project's, and
 each recorded turn says which project it came from."""
 

@@ -1,6 +1,6 @@
-"""Projects with the real Claude Code (SPEC §10, §11): two repositories, a deploy command
-saved through dreamwell's MCP tool from a Claude Code session in each, and then what Claude
-Code's hooks inject into the model's context in one project holds that project's command and
+"""Projects with the real Claude Code (docs/claude-code.md, docs/projects.md): two repositories, a
+deploy command saved through dreamwell's MCP tool from a Claude Code session in each, and then what
+Claude Code's hooks inject into the model's context in one project holds that project's command and
 never the other's."""
 
 from __future__ import annotations

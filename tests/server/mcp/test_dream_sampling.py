@@ -1,5 +1,5 @@
-"""The client's own model for the dream (SPEC §8): with no LLM configured, the `dream` prompt
-asks the invoking client's model through MCP sampling; a real in-memory MCP client plays a
+"""The client's own model for the dream (docs/claude-code.md): with no LLM configured, the `dream`
+prompt asks the invoking client's model through MCP sampling; a real in-memory MCP client plays a
 scripted model. A client without sampling gets the passes that need no LLM and a note on how
 to configure one; a 2026-07-28 connection (no mid-request back-channel) is told why."""
 

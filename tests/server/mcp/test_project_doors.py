@@ -1,4 +1,4 @@
-"""No door crosses projects (SPEC §11, issue 53 goal 4): from project A, another project's
+"""No door crosses projects (docs/projects.md, issue 53 goal 4): from project A, another project's
 memories, categories, report lines and skills are not listed, read, recalled or deleted,
 through the categories tool, the dream report resource, `delete_memory` (another project's id
 answers exactly as an unknown id) and the skills' prompts, resources and recall, a skill's

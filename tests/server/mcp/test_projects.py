@@ -1,5 +1,5 @@
-"""Each call's project (SPEC §11) over MCP: the client's roots, a change of roots, the pinned
-setting, the server's working directory; saves record it, searches and `recall` see their
+"""Each call's project (docs/projects.md) over MCP: the client's roots, a change of roots, the
+pinned setting, the server's working directory; saves record it, searches and `recall` see their
 project's memories and global ones, never another project's."""
 
 from __future__ import annotations

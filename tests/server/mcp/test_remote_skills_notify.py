@@ -2,7 +2,7 @@
 `serve --transport http` servers on one object-store location (SeaweedFS on 127.0.0.1), each
 with its own cache directory; `dreamwell skills import` run as a user runs it, on a third
 cache directory. The client of server B must hear prompts/resources list_changed within
-2 s (SPEC §7(d)) and then list the new skill: B's watch polls the manifest's version (a HEAD)
+2 s (docs/skills.md) and then list the new skill: B's watch polls the manifest's version (a HEAD)
 and nothing on B's disk moved."""
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ async def test_gibberish_finds_nothing_over_mcp_with_e5(tmp_path: Path) -> None:
         assert found.startswith("Found ") and "allergic to peanuts" in found
         for query in ("qwertyuiopasdf", "lorem ipsum dolor sit amet"):
             assert await ok(client, "search_memory", query=query) == NOTHING
-        # the first turn with no hit shows the newest memories (SPEC §4); after it, a message
+        # the first turn with no hit shows the newest memories (docs/recall.md); after it, a message
         # nothing answers recalls nothing
         await client.get_prompt("recall", {"message": "who plays tennis?"})
         prompt = await client.get_prompt("recall", {"message": "lorem ipsum dolor sit amet"})

@@ -1,4 +1,4 @@
-"""Skills served to a client (SPEC §7): prompts, skill:// resources, the Skills Extension,
+"""Skills served to a client (docs/skills.md): prompts, skill:// resources, the Skills Extension,
 the recall prompt's skills, usage recorded per caller session — through the in-memory client."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Tool behaviour through a real in-memory MCP client session (SPEC §3)."""
+"""Tool behaviour through a real in-memory MCP client session (docs/reference.md#tools)."""
 
 from __future__ import annotations
 
@@ -231,7 +231,7 @@ async def test_save_memory_redacts_before_writing_and_says_how_many_spans(
     on_disk = b"".join(p.read_bytes() for p in settings.data_dir.rglob("*") if p.is_file())
     assert token.encode() not in on_disk and b"salary is 90k" not in on_disk
     clean = await ok(client, "save_memory", content="We deploy on Tuesdays", category="ops")
-    assert SAVED.match(clean), clean  # nothing redacted: the text SPEC §3 pins
+    assert SAVED.match(clean), clean  # nothing redacted: the text docs/reference.md#tools pins
     one = await ok(client, "save_memory", content=f"api_key={token[:20]}xyz12", category="ops")
     assert one.endswith(" Redacted 1 secret.")
     nothing = await fails(client, "save_memory", content="<private>only this</private>")

@@ -1,4 +1,5 @@
-"""Working-memory tools through a real in-memory MCP client session (SPEC §1–3)."""
+"""Working-memory tools through a real in-memory MCP client session
+(docs/reference.md#working-memory-namespaces)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Start fast (SPEC §10): `dreamwell serve` answers the handshake before it loads the MCP SDK
-or any store library, accepts the `initialize` Claude Code falls back to after a probe it
-gave up on, and a server that cannot start says why in its answer to the handshake.
+"""Start fast (docs/claude-code.md#starting-fast): `dreamwell serve` answers the handshake before it
+loads the MCP SDK or any store library, accepts the `initialize` Claude Code falls back to after a
+probe it gave up on, and a server that cannot start says why in its answer to the handshake.
 
 Each test runs the exact command of mcp.json over stdio. How fast is measured in
 tests/bench/claude_code_bench.py, not here."""

@@ -70,9 +70,9 @@ async def test_the_namespace_header_pins_the_namespace(tmp_path: Path) -> None:
 async def test_stateless_http_gives_each_token_one_namespace_on_every_replica(
     tmp_path: Path,
 ) -> None:
-    """SPEC §2, issue 45: without a session (stateless HTTP), the namespace is the
-    authenticated principal's: the same through another replica and after a restart, another
-    for another token; the Dreamwell-Namespace header still overrides it."""
+    """docs/reference.md#working-memory-namespaces, issue 45: without a session (stateless HTTP),
+    the namespace is the authenticated principal's: the same through another replica and after a
+    restart, another for another token; the Dreamwell-Namespace header still overrides it."""
     tokens = tmp_path / "tokens.json"
     tokens.write_text(json.dumps({"token-of-alice-1": "team", "token-of-alice-2": "team"}))
     settings = Settings(

@@ -1,4 +1,4 @@
-"""The caller's project (SPEC §11) over real transports: a stdio server started in a project
+"""The caller's project (docs/projects.md) over real transports: a stdio server started in a project
 directory (as Claude Code starts it) with and without roots, and streamable HTTP where each
 client's roots name its project."""
 

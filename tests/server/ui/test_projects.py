@@ -1,4 +1,4 @@
-"""The memory browser sees every project (SPEC §11): each memory carries its project, the
+"""The memory browser sees every project (docs/projects.md): each memory carries its project, the
 categories answer counts the memories per project, and the list filters by one project or
 by the global memories."""
 

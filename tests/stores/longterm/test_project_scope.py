@@ -1,5 +1,5 @@
-"""A search limited to a project (SPEC §11) returns that project's memories and global ones,
-filtered before the top-k in the keyword and the vector search alike (SPEC §4)."""
+"""A search limited to a project (docs/projects.md) returns that project's memories and global ones,
+filtered before the top-k in the keyword and the vector search alike (docs/recall.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The skills store: Agent Skills folders validated per SPEC §7, byte-for-byte round trips,
+"""The skills store: Agent Skills folders validated per docs/skills.md, byte-for-byte round trips,
 compare-and-set, several processes, hybrid search, usage."""
 
 from __future__ import annotations
