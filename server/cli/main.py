@@ -178,7 +178,7 @@ def cmd_stats(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(settings: Settings, args: argparse.Namespace) -> int:
-    from dreamwell.server.cli.stats import doctor_command
+    from dreamwell.server.cli.doctor import doctor_command
 
     return doctor_command(settings, args.tenant)
 
