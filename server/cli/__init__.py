@@ -2,7 +2,7 @@
 derived from the settings, Settings built from them), one small function per command
 (main.py), and each command's body that is more than a few lines: `dream` (dream.py), `hook`
 (hook.py), `ui` (ui.py), export and import (porting.py, formats.py), stats and doctor
-(stats.py, checks.py), skills (skills.py), config (config_command.py) and install
+(stats.py, doctor.py, checks.py), skills (skills.py), config (config_command.py) and install
 (install.py: the files it edits through config_files.py; Codex, Gemini CLI and Copilot CLI in
 agents/).
 

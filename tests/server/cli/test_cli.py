@@ -12,8 +12,9 @@ import pytest
 
 from dreamwell.server.cli.main import main, parser
 from dreamwell.server.cli.parsing import HELP
-from dreamwell.server.config import Settings, settings_table
+from dreamwell.server.config import Settings
 from dreamwell.server.flags import COMMANDS, SETTINGS, flag_for
+from dreamwell.server.settings_table import settings_table
 from tests.support import ROOT
 from tests.support.cli import NO_EMBEDDER, dreamwell
 from tests.support.wire import as_another_user
@@ -102,7 +103,8 @@ def test_commands_without_a_setting_do_not_accept_its_flag(
 def test_readme_settings_table_is_generated_from_the_model() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert settings_table() in readme, (
-        "paste: python -c 'from dreamwell.server.config import settings_table as t; print(t())'"
+        "paste: python -c "
+        "'from dreamwell.server.settings_table import settings_table as t; print(t())'"
     )
     assert tuple(HELP) == COMMANDS
 
