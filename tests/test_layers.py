@@ -510,3 +510,27 @@ def test_the_stack_checks_can_fail() -> None:
     assert upward(edges, ("hooks", "cli")) == ["x", "z"]
     assert package_of("dreamwell.server.hooks.agents.core") == "hooks"
     assert package_of("dreamwell.server.config") == "root"
+
+
+LOOPS_MODULE = "server/loops.py"
+
+
+def loops_started(module: ast.Module) -> list[str]:
+    """The process-wide loops (`*_forever`, `*_when_idle`) a module hands to a task group."""
+    found = []
+    for node in ast.walk(module):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        if node.func.attr == "start_soon" and node.args:
+            name = ast.unparse(node.args[0]).rsplit(".", 1)[-1]
+            if name.endswith(("_forever", "_when_idle")):
+                found.append(name)
+    return found
+
+
+def test_every_process_wide_loop_is_started_from_server_loops() -> None:
+    """`serve` and `dreamwell ui` call loops.start; nothing else starts a loop of its own."""
+    started = {rel(p): loops_started(tree(p)) for p in sorted(SERVER.rglob("*.py"))}
+    assert {path: names for path, names in started.items() if names and path != LOOPS_MODULE} == {}
+    source = "async def f(tg):\n    tg.start_soon(app.backfill_forever, runtime)\n"
+    assert loops_started(ast.parse(source)) == ["backfill_forever"]
