@@ -1,8 +1,8 @@
 """The dream worker every caller shares: one cycle on a tenant's store with the LLM configured
 (or the client's, through MCP sampling), refused at once on a read-only disk, off the event
 loop when asked from one; and a report as a caller in a project may see it
-(docs/projects.md). The `dream` prompt (server/mcp/dream.py), `dreamwell
-dream` (server/cli/dream.py) and the timer in server/loops.py all run cycles through here.
+(docs/projects.md). The `dream` prompt (server/mcp/dream.py), `dreamwell dream`
+(server/cli/dream.py) and the timer in server/loops.py all run cycles through here.
 
 The dream layer (and its LLM client, httpx) is imported where a dream, a report or an
 enrichment runs, never at start-up: a server that is only answering tool calls does not load it."""
@@ -21,21 +21,9 @@ import anyio
 import anyio.to_thread
 
 from dreamwell.server.config import Settings
-from dreamwell.server.dream_llm import (
-    NO_LLM,
-    NO_LLM_HINT,
-    dream_options,
-    llm_for,
-)
+from dreamwell.server.dream_llm import NO_LLM, NO_LLM_HINT, dream_options, llm_for
 from dreamwell.server.runtime import Runtime, Tenant
-from dreamwell.stores import (
-    PROJECT,
-    DataDir,
-    StoreError,
-    WriteFailed,
-    advice,
-    read_only_mount,
-)
+from dreamwell.stores import PROJECT, DataDir, StoreError, WriteFailed, advice, read_only_mount
 
 if TYPE_CHECKING:
     from dreamwell.dream import LLM, DreamOptions
@@ -45,7 +33,6 @@ logger = logging.getLogger(__name__)
 
 
 _EROFS = OSError(errno.EROFS, os.strerror(errno.EROFS))
-ENRICH_PAUSE = 60.0  # seconds before enrichment asks an LLM that failed again
 
 
 def dream_once(

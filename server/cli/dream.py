@@ -9,22 +9,14 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 from dreamwell.server.config import Settings
-from dreamwell.server.dream_llm import (
-    dream_options,
-)
+from dreamwell.server.dream_llm import dream_options
 from dreamwell.server.dreaming import dream_once, refuse_read_only, tenant_names
 from dreamwell.server.flags import parse_every
 from dreamwell.server.runtime import Runtime, Tenant
-from dreamwell.stores import (
-    DataDir,
-    StoreError,
-)
-
-if TYPE_CHECKING:
-    pass
+from dreamwell.stores import DataDir, StoreError
 
 
 def run_dream_command(args: argparse.Namespace, settings: Settings) -> int:

@@ -11,17 +11,12 @@ from mcp.types import INVALID_PARAMS
 from pydantic import Field
 
 from dreamwell.server.config import Settings
-from dreamwell.server.dream_llm import (
-    NO_LLM,
-    llm_configured,
-)
+from dreamwell.server.dream_llm import NO_LLM, llm_configured
 from dreamwell.server.dreaming import dream_in_thread
 from dreamwell.server.mcp.projects import caller_project
 from dreamwell.server.mcp.reports import caller_tenant, register_reports
 from dreamwell.server.runtime import Runtime
-from dreamwell.stores import (
-    StoreError,
-)
+from dreamwell.stores import StoreError
 
 if TYPE_CHECKING:
     from dreamwell.dream import LLM
