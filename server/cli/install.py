@@ -276,10 +276,11 @@ def dream_setting(on: bool) -> str:
 
 
 def install_command(settings: Settings, args: argparse.Namespace) -> int:
-    from dreamwell.server.config import client_locations, named_data_dir
+    from dreamwell.server.config import client_locations, codex_home, named_data_dir
 
     home, appdata, xdg_config = client_locations()
-    where = Where(sys.platform if sys.platform in PLATFORMS else "linux", home, appdata, xdg_config)
+    platform = sys.platform if sys.platform in PLATFORMS else "linux"
+    where = Where(platform, home, appdata, xdg_config, codex_home())
     data_dir = named_data_dir(settings.data_dir)
     project = Path(args.project).expanduser().resolve() if args.project else None
     if project is not None and not project.is_dir():
