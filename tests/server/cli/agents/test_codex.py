@@ -55,6 +55,9 @@ def test_the_repository_s_memory_and_dreamwell_s_tools_are_in_the_first_request(
     assert "mcp_servers.dreamwell" in (session.root / "codex-home" / "config.toml").read_text()
     assert (session.root / "codex-home" / "hooks.json").is_file()
     assert not (session.root / "home" / ".codex").exists()
+    # and the server answered Codex's tools/list once, so that even this first session gets
+    # it from the kept lists, as Codex starts the server (the shell's DREAMWELL_* left out)
+    assert "the server answered its tools once" in session.installed
     spaces = {t.get("name"): t for t in session.requests[0]["tools"]}  # type: ignore[attr-defined]
     offered = {f["name"] for f in spaces[NAMESPACE]["tools"]}
     assert {"search_memory", "save_memory"} <= offered
