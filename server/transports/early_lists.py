@@ -5,10 +5,13 @@ SDK needs ~1.7 s to import before it can give them. So the stdio server keeps it
 (the SDK's own, as sent) in the data directory (`DataDir.mcp_lists`), and the next one answers
 from them while it loads (server/transports/early.py), for the same settings and version only.
 
-They are given only to a client that listens for list changes (a `subscriptions/listen`
+They are given to a client that listens for list changes (a `subscriptions/listen`
 acknowledged early): when the SDK has loaded, that client is told that every list it listens
 to changed (server/transports/stdio.py) and asks again, so a skill added since the last
-session is seen at once.
+session is seen at once. A client that opened with a 2025 `initialize` (Codex, which waits for
+`tools/list` before its first model request) is never told of a change, so it gets only
+`tools/list` from here: the eight tools are the same for the version and settings the answers
+were kept for; the prompts list skills, which may have changed, and wait for the SDK.
 
 The answers vouch for the data directory too: they are kept with its `format.json` as it was
 (a newer dreamwell's mark), so a directory that cannot hold this version's store holds no
