@@ -84,6 +84,13 @@ def client_locations() -> tuple[Path, Path | None, Path | None]:
     return Path.home(), Path(appdata) if appdata else None, Path(xdg) if xdg else None
 
 
+def codex_home() -> Path | None:
+    """Codex's home when `CODEX_HOME` names one (Codex reads its config.toml and hooks.json
+    there instead of ~/.codex), made absolute and canonical as Codex makes it; else None."""
+    given = os.environ.get("CODEX_HOME")
+    return Path(given).expanduser().resolve() if given else None
+
+
 def _setting(name: str, factory: Callable[[], Any] | None = None, **limits: Any) -> Any:
     """A settings field described by its row in `flags.SETTINGS`, which holds its default
     (`factory` computes one that depends on the environment, as that row's words say)."""

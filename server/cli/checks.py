@@ -57,11 +57,11 @@ def check_clients(settings: Settings) -> list[Finding]:
     hooks; a client never installed is not mentioned (one line says none is)."""
     from dreamwell.server.cli.config_files import Where
     from dreamwell.server.cli.install import PLATFORMS, is_ours, plan
-    from dreamwell.server.config import client_locations, named_data_dir
+    from dreamwell.server.config import client_locations, codex_home, named_data_dir
 
     home, appdata, xdg = client_locations()
     platform = sys.platform if sys.platform in PLATFORMS else "linux"
-    where = Where(platform, home, appdata, xdg)
+    where = Where(platform, home, appdata, xdg, codex_home())
     found: list[Finding] = []
     for client in JSON_CLIENTS:
         changes = plan(client, where, "dreamwell", named_data_dir(settings.data_dir), None, False)

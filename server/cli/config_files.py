@@ -43,6 +43,7 @@ class Where:
     home: Path
     appdata: Path | None = None  # Windows %APPDATA%
     xdg_config: Path | None = None  # Linux $XDG_CONFIG_HOME
+    codex_home: Path | None = None  # $CODEX_HOME (None: ~/.codex)
 
     def app_config(self, *parts: str) -> Path:
         """The per-user application folder of the platform (Claude Desktop's, VS Code's)."""

@@ -276,10 +276,11 @@ def dream_setting(on: bool) -> str:
 
 
 def install_command(settings: Settings, args: argparse.Namespace) -> int:
-    from dreamwell.server.config import client_locations, named_data_dir
+    from dreamwell.server.config import client_locations, codex_home, named_data_dir
 
     home, appdata, xdg_config = client_locations()
-    where = Where(sys.platform if sys.platform in PLATFORMS else "linux", home, appdata, xdg_config)
+    platform = sys.platform if sys.platform in PLATFORMS else "linux"
+    where = Where(platform, home, appdata, xdg_config, codex_home())
     data_dir = named_data_dir(settings.data_dir)
     project = Path(args.project).expanduser().resolve() if args.project else None
     if project is not None and not project.is_dir():
@@ -316,6 +317,8 @@ def install_command(settings: Settings, args: argparse.Namespace) -> int:
     if args.client in AGENT_PLANS:  # Codex, Gemini CLI and Copilot CLI load `.agents/skills`
         target = where.home / ".agents" / "skills"
         code = skill_folders(settings.data_dir, target, args.uninstall, ".agents/skills")
+    if args.client == "codex" and not args.uninstall:  # it waits for tools/list (required)
+        prime_lists(server_entry(args.client, this_command(), data_dir), where.home, True)
     if args.client == "claude-code":
         forget_door(settings.data_dir)  # an earlier version's token
         code = skill_folders(settings.data_dir, where.home / ".claude" / "skills", args.uninstall)
@@ -325,13 +328,15 @@ def install_command(settings: Settings, args: argparse.Namespace) -> int:
     return code
 
 
-def prime_lists(entry: dict[str, Any], home: Path) -> None:
-    """The server, started as Claude Code will start it, answers its lists once, so that the
-    first session gets them while the server loads (server/transports/early_lists.py)."""
+def prime_lists(entry: dict[str, Any], home: Path, codex: bool = False) -> None:
+    """The server, started as Claude Code (`codex`: Codex) will start it, answers its lists
+    once, so that the first session gets them while the server loads
+    (server/transports/early_lists.py)."""
     from dreamwell.server.transports.early_lists import prime
 
-    if prime(entry["args"], entry.get("env") or {}, home):
-        _say("the server answered its tools, prompts and resources once (kept for a fast start)\n")
+    if prime(entry["args"], entry.get("env") or {}, home, legacy=codex, inherit=not codex):
+        lists = "tools" if codex else "tools, prompts and resources"
+        _say(f"the server answered its {lists} once (kept for a fast start)\n")
 
 
 def skill_folders(

@@ -191,20 +191,16 @@ class EarlyStdio:
                 frame = None
             if self._cause is not None:
                 found = handshake.refusal(frame, self._cause)
-            elif self._legacy:  # the SDK answers what follows the 2025 handshake
-                found = None
+            elif self._legacy:  # the SDK answers what follows the 2025 handshake, but tools/list
+                found = self._listed_early(frame)
             else:
                 key, found = early_reply(frame)
-                if found is None and self._listable(frame):
-                    key, found = frame["id"], self._lists.reply(frame) if self._lists else None
-                    if found is not None:
-                        self._listed[key] = frame["method"]
-                elif (
-                    found is not None and not self._settled() and time.monotonic() < self._deadline
-                ):
+                if found is None:
+                    found = self._listed_early(frame)
+                elif not self._settled() and time.monotonic() < self._deadline:
                     return
-                self._legacy = found is not None and frame["method"] == "initialize"
-                if found is not None:
+                else:
+                    self._legacy = frame["method"] == "initialize"
                     self._sent.setdefault(key, []).append(found)
             if found is not None:
                 self._write(found)
@@ -220,10 +216,25 @@ class EarlyStdio:
 
     def _listable(self, frame: Any) -> bool:
         """Whether `frame` is a list request answered here from the last server's answers
-        (kept for these settings) to a client whose `subscriptions/listen` was acknowledged
-        here (see early_lists.py)."""
-        listening = any(isinstance(key, tuple) and key[0] == "ack" for key in self._sent)
-        return self._vouched and listening and early_lists.of_request(frame) is not None
+        (kept for these settings, see early_lists.py): any list, to a client whose
+        `subscriptions/listen` was acknowledged here (it is told when the SDK's answer
+        differs); `tools/list` alone after a 2025 `initialize` (no client of that era is told
+        of a change: the tools are the same eight for the version and settings the answers
+        were kept for, so that answer is exact; prompts list the skills, which may differ)."""
+        wanted = early_lists.of_request(frame)
+        if not self._vouched or wanted is None:
+            return False
+        if self._legacy:
+            return wanted == ("tools/list", "")
+        return any(isinstance(key, tuple) and key[0] == "ack" for key in self._sent)
+
+    def _listed_early(self, frame: Any) -> dict[str, Any] | None:
+        """The kept answer to list request `frame` when it is `_listable` (None: the SDK's)."""
+        found = self._lists.reply(frame) if self._lists and self._listable(frame) else None
+        if found is not None:
+            self._listed[frame["id"]] = frame["method"]
+            self._sent.setdefault(frame["id"], []).append(found)
+        return found
 
     def _write(self, reply: dict[str, Any]) -> None:
         if self._loaded_then is None:

@@ -6,10 +6,13 @@ its last answers (the SDK's own, as sent) in the data directory (`DataDir.mcp_li
 one answers from them while it loads (server/transports/early.py), for the same settings and version
 only.
 
-They are given only to a client that listens for list changes (a `subscriptions/listen`
+They are given to a client that listens for list changes (a `subscriptions/listen`
 acknowledged early): when the SDK has loaded, that client is told that every list it listens
 to changed (server/transports/stdio.py) and asks again, so a skill added since the last
-session is seen at once.
+session is seen at once. A client that opened with a 2025 `initialize` (Codex, which waits for
+`tools/list` before its first model request) is never told of a change, so it gets only
+`tools/list` from here: the eight tools are the same for the version and settings the answers
+were kept for; the prompts list skills, which may have changed, and wait for the SDK.
 
 The answers vouch for the data directory too: they are kept with its `format.json` as it was
 (a newer dreamwell's mark), so a directory that cannot hold this version's store holds no
@@ -121,24 +124,25 @@ class ListCache:
 
 
 PRIME_WAIT = 60.0  # seconds a priming server may take to load and answer
+LEGACY = "2025-06-18"  # the `initialize` Codex 0.171 sends
 
 
-def prime(args: list[str], env: dict[str, str], cwd: Path) -> bool:
-    """Have the server as a client's config starts it (`dreamwell ARGS`, `env` over this
-    environment, by this interpreter) answer the lists once, so that its answers are kept
-    before the client's first session: a short session (`claude -p` on a loaded machine) may
-    end before the SDK has loaded, and then nothing is ever kept. Whether they are kept."""
-    import subprocess
-
+def _opening(legacy: bool) -> list[dict[str, Any]]:
+    """A client's opening: Claude Code's (2026: discover, listen, the four lists), or, with
+    `legacy`, Codex's (a 2025 `initialize`, then `tools/list`, the one list it waits for)."""
     from dreamwell.server.mcp.handshake import META_CAPABILITIES, META_CLIENT, MODERN
 
-    meta = {
-        META_VERSION: MODERN,
-        META_CLIENT: {"name": "dreamwell-install", "version": VERSION},
-        META_CAPABILITIES: {},
-    }
+    client = {"name": "dreamwell-install", "version": VERSION}
+    if legacy:
+        start = {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": client}
+        return [
+            {"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": start},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 0, "method": "tools/list"},
+        ]
+    meta = {META_VERSION: MODERN, META_CLIENT: client, META_CAPABILITIES: {}}
     wanted = dict.fromkeys(("toolsListChanged", "promptsListChanged", "resourcesListChanged"), True)
-    frames = [
+    return [
         {
             "jsonrpc": "2.0",
             "id": "discover",
@@ -156,17 +160,33 @@ def prime(args: list[str], env: dict[str, str], cwd: Path) -> bool:
             for i, m in enumerate(METHODS)
         ),
     ]
+
+
+def prime(
+    args: list[str], env: dict[str, str], cwd: Path, legacy: bool = False, inherit: bool = True
+) -> bool:
+    """Have the server as a client's config starts it (`dreamwell ARGS`, `env` over this
+    environment, by this interpreter; `inherit=False`: over it without its `DREAMWELL_*`
+    variables, as Codex starts a server) answer the lists once (`legacy`: `tools/list` after
+    a 2025 `initialize`, as Codex asks), so that its answers are kept before the client's
+    first session: a short session (`claude -p` on a loaded machine) may end before the SDK
+    has loaded, and then nothing is ever kept. Whether they are kept."""
+    import subprocess
+
+    frames = _opening(legacy)
+    asked = [f["id"] for f in frames if str(f.get("method", "")).endswith("/list")]
     text = "".join(json.dumps(f) + "\n" for f in frames)
+    base = {k: v for k, v in os.environ.items() if inherit or not k.startswith("DREAMWELL_")}
     try:  # stdin ends after the lists: the server answers what it read, then leaves
         done = subprocess.run(
             [sys.executable, "-m", "dreamwell.server", *args],
             input=text.encode(),
             capture_output=True,
-            env={**os.environ, **env},
+            env={**base, **env},
             cwd=cwd,
             timeout=PRIME_WAIT,
         )
     except (OSError, subprocess.TimeoutExpired):
         return False
     answered = [json.loads(line) for line in done.stdout.splitlines() if line.startswith(b"{")]
-    return sum("result" in a and a.get("id") in range(len(METHODS)) for a in answered) == 4
+    return sum("result" in a and a.get("id") in asked for a in answered) == len(asked)

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import itertools
 import json
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.support.scripted_http import Replier, ScriptedServer
 
 _ids = itertools.count(1)
 
@@ -38,21 +38,13 @@ def said(_: dict[str, Any]) -> Reply:
     return Reply(text="OK")
 
 
-class ScriptedAPI:
+class ScriptedAPI(ScriptedServer):
     """The server; `url` its base, `requests` the JSON bodies it was sent (in order)."""
 
     def __init__(self, brain: Brain = said) -> None:
+        super().__init__()
         self.brain = brain
-        self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []
-        self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def with_tools(self) -> list[dict[str, Any]]:
         """The requests that offered tools (a router or title request offers none)."""
@@ -69,14 +61,11 @@ class ScriptedAPI:
         """(content type, body chunks) for one POST."""
         raise NotImplementedError
 
-    def __enter__(self) -> ScriptedAPI:
-        self._thread.start()
-        return self
+    def respond(self, reply: Replier, path: str, request: dict[str, Any]) -> None:
+        reply.send_stream(*self.answer(path, request))
 
-    def __exit__(self, *_: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+    def get(self, reply: Replier, path: str) -> None:
+        reply.send_json(200 if path.endswith("/models") else 404, {"object": "list", "data": []})
 
 
 def _sse(name: str | None, data: dict[str, Any]) -> bytes:
@@ -142,10 +131,6 @@ class GeminiAPI(ScriptedAPI):
     """Gemini's `models/M:generateContent` (the router's request: asked for a JSON score, it
     gets one) and `models/M:streamGenerateContent?alt=sse` (the turn)."""
 
-    def with_tools(self) -> list[dict[str, Any]]:
-        with self._lock:
-            return [r for r in self.requests if r.get("tools")]
-
     def answer(self, path: str, request: dict[str, Any]) -> tuple[str, Iterator[bytes]]:
         reply = self.take(path, request)
         schema = (request.get("generationConfig") or {}).get("responseJsonSchema")
@@ -169,37 +154,3 @@ class GeminiAPI(ScriptedAPI):
         if ":streamGenerateContent" in path:
             return "text/event-stream", iter([_sse(None, body)])
         return "application/json", iter([json.dumps(body).encode()])
-
-
-def _handler(api: ScriptedAPI) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-        def do_POST(self) -> None:
-            length = int(self.headers.get("content-length") or 0)
-            try:
-                request = json.loads(self.rfile.read(length) or b"{}")
-            except ValueError:
-                request = {}
-            kind, chunks = api.answer(self.path, request)
-            self.send_response(200)
-            self.send_header("content-type", kind)
-            self.send_header("connection", "close")
-            self.end_headers()
-            for chunk in chunks:
-                self.wfile.write(chunk)
-            self.wfile.flush()
-            self.close_connection = True
-
-        def do_GET(self) -> None:
-            body = json.dumps({"object": "list", "data": []}).encode()
-            self.send_response(200 if self.path.endswith("/models") else 404)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-    return Handler

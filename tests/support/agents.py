@@ -58,8 +58,9 @@ def close_all() -> None:
 class AgentHome:
     """A temp HOME for one user of `agent`: its config, dreamwell's data directory."""
 
-    def __init__(self, root: Path, agent: str) -> None:
+    def __init__(self, root: Path, agent: str, codex_home: Path | None = None) -> None:
         self.agent = agent
+        self.codex_home = codex_home  # CODEX_HOME, when the user set one
         self.binary = binary(agent)
         self.root = root
         self.home = root / "home"
@@ -85,6 +86,8 @@ class AgentHome:
             NO_COLOR="1",
         )
         env["PATH"] = f"{DREAMWELL.parent}{os.pathsep}{env.get('PATH', '')}"
+        if self.codex_home is not None:
+            env["CODEX_HOME"] = str(self.codex_home)
         url = api.url if api is not None else "http://127.0.0.1:9"
         return env | AGENT_ENV[self.agent](self, url)
 
@@ -120,7 +123,7 @@ class AgentHome:
         """The user's own config, before dreamwell is installed: the agent pointed at the
         scripted API, `cwd` trusted."""
         if self.agent == "codex":  # a custom provider on the Responses API
-            path = self.home / ".codex" / "config.toml"
+            path = (self.codex_home or self.home / ".codex") / "config.toml"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(CODEX_PROVIDER.format(url=api.url))
         elif self.agent == "gemini":
@@ -170,6 +173,9 @@ ARGS = {
 
 
 # ---- one session of an agent in a repository with a memory of its own -------------------------
+SHOP_REMOTE = "git@github.com:acme/shop.git"  # tests/support/repos.py `two_projects`
+CLAUDE_FACT = "Run make check-shop before you deploy the shop"  # saved in Claude Code
+CLAUDE_PROMPT = "Remember to check before deploying"  # the Claude Code session's prompt
 SHOP_FACT = "Deploy the shop with make deploy-shop from the repository root"
 BILLING_FACT = "Deploy billing with kubectl apply -f billing.yaml"
 PROMPT = "How do I deploy the shop?"
@@ -192,18 +198,30 @@ class Session:
     ids: dict[str, str]
     skill_folder: Path
     saved: dict[str, str | None]  # content -> project of each memory afterwards
+    root: Path  # the HOME is root / "home"
 
 
-def one_session(root: Path, agent: str, api: ScriptedAPI) -> Session:
-    """Seed a fact of the shop's repository and one of billing's, install dreamwell for
-    `agent`, run PROMPT in the shop (the scripted API in `api`) and read what came of it."""
+def one_session(
+    root: Path,
+    agent: str,
+    api: ScriptedAPI,
+    home: AgentHome | None = None,
+    claude: bool = False,
+    clone: bool = False,
+) -> Session:
+    """Seed a fact of the shop's repository and one of billing's (`claude`: and have a real
+    Claude Code session in the shop save CLAUDE_FACT, `ids["claude"]`), install dreamwell for
+    `agent` (`home`: one set up otherwise, such as with CODEX_HOME), run PROMPT in the shop
+    (`clone`: in a clone of it, in another folder) with the scripted API in `api`, and read
+    what came of it."""
     from dreamwell.server.hooks.refresh import refresh
     from dreamwell.stores import PROJECT, DataDir, JsonlLog, LongTermStore, SkillCatalog
     from dreamwell.stores.skills import make_folder
-    from tests.support.repos import two_projects
+    from tests.support.repos import make_repo, two_projects
 
-    home = AgentHome(root, agent)
+    home = home or AgentHome(root, agent)
     shop, _ = two_projects(root / "src")
+    here = make_repo(root / "elsewhere" / "shop", {"origin": SHOP_REMOTE}) if clone else shop
     store = LongTermStore(home.data_dir)
     ids = {
         "shop": store.save(SHOP_FACT, metadata={PROJECT: "github.com/acme/shop"}).entry.id,
@@ -212,9 +230,11 @@ def one_session(root: Path, agent: str, api: ScriptedAPI) -> Session:
     assert store.checkpoint()
     refresh(DataDir(home.data_dir))
     SkillCatalog(home.data_dir).put(make_folder(SKILL, {"SKILL.md": SKILL_MD.encode()}, SKILL))
-    home.configure(api, shop)
+    if claude:
+        ids["claude"] = claude_saves(root, shop)
+    home.configure(api, here)
     installed = home.dreamwell("install", agent).stdout
-    run = home.run(api, PROMPT, shop)
+    run = home.run(api, PROMPT, here)
     assert run.returncode == 0, run.stderr[-3000:]
     log = (
         (home.data_dir / "hooks.log").read_text() if (home.data_dir / "hooks.log").exists() else ""
@@ -229,4 +249,34 @@ def one_session(root: Path, agent: str, api: ScriptedAPI) -> Session:
         ids,
         home.home / ".agents" / "skills" / SKILL / "SKILL.md",
         {e.content: e.metadata.get(PROJECT) for e in LongTermStore(home.data_dir).entries()},
+        root,
     )
+
+
+def claude_saves(root: Path, repo: Path) -> str:
+    """A real Claude Code session in `repo` (the HOME and data directory of `AgentHome(root)`)
+    saving CLAUDE_FACT through dreamwell's MCP tool: the id of the memory it saved."""
+    from dreamwell.stores import LongTermStore
+    from tests.support.anthropic_api import AnthropicAPI, Turn, is_main, messages_text, tool_results
+    from tests.support.claude_code import ClaudeHome
+
+    save = "mcp__dreamwell__save_memory"
+
+    def brain(request: dict[str, object]) -> Turn:
+        if not is_main(request):
+            return Turn(text="Deploy notes")
+        if "Saved memory [" in messages_text(request):
+            return Turn(text="Saved.")
+        if not tool_results(request):  # Claude Code loads MCP tools through ToolSearch
+            return Turn(tools=[("ToolSearch", {"query": f"select:{save}"})])
+        return Turn(tools=[(save, {"content": CLAUDE_FACT})])
+
+    claude = ClaudeHome(root)
+    claude.dreamwell("install", "claude-code")
+    with AnthropicAPI(brain) as api:
+        run = claude.claude(
+            api, "Remember to check before deploying", "--allowedTools", save, cwd=repo
+        )
+    assert run.returncode == 0, run.stderr
+    [saved] = [e for e in LongTermStore(claude.data_dir).entries() if e.content == CLAUDE_FACT]
+    return saved.id

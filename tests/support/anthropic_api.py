@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import itertools
 import json
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.support.scripted_http import Replier, ScriptedServer
 
 _ids = itertools.count(1)
 
@@ -216,101 +216,47 @@ def _events(turn: Turn, model: str) -> Iterator[tuple[str, dict[str, Any]]]:
     yield "message_stop", {"type": "message_stop"}
 
 
-class AnthropicAPI:
+class AnthropicAPI(ScriptedServer):
     """The fake API's server; `url` for ANTHROPIC_BASE_URL, `requests` what it was sent."""
 
     def __init__(self, brain: Brain) -> None:
+        super().__init__()
         self.brain = brain
-        self.requests: list[dict[str, Any]] = []
-        self.stopped = threading.Event()  # set on exit: a hanging answer ends
-        self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def main_requests(self) -> list[dict[str, Any]]:
         with self._lock:
             return [r for r in self.requests if is_main(r)]
 
     def answer(self, request: dict[str, Any]) -> Turn | Failure:
-        with self._lock:
-            self.requests.append(request)
+        self.record(request)
         return self.brain(request)
 
-    def __enter__(self) -> AnthropicAPI:
-        self._thread.start()
-        return self
+    def respond(self, reply: Replier, path: str, request: dict[str, Any]) -> None:
+        path = path.split("?")[0]
+        if path == "/v1/messages/count_tokens":
+            reply.send_json(200, {"input_tokens": len(json.dumps(request)) // 4})
+            return
+        if path != "/v1/messages":
+            self.get(reply, path)
+            return
+        turn = self.answer(request)
+        model = str(request.get("model") or "claude-fake")
+        if isinstance(turn, Failure):
+            self._fail(reply, turn)
+        elif not request.get("stream"):
+            reply.send_json(200, _message(turn, model))
+        else:
+            chunks = (
+                f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+                for name, data in _events(turn, model)
+            )
+            reply.send_stream("text/event-stream", chunks)
 
-    def __exit__(self, *_: object) -> None:
-        self.stopped.set()
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-
-
-def _handler(api: AnthropicAPI) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-        def _reply(self, status: int, body: dict[str, Any]) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def _fail(self, failure: Failure) -> None:
-            if failure.hang:
-                api.stopped.wait()
-                self.close_connection = True
-                return
-            body = {"type": "error", "error": {"type": failure.kind, "message": failure.kind}}
-            data = json.dumps(body).encode()
-            self.send_response(failure.status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            if failure.retry_after is not None:
-                self.send_header("retry-after", failure.retry_after)
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_POST(self) -> None:
-            length = int(self.headers.get("content-length") or 0)
-            request = json.loads(self.rfile.read(length) or b"{}")
-            path = self.path.split("?")[0]
-            if path == "/v1/messages/count_tokens":
-                self._reply(200, {"input_tokens": len(json.dumps(request)) // 4})
-                return
-            if path != "/v1/messages":
-                self._reply(404, {"type": "error", "error": {"type": "not_found_error"}})
-                return
-            turn = api.answer(request)
-            model = str(request.get("model") or "claude-fake")
-            if isinstance(turn, Failure):
-                self._fail(turn)
-                return
-            if not request.get("stream"):
-                self._reply(200, _message(turn, model))
-                return
-            self.send_response(200)
-            self.send_header("content-type", "text/event-stream")
-            self.send_header("cache-control", "no-cache")
-            self.send_header("connection", "close")
-            self.end_headers()
-            for name, data in _events(turn, model):
-                self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
-            self.wfile.flush()
-            self.close_connection = True
-
-        def do_GET(self) -> None:
-            self._reply(404, {"type": "error", "error": {"type": "not_found_error"}})
-
-    return Handler
+    def _fail(self, reply: Replier, failure: Failure) -> None:
+        if failure.hang:
+            self.stopped.wait()
+            reply.close_connection = True
+            return
+        body = {"type": "error", "error": {"type": failure.kind, "message": failure.kind}}
+        retry = {"retry-after": failure.retry_after} if failure.retry_after is not None else {}
+        reply.send_json(failure.status, body, retry)

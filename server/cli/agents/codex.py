@@ -1,10 +1,13 @@
-"""`dreamwell install codex` (Codex CLI 0.171): in `~/.codex/config.toml` (--project DIR:
-DIR/.codex/config.toml) the MCP server `[mcp_servers.dreamwell]`, with
-`default_tools_approval_mode = "approve"` (`codex exec` refuses every other MCP tool call) and
-`required = true` (else the first request may go out before dreamwell's tools are listed);
-in `hooks.json` beside it Codex's events (Claude Code's names) with dreamwell's hook
+"""`dreamwell install codex` (Codex CLI 0.171): in `~/.codex/config.toml` (`$CODEX_HOME/`
+when set, as Codex reads it; --project DIR: DIR/.codex/config.toml) the MCP server
+`[mcp_servers.dreamwell]`, with `default_tools_approval_mode = "approve"` (`codex exec`
+refuses every other MCP tool call) and `required = true`: Codex's first request waits for
+dreamwell's tools (without it, none of 6 runs offered them: Codex does not wait for an
+optional server); the server answers that `tools/list` at once from its kept lists
+(server/transports/early_lists.py), and one that cannot start stops Codex with its cause.
+In `hooks.json` beside it Codex's events (Claude Code's names) with dreamwell's hook
 commands, 10 s each but the session end's 3 (Codex clamps it to 1-3 s and warns on every run
-otherwise); and, in the user's `~/.codex/config.toml` always, a `trusted_hash` under
+otherwise); and, in the user's `config.toml` always, a `trusted_hash` under
 `[hooks.state."<hooks.json>:<event>:<group>:<handler>"]` for each (Codex runs no hook
 without one, silently): the SHA-256 of the group as compact key-sorted JSON."""
 
@@ -72,9 +75,10 @@ def our_groups(hooks: dict[str, Any], path: Path) -> dict[str, dict[str, Any]]:
 
 
 def plan(setup: Setup) -> list[Change | TextChange]:
-    folder = setup.base(".codex")
+    user_folder = setup.where.codex_home or setup.where.home / ".codex"
+    folder = setup.project / ".codex" if setup.project is not None else user_folder
     hooks_path, config = folder / "hooks.json", folder / "config.toml"
-    user_config = setup.where.home / ".codex" / "config.toml"
+    user_config = user_folder / "config.toml"
     entries = {e: handler(setup, e) for e in CODEX.events}
     edit = set_hook_groups(CODEX.events, entries, setup.remove)
     _, current = read_json(hooks_path)

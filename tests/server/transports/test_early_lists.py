@@ -269,3 +269,106 @@ def test_without_kept_lists_loading_does_not_wait(tmp_path: Path) -> None:
         timeout=60,
     )
     assert json.loads(done.stdout)["idled"] < 30, done
+
+
+# Codex 0.171 opens with a 2025 `initialize` and, with `required = true`, waits for `tools/list`
+# before its first model request (these are its frames, captured from its stdin)
+CODEX = [
+    {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {"elicitation": {"form": {}, "url": {}}},
+            "clientInfo": {"name": "codex-mcp-client", "title": "Codex", "version": "0.171.0"},
+        },
+    },
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {"progressToken": 0}}},
+    {"jsonrpc": "2.0", "id": 2, "method": "prompts/list"},
+]
+# `dreamwell serve` whose server and stores load only once the file argv[1] exists (the
+# stores' and the SDK's imports wait for it): a load as slow as the test wants
+GATED = """
+import os, sys, time
+gate = sys.argv.pop(1)
+class Slow:
+    def find_spec(self, name, path=None, target=None):
+        while name in ("mcp", "dreamwell.stores") and not os.path.exists(gate):
+            time.sleep(0.01)
+        return None
+sys.meta_path.insert(0, Slow())
+from dreamwell.server.cli.main import run
+run()
+"""
+
+
+def lines_before(process: subprocess.Popen[bytes], count: int, seconds: float) -> list[Any]:
+    """The next `count` frames `process` writes within `seconds` (fewer: it wrote no more)."""
+    import selectors
+
+    assert process.stdout is not None
+    frames: list[Any] = []
+    with selectors.DefaultSelector() as watch:
+        watch.register(process.stdout, selectors.EVENT_READ)
+        deadline = time.monotonic() + seconds
+        while len(frames) < count and watch.select(max(0.0, deadline - time.monotonic())):
+            line = process.stdout.readline()
+            if not line:  # it left
+                break
+            frames.append(json.loads(line))
+    return frames
+
+
+def gated(data: Path, gate: Path) -> subprocess.Popen[bytes]:
+    """GATED's server on `data`, its log in `data`'s sibling `serve.log`."""
+    args = ["serve", "--data-dir", str(data), "--log-level", "INFO"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DREAMWELL_")}
+    with (data.parent / "serve.log").open("wb") as log:
+        return subprocess.Popen(
+            [sys.executable, "-c", GATED, str(gate), *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            env=env | {"DREAMWELL_EMBEDDER": "none"},
+        )
+
+
+def test_a_2025_client_gets_the_tools_before_the_server_and_stores_load(tmp_path: Path) -> None:
+    """The window: Codex waits for `tools/list` before its first model request. With the
+    answers kept by the last server for these settings, the tools are answered while the
+    stores and the SDK have not loaded (here: not before the test lets them); the prompts,
+    which list skills that may have changed since, wait for the SDK (a 2025 client is never
+    told of a change); once loaded the SDK answers the rest, and the tools not twice."""
+    data, gate = tmp_path / "data", tmp_path / "gate"
+    gate.touch()  # a first server, loading at once, answers and keeps its lists
+    first = gated(data, gate)
+    out, _ = first.communicate(b"".join(json.dumps(f).encode() + b"\n" for f in CODEX), 60)
+    sdk = {a["id"]: a for a in map(json.loads, out.splitlines()) if "id" in a}
+    assert len(sdk[1]["result"]["tools"]) == 8 and "prompts" in sdk[2]["result"], sdk
+    gate.unlink()
+    process = gated(data, gate)
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        process.stdin.write(b"".join(json.dumps(f).encode() + b"\n" for f in CODEX))
+        process.stdin.flush()
+        early = lines_before(process, 2, 20)
+        assert [f.get("id") for f in early] == [0, 1], early
+        assert early[1] == sdk[1]  # the SDK's very answer
+        gate.touch()
+        call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call"}
+        call["params"] = {"name": "list_memory_categories", "arguments": {}}
+        process.stdin.write(json.dumps(call).encode() + b"\n")
+        process.stdin.close()
+        rest = lines_before(process, 9, 60)
+        process.wait(30)
+    finally:  # a server still held at the gate
+        process.kill()
+        process.wait()
+        process.stdout.close()
+    log = (tmp_path / "serve.log").read_text()
+    assert [f.get("id") for f in rest] == [2, 3], rest
+    assert rest[0] == sdk[2] and "error" not in rest[1], rest
+    found = ANSWERED.search(log)  # not the prompts: they waited for the SDK
+    assert found is not None and found.group(1) == "tools/list", log

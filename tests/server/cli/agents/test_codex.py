@@ -1,9 +1,12 @@
 """`dreamwell install codex` with the real Codex CLI (tests/support/agents.py), one
-`codex exec` against a scripted Responses API on 127.0.0.1: the hooks run with no
-`--dangerously-bypass-hook-trust` (install wrote their trust hashes), the repository's memory
-is in the first request, dreamwell's tools are offered in it (`required = true`) and may be
-called in `exec` (`default_tools_approval_mode = "approve"`), the prompt is recorded as typed
-naming Codex, and the tool it used is read from its own rollout file."""
+`codex exec` against a scripted Responses API on 127.0.0.1, with CODEX_HOME set (install
+writes there, Codex reads there) and in a clone of the repository (another folder, the same
+remote) where a real Claude Code session saved a memory: the hooks run with no
+`--dangerously-bypass-hook-trust` (install wrote their trust hashes), the repository's
+memories, Claude Code's too, are in the first request, dreamwell's tools are offered in it
+(`required = true`) and may be called in `exec` (`default_tools_approval_mode = "approve"`),
+the prompt is recorded as typed naming Codex, and the tool it used is read from its own
+rollout file."""
 
 from __future__ import annotations
 
@@ -13,7 +16,15 @@ from typing import Any
 import pytest
 
 from tests.support.agent_apis import Reply, ResponsesAPI
-from tests.support.agents import PROMPT, SAVED, SKILL, Session, one_session
+from tests.support.agents import (
+    CLAUDE_PROMPT,
+    PROMPT,
+    SAVED,
+    SKILL,
+    AgentHome,
+    Session,
+    one_session,
+)
 
 NAMESPACE = "mcp__dreamwell"
 
@@ -28,8 +39,10 @@ def brain(request: dict[str, Any]) -> Reply:
 
 @pytest.fixture(scope="module")
 def session(tmp_path_factory: pytest.TempPathFactory) -> Session:
+    root = tmp_path_factory.mktemp("codex")
+    home = AgentHome(root, "codex", codex_home=root / "codex-home")
     with ResponsesAPI(brain) as api:
-        return one_session(tmp_path_factory.mktemp("codex"), "codex", api)
+        return one_session(root, "codex", api, home, claude=True, clone=True)
 
 
 def test_the_repository_s_memory_and_dreamwell_s_tools_are_in_the_first_request(
@@ -37,6 +50,14 @@ def test_the_repository_s_memory_and_dreamwell_s_tools_are_in_the_first_request(
 ) -> None:
     first = json.dumps(session.requests[0]["input"])
     assert session.ids["shop"] in first and session.ids["billing"] not in first
+    assert session.ids["claude"] in first  # saved in Claude Code, in the repository's other clone
+    # installed where CODEX_HOME says, and nothing in ~/.codex
+    assert "mcp_servers.dreamwell" in (session.root / "codex-home" / "config.toml").read_text()
+    assert (session.root / "codex-home" / "hooks.json").is_file()
+    assert not (session.root / "home" / ".codex").exists()
+    # and the server answered Codex's tools/list once, so that even this first session gets
+    # it from the kept lists, as Codex starts the server (the shell's DREAMWELL_* left out)
+    assert "the server answered its tools once" in session.installed
     spaces = {t.get("name"): t for t in session.requests[0]["tools"]}  # type: ignore[attr-defined]
     offered = {f["name"] for f in spaces[NAMESPACE]["tools"]}
     assert {"search_memory", "save_memory"} <= offered
@@ -50,7 +71,8 @@ def test_the_repository_s_memory_and_dreamwell_s_tools_are_in_the_first_request(
 def test_the_prompt_is_recorded_as_typed_and_the_tool_call_allowed_and_read(
     session: Session,
 ) -> None:
-    assert [(t["client"], t["content"]) for t in session.turns] == [("codex", PROMPT)]
+    turns = [(t["client"], t["content"]) for t in session.turns]
+    assert turns == [("claude-code", CLAUDE_PROMPT), ("codex", PROMPT)]
     results = [
         i
         for r in session.requests

@@ -181,3 +181,17 @@ def test_a_data_directory_of_its_own_reaches_each_agent_s_server_and_hooks(
     assert gemini["mcpServers"]["dreamwell"]["env"] == {"DREAMWELL_DATA_DIR": str(data)}
     hooks = (tmp_path / ".copilot" / "hooks" / "dreamwell.json").read_text()
     assert f"--data-dir '{data}'" in json.loads(hooks)["hooks"]["Stop"][0]["bash"]
+
+
+def test_with_codex_home_set_a_project_s_hooks_are_trusted_in_codex_home(tmp_path: Path) -> None:
+    """Codex reads the user's config from $CODEX_HOME when set: the trust of a project's hooks
+    goes there, not to ~/.codex (which Codex then never reads)."""
+    home, codex_home, project = tmp_path / "home", tmp_path / "codex-home", tmp_path / "repo"
+    project.mkdir()
+    where = Where("linux", home, codex_home=codex_home)
+    apply(plan("codex", where, CMD, None, project, False), False, lambda _: None)
+    hooks_path = project / ".codex" / "hooks.json"
+    assert "dreamwell" in toml((project / ".codex" / "config.toml").read_text())["mcp_servers"]  # type: ignore[operator]
+    state = toml((codex_home / "config.toml").read_text())["hooks"]["state"]  # type: ignore[index]
+    assert f"{hooks_path}:session_start:0:0" in state
+    assert not (home / ".codex").exists()
