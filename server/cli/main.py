@@ -347,6 +347,8 @@ def _early_stdio(given: list[str]) -> EarlyStdio | None:
     lists = None if root is None else ListCache(kept_in(root), cache_key())
     started = early.EarlyStdio(lists=lists).start()
     started.idle()  # nothing loads beside the client's start that no frame needs yet
+    if started.finished():  # the client left with all it asked answered from the kept lists
+        raise SystemExit(0)
     if root is not None:
         from pathlib import Path
 

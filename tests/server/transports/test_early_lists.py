@@ -372,3 +372,27 @@ def test_a_2025_client_gets_the_tools_before_the_server_and_stores_load(tmp_path
     assert rest[0] == sdk[2] and "error" not in rest[1], rest
     found = ANSWERED.search(log)  # not the prompts: they waited for the SDK
     assert found is not None and found.group(1) == "tools/list", log
+
+
+def test_a_client_that_leaves_with_all_it_asked_answered_early_does_not_wait_for_the_load(
+    tmp_path: Path,
+) -> None:
+    """Codex lists the tools and, in a session that never calls one, closes stdin: the server
+    then has nothing to do, and loading the SDK and the stores anyway took 1-3 s of CPU
+    beside the agent on two cores. Here the load is held for good: the server must leave
+    by itself, having answered the handshake and the tools."""
+    data, gate = tmp_path / "data", tmp_path / "gate"
+    gate.touch()
+    first = gated(data, gate)  # keeps the lists for these settings
+    first.communicate(b"".join(json.dumps(f).encode() + b"\n" for f in CODEX), 60)
+    gate.unlink()
+    process = gated(data, gate)
+    try:  # the gate never opens: a server that loads waits there until killed
+        out, _ = process.communicate(
+            b"".join(json.dumps(f).encode() + b"\n" for f in CODEX[:3]), timeout=30
+        )
+    finally:
+        process.kill()
+        process.communicate()
+    replies = [json.loads(line) for line in out.splitlines()]
+    assert [r.get("id") for r in replies] == [0, 1] and process.returncode == 0, replies
