@@ -43,9 +43,10 @@ from dreamwell.stores.longterm.vectors import Vectors
 from dreamwell.stores.model import (
     PROJECT,
     MemoryEntry,
-    check_category,
+    check_categories,
     check_query,
     check_tags,
+    under_any,
 )
 
 logger = logging.getLogger(__name__)
@@ -74,10 +75,11 @@ class Tuning:
 
 @dataclass(frozen=True)
 class Filter:
-    """What a search is limited to, before its top-k: a category prefix, tags that must all
-    be there, and a project (its memories and global ones; None: every project's)."""
+    """What a search is limited to, before its top-k: category prefixes (any one of them; ()
+    is every category), tags that must all be there, and a project (its memories and global
+    ones; None: every project's)."""
 
-    category: str | None = None
+    category: tuple[str, ...] = ()
     tags: Sequence[str] = ()
     project: str | None = None
 
@@ -92,22 +94,23 @@ def matches(e: MemoryEntry, f: Filter) -> bool:
         return False
     if f.project is not None and (e.metadata.get(PROJECT) or f.project) != f.project:
         return False
-    cat = e.category or ""
-    return f.category is None or cat == f.category or cat.startswith(f.category + "/")
+    return under_any(e.category, f.category)
 
 
 def _weights(view: View, candidates: Scored, f: Filter) -> dict[str, float]:
     """The importance of each candidate that is live and passes the filter, read from the
     view's packed records: only the hits are rebuilt as entries."""
-    if f.category is None and not f.tags and f.project is None:
+    if not f.category and not f.tags and f.project is None:
         return {i: w for i, _ in candidates if (w := view.importance(i)) is not None}
-    cat = f.category.encode("utf-8", "surrogatepass") if f.category is not None else None
+    cats: list[bytes | None] = [c.encode("utf-8", "surrogatepass") for c in f.category]
     wanted = [t.encode("utf-8", "surrogatepass") for t in f.tags]
-    return {
-        i: w
-        for i, _ in candidates
-        if (w := view.filtered_importance(i, cat, wanted, f.project)) is not None
-    }
+    found: dict[str, float] = {}
+    for i, _ in candidates:
+        for cat in cats or [None]:  # under any one of them
+            if (w := view.filtered_importance(i, cat, wanted, f.project)) is not None:
+                found[i] = w
+                break
+    return found
 
 
 def _content(view: View, entry_id: str) -> str | None:
@@ -137,12 +140,12 @@ class Searcher:
     def search(
         self,
         query: str | None = None,
-        category: str | None = None,
+        category: str | Iterable[str] | None = None,
         tags: str | Iterable[str] | None = None,
         limit: int = 20,
         project: str | None = None,
     ) -> list[Hit]:
-        f = Filter(check_category(category), check_tags(tags), project)
+        f = Filter(check_categories(category), check_tags(tags), project)
         text = check_query(query)
         self.parts.follower.fresh()
         m = self.parts.mirror
