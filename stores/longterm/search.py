@@ -155,7 +155,7 @@ class Searcher:
             hits = [Hit(e, 0.0) for e in found if e is not None and matches(e, f)]
             return hits[:limit]
         t = self.tuning
-        bm25, ok, cosine, context, floor = self._candidates(text, view, rows, f)
+        bm25, ok, cosine, context, (vector, floor) = self._candidates(text, view, rows, f)
         ok.update(_weights(view, [h for h in [*cosine, *context] if h[0] not in ok], f))
         ranked = rank_hits(
             [h for h in bm25 if h[0] in ok],
@@ -174,7 +174,11 @@ class Searcher:
         if t.reranker is not None:
             ranked = self._rerank(t.reranker, text, ranked, view)
         if t.relevance is not None:
-            ranked = self._relevant(t.relevance, text, ranked, dict(cosine), floor, view, limit)
+            near = dict(cosine)
+            if vector is not None:  # the keyword hits' cosines too, of those judged
+                unknown = [i for i, _ in ranked[: 2 * limit] if i not in near]
+                near.update(rows.cosines(vector, unknown))
+            ranked = self._relevant(t.relevance, text, ranked, near, floor, view, limit)
         return [Hit(e, s) for i, s in ranked[:limit] if (e := view.get(i)) is not None]
 
     def _relevant(
@@ -209,7 +213,7 @@ class Searcher:
 
     def _candidates(
         self, text: str, view: View, rows: Rows, f: Filter
-    ) -> tuple[Scored, dict[str, float], Scored, Scored, Baseline]:
+    ) -> tuple[Scored, dict[str, float], Scored, Scored, tuple[list[float] | None, Baseline]]:
         """The keyword candidates with the weights of those that pass the filter, and the
         vector and contextual candidates of a query. With a vector search, the keyword side
         (Tantivy's search, the pending entries, the weights) runs on a query thread while
@@ -219,11 +223,11 @@ class Searcher:
         pending = self.parts.mirror.pending  # before the index: a checkpoint moves it there
         keywords = functools.partial(self._keywords, text, view, pending, f)
         if not self._vectors_wanted(view):
-            return *keywords(), [], [], Baseline()
+            return *keywords(), [], [], (None, Baseline())
         found = _query_pool().submit(keywords)
         vector = self._query_vector(text)
         cosine, context = self._cosine(vector, rows, f)
-        return *found.result(), cosine, context, self._floor(vector, rows)
+        return *found.result(), cosine, context, (vector, self._floor(vector, rows))
 
     def _floor(self, vector: list[float] | None, rows: Rows) -> Baseline:
         """What unrelated text scores against this query: the store's own memories (a fixed
