@@ -34,7 +34,7 @@ from dreamwell.stores.index.relevance import (
     select,
     topical,
 )
-from dreamwell.stores.index.rows import Rows
+from dreamwell.stores.index.rows import Rows, cosines
 from dreamwell.stores.index.temporal import favour_times
 from dreamwell.stores.index.view import View
 from dreamwell.stores.longterm.components import Parts
@@ -177,7 +177,7 @@ class Searcher:
             near = dict(cosine)
             if vector is not None:  # the keyword hits' cosines too, of those judged
                 unknown = [i for i, _ in ranked[: 2 * limit] if i not in near]
-                near.update(rows.cosines(vector, unknown))
+                near.update(cosines(rows, vector, unknown))
             ranked = self._relevant(t.relevance, text, ranked, near, floor, view, limit)
         return [Hit(e, s) for i, s in ranked[:limit] if (e := view.get(i)) is not None]
 

@@ -12,6 +12,7 @@ import pytest
 from dreamwell.stores import DataDir, LongTermStore, OnnxE5
 from dreamwell.stores.hooks import QuickRecall
 from dreamwell.stores.index.relevance import Baseline, Meaning, Rule, Words, expected_best
+from dreamwell.stores.index.rows import cosines
 from tests.support.embedders import Perturbed
 from tests.support.everyday import (
     ANSWERABLE,
@@ -203,7 +204,7 @@ def test_a_keyword_hit_beyond_the_vector_candidates_is_judged_by_its_cosine_too(
     store.load_vectors()
     saved = [store.save(f"note {k} about the garden shed").entry.id for k in range(3)]
     vector = E5.embed_query("garden shed")
-    found = store._rows.cosines(vector, [*saved, "nosuchid0000"])
+    found = cosines(store._rows, vector, [*saved, "nosuchid0000"])
     assert set(found) == set(saved)
     import numpy as np
 
