@@ -41,7 +41,7 @@ import numpy as np
 from injection_bench import SHARED, load_bench
 from million_data import embedded
 
-from dreamwell.server.mcp.recall_text import memory_line
+from dreamwell.server.recall_text import memory_line
 from dreamwell.stores import LongTermStore, OnnxE5, new_id
 from dreamwell.stores.hooks import StoreRanker, recalled, shown
 from dreamwell.stores.model import FOLLOWS, MemoryEntry, utcnow
