@@ -17,8 +17,10 @@ PATROL = (
 MAX_RECALLED = 8  # stores/hooks/inject.py recalls as many
 
 
-def memory_line(entry: MemoryEntry) -> str:
-    return f"- [{entry.id}] ({entry.category or 'general'}): {entry.content}"
+def memory_line(entry: MemoryEntry, content: str | None = None) -> str:
+    """`entry`'s line, showing `content` (a part of its text) if given."""
+    shown = entry.content if content is None else content
+    return f"- [{entry.id}] ({entry.category or 'general'}): {shown}"
 
 
 def wm_line(entry: WorkingEntry) -> str:

@@ -194,6 +194,18 @@ def check_category(category: str | None) -> str | None:
     return category
 
 
+def check_categories(category: str | Iterable[str] | None) -> tuple[str, ...]:
+    """One category path or several (a search under any of them); () means none."""
+    given = [category] if category is None or isinstance(category, str) else list(category)
+    return tuple(dict.fromkeys(c for c in map(check_category, given) if c is not None))
+
+
+def under_any(category: str | None, prefixes: Sequence[str]) -> bool:
+    """Whether `category` lies under one of `prefixes` (at a segment boundary); () is all."""
+    cat = category or ""
+    return not prefixes or any(cat == p or cat.startswith(p + "/") for p in prefixes)
+
+
 def check_tags(tags: str | Iterable[str] | None) -> tuple[str, ...]:
     """Tags as a comma-separated string or a list; lowercased, de-duplicated, order kept."""
     if tags is None:

@@ -285,6 +285,7 @@ def _preferences(ranker: Ranker, queries: list[str], project: str | None) -> lis
 def session_start(call: Call, state: HookSession) -> str:
     from dreamwell.server.recall_text import fill
     from dreamwell.server.recall_text import memory_line as _line
+    from dreamwell.stores.hooks import RECALL_CHARS, shown
 
     if call.payload.get("source") in ("clear", "compact"):
         state.injected, state.skills = [], []  # the context no longer holds what was shown
@@ -295,12 +296,13 @@ def session_start(call: Call, state: HookSession) -> str:
     with ranking(call) as ranker:
         preferences = _preferences(ranker, queries, key)
     skills = skills_for_session_start(call.dirs, state, project)
+    room = _room(call, state)
     sections = [
-        (PREFERENCES_HEADER, [_line(e) for e in preferences]),
+        (PREFERENCES_HEADER, shown(preferences, " ".join(queries), _line, min(RECALL_CHARS, room))),
         (SKILLS_HEADER, [f"- {name}: {about}" for name, about in skills]),
         (WORKING_HEADER, _working_lines(call)),
     ]
-    block = fill(sections, _room(call, state))
+    block = fill(sections, room)
     ids = [e.id for e in preferences if f"[{e.id}]" in block]
     record_recall(
         call, state, " / ".join(queries), ids, [n for n, _ in skills if f"- {n}:" in block]
@@ -313,7 +315,7 @@ def session_start(call: Call, state: HookSession) -> str:
 def user_prompt(call: Call, state: HookSession) -> str:
     from dreamwell.server.recall_text import RECALLED, fill
     from dreamwell.server.recall_text import memory_line as _line
-    from dreamwell.stores.hooks import recalled
+    from dreamwell.stores.hooks import RECALL_CHARS, recalled, shown
 
     prompt = call.payload.get("prompt")
     if not isinstance(prompt, str):
@@ -329,7 +331,7 @@ def user_prompt(call: Call, state: HookSession) -> str:
         fresh = recalled(ranker, text, _key(project), state.injected)
     skills = skills_for_prompt(call.dirs, state, text, project)
     sections = [
-        (RECALLED, [_line(e) for e in fresh]),
+        (RECALLED, shown(fresh, text, _line, min(RECALL_CHARS, room))),
         (SKILLS_HEADER, [f"- {name}: {about}" for name, about in skills]),
     ]
     block = fill(sections, room)

@@ -88,14 +88,17 @@ def build_block(
     max_tokens: int,
     project: str | None = None,
 ) -> str:
-    unavailable = ""
+    from dreamwell.stores.hooks import RECALL_CHARS
+    from dreamwell.stores.hooks import shown as excerpted
+
+    unavailable, said = "", redact(message)
     try:
         # ranked by what the user said, less private spans and secrets (as search_memory's
         # query and every hook's prompt are)
-        recalled = _recalled(tenant, redact(message), injected, caller, project)
+        recalled = _recalled(tenant, said, injected, caller, project)
     except StoreError as exc:  # working memory can still be shown
         recalled, unavailable = [], f"Long-term memory is unavailable: {exc}"
-    lines = [memory_line(e) for e in recalled]
+    lines = excerpted(recalled, said, memory_line, min(RECALL_CHARS, max_tokens * 4))
     sections = [(RECALLED, lines), (OWN, _listed(tenant, namespace))]
     if not namespace.startswith("patrol/"):
         sections.append((PATROL, _listed(tenant, "patrol")))
@@ -104,7 +107,7 @@ def build_block(
     injected.mark(caller, shown)
     if shown:  # what the caller was shown, for the dream's judge (as search_memory records)
         log, now = tenant.recall_log, utcnow()
-        asked = {"caller": namespace, "query": redact(message)[:500], "ids": sorted(shown)}
+        asked = {"caller": namespace, "query": said[:500], "ids": sorted(shown)}
         entry = asked | {"skills": [], "via": "prompt"}
         record(
             log.blocking,

@@ -1,6 +1,7 @@
 """What client hooks read and keep, in a fresh process per event: per-session state
 and the hooks' log (sessions.py), what any injecting path recalls for a message, the one
-function they all call (inject.py: `recalled` over a `Ranker`), and keyword recall from a
+function they all call (inject.py: `recalled` over a `Ranker`), how much of each memory's
+text a message shows (excerpts.py: `shown`, within RECALL_CHARS), and keyword recall from a
 small SQLite snapshot of the memories plus the log since (quick_recall.py, the only module
 that imports sqlite3). Nothing here imports LanceDB, numpy or onnxruntime.
 
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 from dreamwell.stores.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
+    from dreamwell.stores.hooks.excerpts import RECALL_CHARS, shown
     from dreamwell.stores.hooks.inject import Ranker, StoreRanker, recalled
     from dreamwell.stores.hooks.quick_recall import QuickRecall, write_snapshot
     from dreamwell.stores.hooks.sessions import DAY, HookSession, HookSessions, hooks_log
@@ -31,6 +33,7 @@ _LAZY = {
         "sessions",
     ),
     **dict.fromkeys(["Ranker", "StoreRanker", "recalled"], "inject"),
+    **dict.fromkeys(["RECALL_CHARS", "shown"], "excerpts"),
     **dict.fromkeys(
         [
             "QuickRecall",
@@ -44,6 +47,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 __all__ = [
     "DAY",
+    "RECALL_CHARS",
     "HookSession",
     "HookSessions",
     "QuickRecall",
@@ -51,5 +55,6 @@ __all__ = [
     "StoreRanker",
     "hooks_log",
     "recalled",
+    "shown",
     "write_snapshot",
 ]

@@ -46,12 +46,7 @@ class StoreRanker:
     def ranked(
         self, text: str, limit: int, project: str | None = None, prefixes: Sequence[str] = ()
     ) -> list[MemoryEntry]:
-        if not prefixes:
-            return [h.entry for h in self.store.search(text, limit=limit, project=project)]
-        found = [
-            h for p in prefixes for h in self.store.search(text, p, limit=limit, project=project)
-        ]
-        found.sort(key=lambda h: -h.score)
+        found = self.store.search(text, prefixes, limit=limit, project=project)
         return [h.entry for h in found]
 
 

@@ -41,6 +41,7 @@ from dreamwell.stores.model import (
     entry_from_dict,
     entry_to_dict,
     fold_text,
+    under_any,
 )
 
 _CANDIDATES = 100
@@ -164,7 +165,7 @@ class QuickRecall:
         found = [
             e
             for e in self._tail.overlay.values()
-            if e is not None and e.live and _under(e.category, prefixes) and _of(e, project)
+            if e is not None and e.live and under_any(e.category, prefixes) and _of(e, project)
         ]
         if self._db is not None:
             # `p` or under `p/`: a range ('0' follows '/'), which the category index serves
@@ -205,7 +206,7 @@ class QuickRecall:
         pending = self._tail.pending
         hits: list[tuple[str, float]] = []
         if self._index is not None:
-            found = self._index.search(text, _CANDIDATES, project=project)
+            found = self._index.search(text, _CANDIDATES, prefixes, project=project)
             hits = [h for h in found if h[0] not in pending]
             docs = {
                 i: self._index.doc_terms(IndexDoc(e.id, e.content, e.category, e.tags))
@@ -218,7 +219,7 @@ class QuickRecall:
         entries = {
             i: e
             for i, e in self.get_many([i for i, _ in hits]).items()
-            if _under(e.category, prefixes)
+            if under_any(e.category, prefixes)
         }
         bm25 = [h for h in hits if h[0] in entries]
         ranked = rank_hits(bm25, [], {i: e.importance for i, e in entries.items()}, 0.0, 1.0)
@@ -316,13 +317,6 @@ def _state_file(path: Path) -> StateFile:
     changed, and a resident hook process reads it at every call (its journal of ids made
     that 3-5 ms at 10,000 memories)."""
     return StateFile(path)
-
-
-def _under(category: str | None, prefixes: Sequence[str]) -> bool:
-    if not prefixes:
-        return True
-    cat = category or ""
-    return any(cat == p or cat.startswith(p + "/") for p in prefixes)
 
 
 def _stem(word: str) -> str:

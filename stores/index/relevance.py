@@ -51,6 +51,13 @@ VECTOR_MARGIN = 2.5
 # five, and the best of 100,000 unrelated memories lies 4.3 above by chance alone.
 REFERENCE_GAP = 0.3
 KEEP_GAP = 0.0
+# spreads behind the nearest reference sentence at which a memory's words answer nothing:
+# its meaning is further from the query than everyday sentences on unrelated subjects are.
+# Measured with e5 (issue 54): LoCoMo dev questions answered by their words alone, the best
+# such hit -1.13 at the lowest (760 questions); everyday coding prompts against chat memories
+# that share two of their words ("why does this test fail" / "John fails his aptitude test")
+# -1.54 to -1.83
+WORDS_FLOOR = -1.5
 KEYWORD_SHARE = 0.15  # of the query's words, weighed by inverse document frequency
 HIT_MARGIN = 1.5  # the same, for a hit of a query that is answered
 HIT_SHARE = 0.1
@@ -223,12 +230,19 @@ class Rule:
     hit_share: float = HIT_SHARE
     reference_gap: float = REFERENCE_GAP
     keep_gap: float = KEEP_GAP
+    words_floor: float = WORDS_FLOOR
 
     def answers(self, meaning: Meaning, words: Words) -> bool:
         """By meaning (clearly above unrelated text, and clearly closer than the nearest
         reference sentence), or by words: enough of them, and two of them unless the query
-        has one (a stray word of several, a typo that happens to match, answers nothing)."""
-        by_words = words.share >= self.keyword_share and (words.held >= 2 or words.asked == 1)
+        has one (a stray word of several, a typo that happens to match, answers nothing),
+        unless its meaning is known and stands `words_floor` behind the nearest reference."""
+        unrelated = float("-inf") < meaning.beyond < self.words_floor
+        by_words = (
+            words.share >= self.keyword_share
+            and (words.held >= 2 or words.asked == 1)
+            and not unrelated
+        )
         by_meaning = meaning.above >= self.vector_margin and meaning.beyond >= self.reference_gap
         return by_meaning or by_words
 

@@ -20,7 +20,13 @@ import numpy as np
 import numpy.typing as npt
 
 from dreamwell.stores.index.tagsets import TagSets
-from dreamwell.stores.model import FOLLOWS, PROJECT, MemoryEntry
+from dreamwell.stores.model import (
+    FOLLOWS,
+    PROJECT,
+    MemoryEntry,
+    check_categories,
+    under_any,
+)
 
 RADIUS = 2  # contextual links followed each way for the contextual vector (up to 4 neighbours)
 TEXT_RADIUS = 1  # ... and for the contextual keyword field: two links there doubled what the
@@ -165,21 +171,17 @@ class RowColumns:
 
     # ---- reads ----------------------------------------------------------------------------
     def mask(
-        self, category: str | None, tags: Sequence[str], project: str | None = None
+        self, category: str | Sequence[str] | None, tags: Sequence[str], project: str | None = None
     ) -> npt.NDArray[np.bool_]:
-        """Live rows under the category prefix (segment boundary) carrying every tag, and,
-        with `project`, of that project or global."""
+        """Live rows under the category prefix, or one of several (segment boundary),
+        carrying every tag, and, with `project`, of that project or global."""
         n = self.n
         mask = self.live[:n].copy()
         if project is not None:
             known = self._proj_id.get(project, -1)
             mask &= (self.proj[:n] == -1) | (self.proj[:n] == known)
-        if category is not None:
-            allowed = [
-                i
-                for i, name in enumerate(list(self.cat_names))
-                if name == category or name.startswith(category + "/")
-            ]
+        if cats := check_categories(category):
+            allowed = [i for i, name in enumerate(list(self.cat_names)) if under_any(name, cats)]
             mask &= np.isin(self.cat[:n], np.asarray(allowed, dtype=np.int32))
         for tag in tags:
             mask &= self.tags.mask(tag, n)

@@ -331,3 +331,17 @@ class Rows(RowColumns):
         """(id, cosine) best first among masked rows that have a vector, and with
         `contextual` the same for contextual vectors (`stores/index/vector_rank.py`)."""
         return vector_rank.top(self, query, limit, mask, contextual)
+
+
+def cosines(rows: Rows, query: Sequence[float], ids: Sequence[str]) -> dict[str, float]:
+    """The query's cosines with those of `ids` that have a vector in `rows` (a hit the
+    keywords found beyond the vector search's candidates)."""
+    vec, has_vec = rows.vec, rows.has_vec
+    if vec is None or vec.dim != len(query):
+        return {}
+    found = [(i, r) for i in ids if (r := rows.row_of.get(i)) is not None and has_vec[r]]
+    if not found:
+        return {}
+    at = np.asarray([r for _, r in found], dtype=np.int64)
+    got = vec.dot(at, np.asarray(query, dtype=np.float32))
+    return {i: float(c) for (i, _), c in zip(found, got.tolist(), strict=True)}

@@ -22,7 +22,7 @@ import tantivy
 from dreamwell.stores.files import aside_name
 from dreamwell.stores.index.postings import DocTerms, Postings
 from dreamwell.stores.index.stopwords import ENGLISH_STOPWORDS
-from dreamwell.stores.model import category_prefixes
+from dreamwell.stores.model import category_prefixes, check_categories
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +118,10 @@ def _distinct(analyzer: tantivy.TextAnalyzer, text: str) -> list[str]:
 
 
 def _filters(
-    schema: tantivy.Schema, category: str | None, tags: Iterable[str], project: str | None
+    schema: tantivy.Schema,
+    category: str | Iterable[str] | None,
+    tags: Iterable[str],
+    project: str | None,
 ) -> list[tuple[tantivy.Occur, tantivy.Query]]:
     out = []
     if project is not None:  # the project's own memories, or global ones
@@ -127,8 +130,9 @@ def _filters(
             for value in (project, GLOBAL)
         ]
         out.append((tantivy.Occur.Must, tantivy.Query.boolean_query(either)))
-    if category:
-        out.append((tantivy.Occur.Must, tantivy.Query.term_query(schema, "cat", category)))
+    if cats := check_categories(category):  # under any one of them
+        under = [(tantivy.Occur.Should, tantivy.Query.term_query(schema, "cat", c)) for c in cats]
+        out.append((tantivy.Occur.Must, tantivy.Query.boolean_query(under)))
     for tag in tags:
         out.append((tantivy.Occur.Must, tantivy.Query.term_query(schema, "tag", tag)))
     return out
@@ -370,7 +374,7 @@ class TextIndex:
         self,
         query: str,
         limit: int,
-        category: str | None = None,
+        category: str | Iterable[str] | None = None,
         tags: Iterable[str] = (),
         project: str | None = None,
         weights: Mapping[str, float] | None = None,
@@ -383,7 +387,7 @@ class TextIndex:
         self,
         query: str,
         limit: int,
-        category: str | None = None,
+        category: str | Iterable[str] | None = None,
         tags: Iterable[str] = (),
         project: str | None = None,
         weights: Mapping[str, float] | None = None,

@@ -34,7 +34,7 @@ from dreamwell.stores.index.relevance import (
     select,
     topical,
 )
-from dreamwell.stores.index.rows import Rows
+from dreamwell.stores.index.rows import Rows, cosines
 from dreamwell.stores.index.temporal import favour_times
 from dreamwell.stores.index.view import View
 from dreamwell.stores.longterm.components import Parts
@@ -43,9 +43,10 @@ from dreamwell.stores.longterm.vectors import Vectors
 from dreamwell.stores.model import (
     PROJECT,
     MemoryEntry,
-    check_category,
+    check_categories,
     check_query,
     check_tags,
+    under_any,
 )
 
 logger = logging.getLogger(__name__)
@@ -74,10 +75,11 @@ class Tuning:
 
 @dataclass(frozen=True)
 class Filter:
-    """What a search is limited to, before its top-k: a category prefix, tags that must all
-    be there, and a project (its memories and global ones; None: every project's)."""
+    """What a search is limited to, before its top-k: category prefixes (any one of them; ()
+    is every category), tags that must all be there, and a project (its memories and global
+    ones; None: every project's)."""
 
-    category: str | None = None
+    category: tuple[str, ...] = ()
     tags: Sequence[str] = ()
     project: str | None = None
 
@@ -92,22 +94,23 @@ def matches(e: MemoryEntry, f: Filter) -> bool:
         return False
     if f.project is not None and (e.metadata.get(PROJECT) or f.project) != f.project:
         return False
-    cat = e.category or ""
-    return f.category is None or cat == f.category or cat.startswith(f.category + "/")
+    return under_any(e.category, f.category)
 
 
 def _weights(view: View, candidates: Scored, f: Filter) -> dict[str, float]:
     """The importance of each candidate that is live and passes the filter, read from the
     view's packed records: only the hits are rebuilt as entries."""
-    if f.category is None and not f.tags and f.project is None:
+    if not f.category and not f.tags and f.project is None:
         return {i: w for i, _ in candidates if (w := view.importance(i)) is not None}
-    cat = f.category.encode("utf-8", "surrogatepass") if f.category is not None else None
+    cats: list[bytes | None] = [c.encode("utf-8", "surrogatepass") for c in f.category]
     wanted = [t.encode("utf-8", "surrogatepass") for t in f.tags]
-    return {
-        i: w
-        for i, _ in candidates
-        if (w := view.filtered_importance(i, cat, wanted, f.project)) is not None
-    }
+    found: dict[str, float] = {}
+    for i, _ in candidates:
+        for cat in cats or [None]:  # under any one of them
+            if (w := view.filtered_importance(i, cat, wanted, f.project)) is not None:
+                found[i] = w
+                break
+    return found
 
 
 def _content(view: View, entry_id: str) -> str | None:
@@ -137,12 +140,12 @@ class Searcher:
     def search(
         self,
         query: str | None = None,
-        category: str | None = None,
+        category: str | Iterable[str] | None = None,
         tags: str | Iterable[str] | None = None,
         limit: int = 20,
         project: str | None = None,
     ) -> list[Hit]:
-        f = Filter(check_category(category), check_tags(tags), project)
+        f = Filter(check_categories(category), check_tags(tags), project)
         text = check_query(query)
         self.parts.follower.fresh()
         m = self.parts.mirror
@@ -152,7 +155,7 @@ class Searcher:
             hits = [Hit(e, 0.0) for e in found if e is not None and matches(e, f)]
             return hits[:limit]
         t = self.tuning
-        bm25, ok, cosine, context, floor = self._candidates(text, view, rows, f)
+        bm25, ok, cosine, context, (vector, floor) = self._candidates(text, view, rows, f)
         ok.update(_weights(view, [h for h in [*cosine, *context] if h[0] not in ok], f))
         ranked = rank_hits(
             [h for h in bm25 if h[0] in ok],
@@ -171,7 +174,11 @@ class Searcher:
         if t.reranker is not None:
             ranked = self._rerank(t.reranker, text, ranked, view)
         if t.relevance is not None:
-            ranked = self._relevant(t.relevance, text, ranked, dict(cosine), floor, view, limit)
+            near = dict(cosine)
+            if vector is not None:  # the keyword hits' cosines too, of those judged
+                unknown = [i for i, _ in ranked[: 2 * limit] if i not in near]
+                near.update(cosines(rows, vector, unknown))
+            ranked = self._relevant(t.relevance, text, ranked, near, floor, view, limit)
         return [Hit(e, s) for i, s in ranked[:limit] if (e := view.get(i)) is not None]
 
     def _relevant(
@@ -206,7 +213,7 @@ class Searcher:
 
     def _candidates(
         self, text: str, view: View, rows: Rows, f: Filter
-    ) -> tuple[Scored, dict[str, float], Scored, Scored, Baseline]:
+    ) -> tuple[Scored, dict[str, float], Scored, Scored, tuple[list[float] | None, Baseline]]:
         """The keyword candidates with the weights of those that pass the filter, and the
         vector and contextual candidates of a query. With a vector search, the keyword side
         (Tantivy's search, the pending entries, the weights) runs on a query thread while
@@ -216,11 +223,11 @@ class Searcher:
         pending = self.parts.mirror.pending  # before the index: a checkpoint moves it there
         keywords = functools.partial(self._keywords, text, view, pending, f)
         if not self._vectors_wanted(view):
-            return *keywords(), [], [], Baseline()
+            return *keywords(), [], [], (None, Baseline())
         found = _query_pool().submit(keywords)
         vector = self._query_vector(text)
         cosine, context = self._cosine(vector, rows, f)
-        return *found.result(), cosine, context, self._floor(vector, rows)
+        return *found.result(), cosine, context, (vector, self._floor(vector, rows))
 
     def _floor(self, vector: list[float] | None, rows: Rows) -> Baseline:
         """What unrelated text scores against this query: the store's own memories (a fixed

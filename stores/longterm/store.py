@@ -315,12 +315,13 @@ class LongTermStore:
     def search(
         self,
         query: str | None = None,
-        category: str | None = None,
+        category: str | Iterable[str] | None = None,
         tags: str | Iterable[str] | None = None,
         limit: int = 20,
         project: str | None = None,
     ) -> list[Hit]:
         """Hybrid-ranked live entries for `query`; with no query, the most recently seen.
+        `category`: a prefix, or several (entries under any one of them, ranked together).
         With `project` (a key, stores/projects.py), only that project's memories and global
         ones, filtered before the top-k as the category and tags are."""
         hits = self._searcher.search(query, category, tags, limit, project)

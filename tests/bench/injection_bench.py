@@ -10,9 +10,13 @@ a store opened as a server opens it; then every question of categories 1-4 is as
   start and the `recall` prompt call, as the resident hook process ranks (the same store:
   `StoreRanker`), and as a hook without the resident does (`QuickRecall`, keywords only);
 
-and R@5, R@8 and the characters injected (the `- [id] (category): content` lines) per
-question are printed, with how many memories the everyday coding prompts of
-tests/support/everyday.py inject into each conversation's store.
+and R@5, R@8 and the characters injected (the `- [id] (category): content` lines, as
+`stores/hooks/excerpts.py`'s `shown` cuts them to fit RECALL_CHARS; "whole" is the lines
+uncut) per question are printed, with how many memories the everyday coding prompts of
+tests/support/everyday.py inject into each conversation's store. Cutting a memory's text
+costs no recall as measured (a memory counts as recalled if its line is injected), so how
+much of the answer survives the cut is printed too: of the evidence memories injected whose
+text holds words of the question's answer, the share of those words still shown.
 
 Run: python tests/bench/injection_bench.py [--conversations 0-4]
 """
@@ -32,7 +36,8 @@ from typing import Any
 
 from dreamwell.server.recall_text import memory_line
 from dreamwell.stores import DataDir, LongTermStore, OnnxE5
-from dreamwell.stores.hooks import QuickRecall, write_snapshot
+from dreamwell.stores.hooks import QuickRecall, shown, write_snapshot
+from dreamwell.stores.hooks.excerpts import query_words
 from dreamwell.stores.hooks.inject import StoreRanker, recalled
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -59,6 +64,17 @@ def load_bench() -> Any:
     return module
 
 
+def answer_kept(answer: str, texts: list[str], lines: list[str]) -> list[float]:
+    """For each evidence memory's text (`texts`) and its injected line whose text holds
+    words of `answer`: the share of those words the line still shows."""
+    wanted = query_words(answer)
+    out = []
+    for text, line in zip(texts, lines, strict=True):
+        if held := wanted & query_words(text):
+            out.append(len(held & query_words(line)) / len(held))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--conversations", default="0-4")
@@ -69,6 +85,8 @@ def main() -> None:
     paths = ("search_memory top 8", "hook, resident (hybrid)", "hook, keywords only")
     acc = {p: bench.RecallAcc((5, 8)) for p in paths}
     chars: dict[str, list[int]] = {p: [] for p in paths}
+    whole: dict[str, list[int]] = {p: [] for p in paths}
+    kept: dict[str, list[float]] = {p: [] for p in paths}
     counts: dict[str, list[int]] = {p: [] for p in paths}
     unrelated: dict[str, list[int]] = {p: [] for p in paths[1:]}
     model = OnnxE5()
@@ -77,6 +95,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for conv in range(int(first), int(last or first) + 1):
             turns, qas, _ = bench.locomo_conversation(data[conv], False)
+            answers = {q["question"]: str(q.get("answer", "")) for q in data[conv]["qa"]}
             root = Path(tmp) / f"c{conv}"
             store = LongTermStore(root, embedder=model, min_similarity=0.7, keyword_weight=0.4)
             key = {}
@@ -96,8 +115,16 @@ def main() -> None:
                     found[label] = recalled(ranker, qa["question"])
                 for label, entries in found.items():
                     acc[label].add([key.get(e.id) for e in entries], qa["evidence"])
-                    chars[label].append(sum(len(memory_line(e)) + 1 for e in entries))
+                    lines = shown(entries, qa["question"], memory_line)
+                    chars[label].append(sum(len(line) + 1 for line in lines))
+                    whole[label].append(sum(len(memory_line(e)) + 1 for e in entries))
                     counts[label].append(len(entries))
+                    ev = [k for k, e in enumerate(entries) if key.get(e.id) in qa["evidence"]]
+                    kept[label] += answer_kept(
+                        answers.get(qa["question"], ""),
+                        [entries[k].content for k in ev],
+                        [lines[k] for k in ev],
+                    )
             for label, ranker in rankers.items():
                 unrelated[label] += [len(recalled(ranker, p)) for p in CODING_PROMPTS]
             quick.close()
@@ -107,7 +134,9 @@ def main() -> None:
         say(
             f"  {label:24s} n={r['n']}  R@5 {r['recall@5']:.3f}  R@8 {r['recall@8']:.3f}  "
             f"memories median {statistics.median(counts[label]):.0f}  "
-            f"chars median {statistics.median(chars[label]):.0f}"
+            f"chars median {statistics.median(chars[label]):.0f} "
+            f"(whole {statistics.median(whole[label]):.0f}, max {max(chars[label])})  "
+            f"answer words shown {statistics.mean(kept[label]) if kept[label] else 1:.2f}"
         )
     for label, found in unrelated.items():
         say(

@@ -17,6 +17,7 @@ from dreamwell.server.config import Settings
 from dreamwell.server.hooks import settings as hook_settings
 from dreamwell.server.hooks.refresh import refresh
 from dreamwell.stores import LongTermStore
+from dreamwell.stores.hooks import RECALL_CHARS
 from dreamwell.stores.layout import DataDir
 from dreamwell.stores.longterm import snapshot
 from dreamwell.stores.skills.catalog import SkillCatalog
@@ -91,6 +92,27 @@ def test_session_start_prints_the_preferences_relevant_to_where_the_session_is(
     elsewhere = start | {"session_id": "s3", "cwd": "/work/other"}
     assert hook("session-start", elsewhere, tmp_path).stdout == ""
     assert {PREF, ANTI} <= set(recalls(tmp_path)[-1]["ids"])
+
+
+def test_a_prompt_s_recall_fits_its_room_each_memory_keeping_its_line_and_the_asked_words(
+    tmp_path: Path,
+) -> None:
+    """Eight long relevant memories took 8 whole lines (issue 54: a median 1,648 characters
+    a LoCoMo question); now their texts are cut around the prompt's words to fit."""
+    store = LongTermStore(tmp_path)
+    filler = "We talked about the weather, the traffic and the new coffee machine. " * 4
+    ids = [
+        store.save(f"{filler}Note {n}: the pottery class moved to Tuesday. {filler}", "notes")
+        for n in range(8)
+    ]
+    store.checkpoint()
+    refresh(DataDir(tmp_path))
+    done = hook("user-prompt", prompt("s1", "when is the pottery class?"), tmp_path)
+    header, *lines = done.stdout.splitlines()
+    assert header.startswith("Recalled from long-term memory") and len(lines) == 8
+    assert sum(len(line) + 1 for line in lines) <= RECALL_CHARS
+    assert {f"[{s.entry.id}]" for s in ids} == {line.split()[1] for line in lines}
+    assert all("pottery class" in line and "…" in line for line in lines)
 
 
 def test_session_start_stays_within_hook_max_chars(tmp_path: Path) -> None:

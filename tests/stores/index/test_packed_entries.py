@@ -99,7 +99,8 @@ def test_a_filter_on_a_packed_record_or_a_held_entry_passes_what_matches_passes(
     view = View.of([entry])
     if overlay:
         view = View().with_changes({entry.id: entry})
-    want = entry.importance if matches(entry, Filter(category, tags, project)) else None
+    under = () if category is None else (category,)
+    want = entry.importance if matches(entry, Filter(under, tags, project)) else None
     cat = category.encode() if category is not None else None
     got = view.filtered_importance(entry.id, cat, [t.encode() for t in tags], project)
     assert got == want

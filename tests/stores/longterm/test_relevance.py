@@ -11,7 +11,8 @@ import pytest
 
 from dreamwell.stores import DataDir, LongTermStore, OnnxE5
 from dreamwell.stores.hooks import QuickRecall
-from dreamwell.stores.index.relevance import Baseline, expected_best
+from dreamwell.stores.index.relevance import Baseline, Meaning, Rule, Words, expected_best
+from dreamwell.stores.index.rows import cosines
 from tests.support.embedders import Perturbed
 from tests.support.everyday import (
     ANSWERABLE,
@@ -178,3 +179,35 @@ def test_the_best_of_many_unrelated_memories_is_expected_higher() -> None:
     assert small.meaning(0.9).beyond - large.meaning(0.9).beyond == pytest.approx(
         expected_best(100_000) - expected_best(20)
     )
+
+
+def test_words_answer_nothing_when_the_meaning_stands_far_behind_unrelated_text() -> None:
+    """At 5,000 and 100,000 chat memories, 4 of 8 everyday coding prompts injected memories
+    sharing two of their words ("why does this test fail with KeyError" / "John fails his
+    aptitude test"), their meaning 1.5-1.8 spreads behind the nearest reference sentence;
+    LoCoMo questions answered by their words alone stood at -1.17 at the lowest. Without a
+    vector side (a hook by keywords), words alone still answer."""
+    rule = Rule()
+    shared = Words(share=0.57, held=2, asked=3)
+    assert not rule.answers(Meaning(above=2.6, beyond=-1.8), shared)
+    assert rule.answers(Meaning(above=2.0, beyond=-1.2), shared)
+    assert rule.answers(Meaning(), shared)  # no vector side: the words decide
+    assert rule.keeps(Meaning(above=2.6, beyond=-1.8), shared)  # beside an answer, kept
+
+
+def test_a_keyword_hit_beyond_the_vector_candidates_is_judged_by_its_cosine_too(
+    tmp_path: Path,
+) -> None:
+    """The rows give the cosine of any memory with a vector, not only of the vector
+    search's best 100 (a keyword hit in a large store is rarely among them)."""
+    store = LongTermStore(tmp_path, embedder=E5, embed_on_save=True)
+    store.load_vectors()
+    saved = [store.save(f"note {k} about the garden shed").entry.id for k in range(3)]
+    vector = E5.embed_query("garden shed")
+    found = cosines(store._rows, vector, [*saved, "nosuchid0000"])
+    assert set(found) == set(saved)
+    import numpy as np
+
+    for entry_id in saved:
+        stored = np.asarray(E5.embed([store.get(entry_id).content])[0])  # type: ignore[union-attr]
+        assert found[entry_id] == pytest.approx(float(stored @ np.asarray(vector)), abs=0.02)
