@@ -50,6 +50,7 @@ class Mirror:
         self.dups = DupIndex()
         self.generation = -1  # the last checkpoint whose changes this process has applied
         self.indexed = 0  # the checkpoint the Tantivy searcher reflects
+        self.appended = 0  # the last record this process appended itself
         self.vectors_ready = model is None
         # set by a change or a load that leaves entries without a vector; the backfill clears
         # it as it looks, so after a failed embed entries can still be missing while it is

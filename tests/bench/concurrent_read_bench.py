@@ -217,6 +217,12 @@ async def alternating(
             f"{os.getloadavg()[0]:.2f})\n"
         )
     out.write(blocks.report(args.blocks))
+    done = {"quiet": len(quiet), "beside the writer": len(loud)}
+    cpu = {k: 1000 * blocks.seconds[k]["reader"] / n for k, n in done.items()}
+    out.write(
+        f"  the reader's CPU per search: quiet {cpu['quiet']:.1f} ms, beside the writer "
+        f"{cpu['beside the writer']:.1f} ms (its catch-up and any checkpoint it makes)\n"
+    )
     return quiet, loud, saves, wall
 
 
