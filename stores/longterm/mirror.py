@@ -133,16 +133,20 @@ class Mirror:
             self.unlogged.discard(target.id)
 
     def change(self, changes: Mapping[str, MemoryEntry | None], seq: int) -> None:
-        """Set entries (None: gone); `seq` > 0 marks them pending as of that log record."""
+        """Set entries (None: gone); a `seq` past the checkpoint the index holds marks them
+        pending as of that log record. Records read after the checkpoint that folded them
+        (this process was idle while another wrote and folded them) are in the index: marked
+        pending, they were scored outside it by every search until the next checkpoint."""
         view = self.view
         now = time.monotonic()
         pending = dict(self.pending)
+        mark = seq > self.indexed
         for entry_id, new in changes.items():
             self._change_one(entry_id, view.get(entry_id), new)
-            if seq > 0:
+            self.terms.drop(entry_id)
+            if mark:
                 pending[entry_id] = (seq, pending.get(entry_id, (0, now))[1])
-                self.terms.drop(entry_id)
-        if seq > 0 and self.rows.linked:  # their contextual field changed too
+        if mark and self.rows.linked:  # their contextual field changed too
             for entry_id in changes:
                 for other in self.rows.neighbours(entry_id):
                     if other not in changes and view.get(other) is not None:
