@@ -8,6 +8,8 @@ is due), and this process, a reader with the same loop, searches (BM25, no embed
 alternating blocks: quiet, then beside the writer for --seconds (after --warmup). Prints the
 reader's search p50/p90/max quiet and beside the writer, their ratio, the writer's rate, the
 entries pending in the reader and the checkpoints each process made, with the load average.
+First, with no time in it but the searches': the reader's search p50 with 0, 250, 500 and
+1,000 of another store's saves pending (read by the reader as they came, not yet folded).
 
 Run: python tests/bench/concurrent_read_store_bench.py [--seed 3000] [--blocks 3]
      [--seconds 8] [--warmup 2]
@@ -26,6 +28,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import TextIO
 
 from concurrent_read_bench import block_seeds, queries, sentence, stats
 
@@ -81,6 +84,28 @@ def searches(store: LongTermStore, asked: list[str], seconds: float | None) -> l
             return took
 
 
+def pending_cost(data: Path, seed: int, out: TextIO) -> None:
+    """The reader's search p50 as another store's saves pile up unfolded."""
+    writer, reader = LongTermStore(data), LongTermStore(data)
+    rng = random.Random(1)
+    for i in range(seed):
+        writer.save(sentence(rng, i))
+    writer.checkpoint()
+    asked = queries(100, 7)
+    n = seed
+    for more in (0, 250, 250, 500):
+        for _ in range(more):
+            writer.save(sentence(rng, n))
+            n += 1
+            if n % 50 == 0:
+                reader.search(None)  # reads the log as a searching server does
+        took = stats(searches(reader, asked, None))
+        out.write(
+            f"  {reader.pending():5d} pending: search p50 {took['p50']:.2f} ms, p90 "
+            f"{took['p90']:.2f} ms; load {os.getloadavg()[0]:.2f}\n"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=3000, help="memories before timing")
@@ -96,6 +121,7 @@ def main() -> None:
     out = sys.stdout
     out.write(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n")
     with tempfile.TemporaryDirectory() as tmp:
+        pending_cost(Path(tmp) / "pending", args.seed, out)
         data = Path(tmp) / "data"
         seeding = LongTermStore(data)
         rng = random.Random(5)
