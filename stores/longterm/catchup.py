@@ -162,7 +162,7 @@ class Follower:
         found = {e.id: e for e in self.table.get(sorted(ids))}
         changes: dict[str, MemoryEntry | None] = {i: found.get(i) for i in ids}
         self.log.start_at(state.checkpoint)
-        m.change(changes, seq=0)
+        m.change(changes, {})
         if m.model is not None and found:
             m.adopt(self.table.vectors(m.model, sorted(found)))
         m.generation = state.generation

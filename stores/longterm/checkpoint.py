@@ -27,6 +27,7 @@ logger = logging.getLogger(__name__)
 
 CHECKPOINT_RECORDS = 512  # fold the log into LanceDB/Tantivy when this many ids are pending
 CHECKPOINT_SECONDS = 5.0  # ... or when the oldest pending change is this old
+FOREIGN_AGE = 2.0  # times CHECKPOINT_SECONDS that other processes' changes wait (see `due`)
 COMPACT_FRAGMENTS = 16  # compact LanceDB when it has this many fragments
 KEEP_VERSIONS = timedelta(seconds=30)  # old LanceDB versions kept for readers mid-scan
 ROWS_SLACK = 4096  # rows of deleted entries a process keeps beyond one per entry (see below)
@@ -38,15 +39,22 @@ class Checkpointer:
         self.repair = repair
 
     def due(self, max_age: float = CHECKPOINT_SECONDS) -> bool:
-        """Enough changes are pending, or the oldest has waited `max_age` seconds."""
+        """Enough changes are pending, or the oldest has waited `max_age` seconds; when this
+        process wrote none of them, only once the oldest has waited FOREIGN_AGE times that.
+        The process that writes folds its writes: a server that only searches beside another
+        saving at full speed had folded them half the time (both look every 0.5 s), and its
+        searches waited for the fold's Python work and the snapshot (GIL and cores). Should
+        the writer stop or die, the others still fold what it left."""
+        m = self.parts.mirror
         self.parts.follower.fresh()
-        pending = self.parts.mirror.pending
+        pending = m.pending
         if not pending:
             return False
-        if len(pending) >= CHECKPOINT_RECORDS:
+        own = m.appended > m.indexed
+        if own and len(pending) >= CHECKPOINT_RECORDS:
             return True
         oldest = min(p[1] for p in pending.values())
-        return time.monotonic() - oldest >= max_age
+        return time.monotonic() - oldest >= (max_age if own else FOREIGN_AGE * max_age)
 
     def checkpoint(self, wait: bool = True) -> bool:
         """Fold the log into LanceDB and Tantivy and drop the folded records. Returns False

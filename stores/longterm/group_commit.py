@@ -202,7 +202,7 @@ class GroupCommit:
         with m.lock:  # this process's saves: it embeds them (see mirror.FOREIGN_GRACE)
             m.mine = {op["e"]["id"] for _, planned in logged for op in planned if op["op"] == "put"}
         try:
-            self.parts.log.append([planned for _, planned in logged])
+            last = self.parts.log.append([planned for _, planned in logged])
         except OSError as exc:
             error = StoreError(
                 f"could not write to {self.parts.dirs.root} ({exc.strerror or exc}); "
@@ -210,3 +210,5 @@ class GroupCommit:
             )
             for request, _ in logged:
                 request.error = error
+        else:
+            m.appended = last  # the checkpoint folds this process's own writes first

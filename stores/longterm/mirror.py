@@ -50,6 +50,7 @@ class Mirror:
         self.dups = DupIndex()
         self.generation = -1  # the last checkpoint whose changes this process has applied
         self.indexed = 0  # the checkpoint the Tantivy searcher reflects
+        self.appended = 0  # the last record this process appended itself
         self.vectors_ready = model is None
         # set by a change or a load that leaves entries without a vector; the backfill clears
         # it as it looks, so after a failed embed entries can still be missing while it is
@@ -102,16 +103,15 @@ class Mirror:
         writer saving back to back copied them for each of its records). The last change of
         an entry wins; a vector for text that changed again later is refused by its hash."""
         changes: ops.Changes = {}
+        seqs: dict[str, int] = {}  # each changed entry's last record
         vectors: list[Op] = []
-        seq = 0
         for record in records:
             changed, logged = ops.split_record(record)
-            if changed:
-                changes.update(changed)
-                seq = record.seq
+            changes.update(changed)
+            seqs.update(dict.fromkeys(changed, record.seq))
             vectors.extend(logged)
         if changes:
-            self.change(changes, seq)
+            self.change(changes, seqs)
         for op in vectors:  # another embedder's vectors are not this process's business
             self._take_vector(op)
         if any(op["m"] == self.model for op in vectors):
@@ -131,22 +131,29 @@ class Mirror:
             self.rows.set_vector(target.id, str(op["m"]), ops.vector_of(op))
             self.unlogged.discard(target.id)
 
-    def change(self, changes: Mapping[str, MemoryEntry | None], seq: int) -> None:
-        """Set entries (None: gone); `seq` > 0 marks them pending as of that log record."""
+    def change(self, changes: Mapping[str, MemoryEntry | None], seqs: Mapping[str, int]) -> None:
+        """Set entries (None: gone); an entry whose record (`seqs`, none: 0) is past the
+        checkpoint the index holds is pending as of that record, and so are its neighbours
+        (their contextual field changed). Records read after the checkpoint that folded them
+        (this process was idle while another wrote and folded them) are in the index: marked
+        pending, they were scored outside it by every search until the next checkpoint."""
         view = self.view
         now = time.monotonic()
         pending = dict(self.pending)
+        marked: dict[str, int] = {}
         for entry_id, new in changes.items():
             self._change_one(entry_id, view.get(entry_id), new)
-            if seq > 0:
-                pending[entry_id] = (seq, pending.get(entry_id, (0, now))[1])
-                self.terms.drop(entry_id)
-        if seq > 0 and self.rows.linked:  # their contextual field changed too
-            for entry_id in changes:
+            self.terms.drop(entry_id)
+            if (seq := seqs.get(entry_id, 0)) > self.indexed:
+                marked[entry_id] = seq
+        if self.rows.linked:
+            for entry_id, seq in list(marked.items()):
                 for other in self.rows.neighbours(entry_id):
                     if other not in changes and view.get(other) is not None:
-                        pending[other] = (seq, pending.get(other, (0, now))[1])
+                        marked[other] = max(seq, marked.get(other, 0))
                         self.terms.drop(other)
+        for entry_id, seq in marked.items():
+            pending[entry_id] = (seq, pending.get(entry_id, (0, now))[1])
         self.view = view.with_changes(changes)
         self.pending = MappingProxyType(pending)
         if self.model is not None and any(  # not for another process's saves: it embeds them

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -97,20 +97,28 @@ def matches(e: MemoryEntry, f: Filter) -> bool:
     return under_any(e.category, f.category)
 
 
-def _weights(view: View, candidates: Scored, f: Filter) -> dict[str, float]:
-    """The importance of each candidate that is live and passes the filter, read from the
-    view's packed records: only the hits are rebuilt as entries."""
+def _weighing(view: View, f: Filter) -> Callable[[str], float | None]:
+    """The importance of an entry that is live and passes the filter (else None), read from
+    the view's packed records without rebuilding the entry."""
     if not f.category and not f.tags and f.project is None:
-        return {i: w for i, _ in candidates if (w := view.importance(i)) is not None}
+        return view.importance
     cats: list[bytes | None] = [c.encode("utf-8", "surrogatepass") for c in f.category]
     wanted = [t.encode("utf-8", "surrogatepass") for t in f.tags]
-    found: dict[str, float] = {}
-    for i, _ in candidates:
+
+    def weigh(entry_id: str) -> float | None:
         for cat in cats or [None]:  # under any one of them
-            if (w := view.filtered_importance(i, cat, wanted, f.project)) is not None:
-                found[i] = w
-                break
-    return found
+            if (w := view.filtered_importance(entry_id, cat, wanted, f.project)) is not None:
+                return w
+        return None
+
+    return weigh
+
+
+def _weights(view: View, candidates: Scored, f: Filter) -> dict[str, float]:
+    """The importance of each candidate that is live and passes the filter: only the hits
+    are rebuilt as entries."""
+    weigh = _weighing(view, f)
+    return {i: w for i, _ in candidates if (w := weigh(i)) is not None}
 
 
 def _content(view: View, entry_id: str) -> str | None:
@@ -331,20 +339,23 @@ class Searcher:
             if entry is not None and entry.live:
                 ticket = m.terms.ticket(entry_id)  # before its neighbours' text is read
                 terms = index.doc_terms(m.doc(entry))
-                with m.lock:
-                    current = m.view.get(entry_id) is entry and entry_id in m.pending
+                with m.lock:  # equal, not the same: a packed view rebuilds it on each read
+                    now = m.view.get(entry_id)
+                    current = (now is entry or now == entry) and entry_id in m.pending
                     if not (current and m.terms.put(entry_id, terms, ticket)):
                         extra[entry_id] = terms
 
+        weigh = _weighing(view, f)  # read from the packed record: no entry rebuilt
+
         def keep(entry_id: str) -> bool:
-            entry = view.get(entry_id)
-            return entry_id in pending and entry is not None and matches(entry, f)
+            return entry_id in pending and weigh(entry_id) is not None
 
         with m.lock:  # no change drops terms while they are scored
             for entry_id in pending:
+                if entry_id in m.terms or entry_id in extra:
+                    continue  # (rebuilding every pending entry here cost 2-5 ms a search)
                 entry = view.get(entry_id)
-                known = entry_id in m.terms or entry_id in extra
-                if entry is not None and entry.live and not known:
+                if entry is not None and entry.live:
                     extra[entry_id] = index.doc_terms(m.doc(entry))
             scored = index.score_docs(text, m.terms, lambda i: i not in extra and keep(i), weights)
         return scored + index.score_docs(text, extra, keep, weights) if extra else scored

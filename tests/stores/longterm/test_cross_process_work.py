@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import dreamwell.stores.longterm.checkpoint as checkpoint
 import dreamwell.stores.longterm.mirror as mirror
 from dreamwell.stores import LongTermStore, MemoryEntry, utcnow
 from dreamwell.stores.index.relevance import REFERENCES
@@ -134,3 +135,27 @@ def test_a_vector_another_process_logs_while_this_one_embeds_is_not_logged_again
     saver = opened(tmp_path, Counting())
     other = opened(tmp_path, Gated())
     assert overlapping_backfills(saver, other, monkeypatch) == [saver.entries()[0].id]
+
+
+def test_the_process_that_writes_folds_its_writes_and_a_searching_one_waits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past CHECKPOINT_RECORDS pending changes, only the process that wrote them is due to
+    fold them; one that only searches waits until they are FOREIGN_AGE times older than a
+    checkpoint's age (the writer stopped or died), and its own save makes it due again.
+    Meanwhile it finds them: a checkpoint is not what makes them searchable."""
+    monkeypatch.setattr(checkpoint, "CHECKPOINT_RECORDS", 3)
+    writer, reader = opened(tmp_path, None), opened(tmp_path, None)
+    for i in range(3):
+        writer.save(f"quarry ledger entry {i}")
+    assert [h.entry.content for h in reader.search("quarry ledger entry 2")][:1] == [
+        "quarry ledger entry 2"
+    ]
+    assert writer.checkpoint_due() and not reader.checkpoint_due()
+    assert not reader.checkpoint_due(max_age=60.0 / checkpoint.FOREIGN_AGE)
+    assert reader.checkpoint_due(max_age=0.0)  # the writer left them: the reader folds them
+    reader.save("a reader's own note")
+    assert reader.checkpoint_due()
+    assert writer.checkpoint()
+    assert not reader.checkpoint_due(max_age=0.0) and not writer.checkpoint_due(max_age=0.0)
+    assert len(reader.search("quarry ledger entry")) == 3
