@@ -18,6 +18,11 @@ from dreamwell.stores.index.text_index import TextIndex
 from tests.support.embedders import SeededEmbedder
 
 
+# searched by its own text: with seeded vectors a memory's meaning answers only a query that
+# is its text (the relevance rule drops words whose meaning stands far behind unrelated text)
+TEXT = "the lighthouse keeper logs the tides at dawn"
+
+
 class Meeting(SeededEmbedder):
     """Embeds a query only once the BM25 search has started, and tells it it has begun:
     each side waits for the other, so the search answers only if they overlap."""
@@ -42,7 +47,7 @@ def _meeting(
     with the names of the threads the method ran on."""
     embedder = Meeting()
     store = LongTermStore(tmp_path, embedder=embedder)
-    saved = store.save("the lighthouse keeper logs the tides at dawn").entry
+    saved = store.save(TEXT).entry
     assert store.backfill() == 1
     original = getattr(TextIndex, method)
     ran_on: list[str] = []
@@ -62,7 +67,7 @@ def test_the_query_is_embedded_while_bm25_runs(
 ) -> None:
     late = "the query was not being embedded during BM25"
     embedder, store, saved, searched_on = _meeting(tmp_path, monkeypatch, "lookup", late)
-    hits = store.search("lighthouse tides")
+    hits = store.search(TEXT)
     assert hits and hits[0].entry.id == saved.id and hits[0].score > 0
     assert embedder.threads == {threading.current_thread().name} != set(searched_on)
     # keyword-only searches embed nothing
@@ -80,7 +85,7 @@ def test_vectors_are_ranked_while_tantivy_searches(
     """Tantivy's search waits for the vector ranking to start and the ranking for Tantivy's
     search to start: the search answers only if they run at once, on different threads."""
     store = LongTermStore(tmp_path, embedder=SeededEmbedder())
-    saved = store.save("the lighthouse keeper logs the tides at dawn").entry
+    saved = store.save(TEXT).entry
     assert store.backfill() == 1
     ranking, searching = threading.Event(), threading.Event()
     threads: dict[str, str] = {}
@@ -100,7 +105,7 @@ def test_vectors_are_ranked_while_tantivy_searches(
 
     monkeypatch.setattr(TextIndex, "lookup", keyword)
     monkeypatch.setattr(Rows, "vector_top", vectors)
-    hits = store.search("lighthouse tides")
+    hits = store.search(TEXT)
     assert hits and hits[0].entry.id == saved.id and hits[0].score > 0
     assert threads["tantivy"] != threads["vectors"] == threading.current_thread().name
 
@@ -114,6 +119,6 @@ def test_keyword_hits_are_resolved_and_weighed_while_the_query_is_embedded(
     read-back for the embedding to start."""
     late = "the hits were read back after the embedding"
     _, store, saved, resolved_on = _meeting(tmp_path, monkeypatch, "ids_of", late)
-    hits = store.search("lighthouse tides")
+    hits = store.search(TEXT)
     assert hits and hits[0].entry.id == saved.id and hits[0].score > 0
     assert resolved_on and threading.current_thread().name not in resolved_on
