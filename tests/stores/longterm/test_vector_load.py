@@ -56,15 +56,15 @@ def test_vectors_set_in_blocks_make_the_rows_that_setting_them_one_by_one_makes(
 
 
 def test_a_reopened_store_loads_the_vectors_the_old_way_loaded(tmp_path: Path) -> None:
-    embedder = HashEmbedder()
-    store = LongTermStore(tmp_path, embedder=embedder)
+    embedder = HashEmbedder()  # word-bag vectors: the rule would judge them, not the load
+    store = LongTermStore(tmp_path, embedder=embedder, relevance=None)
     for i in range(300):
         store.save(f"harbour log entry {i} about tides and gulls", caller="c")
     store.backfill(batch=400)
     store.checkpoint()
-    fresh = LongTermStore(tmp_path, embedder=embedder)
+    fresh = LongTermStore(tmp_path, embedder=embedder, relevance=None)
     fresh.load_vectors()
-    old = LongTermStore(tmp_path, embedder=embedder)
+    old = LongTermStore(tmp_path, embedder=embedder, relevance=None)
     m = old._parts.mirror
     with m.lock:
         m.adopt(old._parts.table.vectors(embedder.name))  # the way of one object per vector
