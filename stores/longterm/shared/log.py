@@ -156,7 +156,7 @@ class LanceLog:
 
     @property
     def compactions(self) -> int:
-        """Compactions (with cleanup) this process's poller ran."""
+        """Compactions (each with its cleanup) this process's poller ran (tidy.py)."""
         return self._tidier.compactions if self._tidier else 0
 
     def silent_since(self, after: float) -> float | None:

@@ -209,8 +209,8 @@ def test_a_full_generation_and_a_quiet_log_keep_only_their_last_versions(
     monkeypatch.setattr(tidy, "KEEP_VERSIONS", timedelta(seconds=0.5))
     a, b = replica(), replica()
     kept = [a.save(f"memory number {i} about gardening", "garden").entry.id for i in range(6)]
-    kept += [b.save(f"b's memory {i} about gardening", "garden").entry.id for i in range(4)]
-    assert generations(a) == [0, 1, 2]  # appends 1-4, 5-8 and 9-10
+    kept += [b.save(f"b's memory {i} about gardening", "garden").entry.id for i in range(5)]
+    assert generations(a) == [0, 1, 2]  # appends 1-4, 5-8 and 9-11
     assert versions(s3, s3_prefix, 0) >= 4  # one per append, and the table's creation
     # a compaction commits twice (its fragments reserved, then the rewrite): two small versions
     eventually(lambda: all(versions(s3, s3_prefix, g) <= 2 for g in (0, 1, 2)), within=10.0)
