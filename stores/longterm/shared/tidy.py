@@ -42,7 +42,7 @@ COMPACT_EVERY = 16  # versions of the table (appends by any replica) between com
 # versions younger than this survive a cleanup; what the log keeps under appends is about its
 # version rate times this (plus COMPACT_EVERY). A reader or writer stalled for longer than
 # this between checking out a version and using it fails once and tries again afresh
-KEEP_VERSIONS = timedelta(seconds=3)
+KEEP_VERSIONS = timedelta(seconds=2)
 QUIET_VERSIONS = 4  # versions a quiet table may keep beyond a tidy at rest (~66 KB each)
 
 
