@@ -293,7 +293,13 @@ def measure_growth(
     stop_probe.set()
     for line in sorted(set(failed)):
         sys.stdout.write(f"{failed.count(line)} saves failed: {line}\n")
+    if rows:  # at rest: the replicas' pollers tidy a quiet log (stores/longterm/shared/tidy.py)
+        time.sleep(REST_SECONDS)
+        rows.append({**_block_row(s3, prefix, times[-block:], len(times)), "rest": True})
     return rows
+
+
+REST_SECONDS = 15.0  # after the saves, before the last census: longer than tidy's waits
 
 
 # what a save on object storage spends its time in, per block of the growth run: each call of

@@ -18,10 +18,11 @@ average before and after. Measurements:
 
 With --growth N, instead: N saves through three replicas on one location, and per block of
 1,000 saves the save p50/p95, objects and bytes under the location and under the log's
-tables, log*.lance/ (goal: objects bounded, bytes per memory at most 5 KB, last block's p50
-at most 1.5x the first's), and the resident memory of the process that runs the three
-replicas. Each block's
-line is printed as it ends; `kill PID` (SIGTERM) stops the saves and keeps the blocks done.
+tables, log*.lance/, and the resident memory of the process that runs the three replicas;
+then the same census once the log has been at rest for a while, and a summary against issue
+57's goals (last block's save p50 at most 1.2x the first's, at most 5 KB per memory from 1,000
+saves on, objects bounded). Each block's line is printed as it ends; `kill PID` (SIGTERM)
+stops the saves and keeps the blocks done.
 
     python tests/bench/scaleout_bench.py --growth 20000
 
@@ -246,14 +247,40 @@ def growth(total: int) -> None:
     with SeaweedS3(bucket="bench") as s3:
         rows = rf.measure_growth(s3, f"growth-{uuid.uuid4().hex[:8]}", total, show)
     if rows:
-        first, last = rows[0], rows[-1]
-        say(f"last block p50 / first block p50: {last['p50'] / first['p50']:.2f}")
-        if first["probe_p50"] and last["probe_p50"]:
-            say(
-                "the same for the fresh-table appends beside them (the server's and machine's "
-                f"drift): {last['probe_p50'] / first['probe_p50']:.2f}"
-            )
+        summarize(
+            [r for r in rows if not r.get("rest")], rows[-1] if rows[-1].get("rest") else None
+        )
     say(f"took {time.monotonic() - began:.0f} s; load after: {loadavg()}")
+
+
+def summarize(blocks: list[dict[str, Any]], rest: dict[str, Any] | None) -> None:
+    """The growth run against issue 57's goals: save p50 of the last block over the first's
+    (<= 1.2x), bytes per memory from 1,000 saves on (<= 5 KB), objects bounded."""
+    if not blocks:
+        return
+    first, last = blocks[0], blocks[-1]
+    say(f"last block p50 / first block p50: {last['p50'] / first['p50']:.2f}")
+    if first["probe_p50"] and last["probe_p50"]:
+        say(
+            "the same for the fresh-table appends beside them (the server's and machine's "
+            f"drift): {last['probe_p50'] / first['probe_p50']:.2f}"
+        )
+    worst = max(blocks, key=lambda r: r["bytes"] / r["saves"])
+    say(
+        f"bytes per memory: {first['bytes'] / first['saves']:,.0f} at {first['saves']:,}, "
+        f"{last['bytes'] / last['saves']:,.0f} at {last['saves']:,}, at most "
+        f"{worst['bytes'] / worst['saves']:,.0f} (at {worst['saves']:,}); objects "
+        f"{first['objects']:,} at {first['saves']:,}, {last['objects']:,} at {last['saves']:,}, "
+        f"at most {max(r['objects'] for r in blocks):,}"
+    )
+    if rest:
+        import replica_figures as rf
+
+        say(
+            f"at rest {rf.REST_SECONDS:.0f} s after the last save: {rest['objects']:,} objects, "
+            f"{rest['bytes'] / rest['saves']:,.0f} bytes per memory ({rest['log_objects']:,} "
+            f"objects, {rest['log_bytes'] / 1e6:.2f} MB under the log's tables)"
+        )
 
 
 def replica_round(env: Env, ops: int, results: dict[str, list[tuple[float, float]]]) -> None:

@@ -15,16 +15,15 @@ is acknowledged once its row's commit landed.
 Readers check the newest table's latest version in a background thread (`poll` seconds apart)
 and read the rows after the last they read. Dropping folded records drops whole generations,
 and deletes rows of the oldest one left, below a snapshot that is already stored
-(`stores/longterm/shared/snapshots.py`). After every COMPACT_EVERY versions the replica whose
-append is the newest version compacts the newest table (its small fragments into one, deletions
-folded in) and removes the versions older than KEEP_VERSIONS (their manifests, transaction
-files and the data files only they name), so the objects under the log's tables stay
-proportional to what the log holds, not to how many appends it ever saw. Both are safe beside
-other replicas' appends: a compaction is a Lance `Rewrite`, which concurrent appends are
-rebased over (a conflicting one is retried by Lance or lost harmlessly to the next try); the
-cleanup never touches the latest version nor files newer than the cut (Lance keeps unreferenced
-files of a write still in progress for 7 days), and readers here always check out the latest
-version right before they read.
+(`stores/longterm/shared/snapshots.py`). The poller also compacts the tables and removes their
+old versions (`stores/longterm/shared/tidy.py`: under appends, at rest, and once a generation is
+full), so the objects under the log's tables stay proportional to what the log holds, not to
+how many appends it ever saw. Both are safe beside other replicas' appends: a compaction is a
+Lance `Rewrite`, which concurrent appends are rebased over (a conflicting one is retried by Lance
+or lost harmlessly to the next try); the cleanup never touches the latest version nor files
+newer than the cut (Lance keeps unreferenced files of a write still in progress for 7 days),
+readers here check out the latest version right before they read, and a read or append that
+used a version removed meanwhile goes again afresh.
 """
 
 from __future__ import annotations
@@ -35,7 +34,6 @@ import logging
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from datetime import timedelta
 from functools import partial
 from typing import Any
 
@@ -43,16 +41,11 @@ from dreamwell.stores.errors import StoreError, StoreUnreachable
 from dreamwell.stores.longterm.lance_table import LogTable
 from dreamwell.stores.longterm.log import LogConflict, LogGap, Op, Record
 from dreamwell.stores.longterm.shared.tables import LogTables, cleaned_up, first_n, generation
+from dreamwell.stores.longterm.shared.tidy import Tidier
 from dreamwell.stores.remote.location import Remote, describe
 
 logger = logging.getLogger(__name__)
 
-COMPACT_EVERY = 24  # versions of the table (appends by any replica) between compactions
-# versions younger than this survive a cleanup: each version costs a manifest and a
-# transaction file of ~30 KB each (measured on lancedb 0.40), so what the log costs at rest
-# is about its append rate times this; a reader or writer stalled for longer than this
-# between checking the latest version and using it fails once and tries again
-KEEP_VERSIONS = timedelta(seconds=10)
 KEEP_RECORDS = 256  # records kept below a drop point, for replicas a little behind
 
 
@@ -91,7 +84,7 @@ class LanceLog:
         self._own: tuple[int, int, list[Record]] | None = None  # our last append: version, n
         self._appends = 0
         self.conflicts = 0  # appends another replica won (for stats and benchmarks)
-        self.compactions = 0  # compactions (with cleanup) this process ran
+        self._tidier: Tidier | None = None  # the poller's, once it runs
         self._last_append_version = -1  # the log version our last append made
         self._poll = poll
         self._stop = threading.Event()
@@ -137,10 +130,10 @@ class LanceLog:
 
     def _watch(self) -> None:
         """Note the newest table's latest version every `poll` seconds (one LIST of
-        manifests), and compact that table after every COMPACT_EVERY of its versions."""
+        manifests), and let the tidier compact the tables (tidy.py)."""
         tables = LogTables(self.remote)  # its own connections: check-outs do not race reads
-        gen, watched = 0, -1  # the generation watched; the one `compacted` is of
-        compacted = 0  # its version after the last compaction this poller saw or did
+        tidier = self._tidier = Tidier(tables, self._appended_last)
+        gen = 0
         while True:
             try:
                 self._asking = time.time()
@@ -154,22 +147,17 @@ class LanceLog:
                 table, version = found or (None, 0)
                 self._seen_version = _v(gen, version)
                 self._answered, self._asking, self._failing = time.time(), None, False
-                if watched != gen:
-                    watched, compacted = gen, version
-                # every writer's appends add fragments: compact after COMPACT_EVERY versions,
-                # the replica that appended last doing it (the others see it as a new version)
-                if (
-                    table is not None
-                    and version - compacted >= COMPACT_EVERY
-                    and self._appended_last(_v(gen, version))
-                ):
-                    self._compact(table)
-                    compacted = table.latest()
+                tidier.saw(gen, table, version)
             except Exception as exc:  # unreachable for now: readers hear it when they read
                 logger.debug("polling the log: %s", exc)
                 self._asking, self._failing = None, True
             if self._stop.wait(self._poll):
                 return
+
+    @property
+    def compactions(self) -> int:
+        """Compactions (each with its cleanup) this process's poller ran (tidy.py)."""
+        return self._tidier.compactions if self._tidier else 0
 
     def silent_since(self, after: float) -> float | None:
         """When the store last answered the poller (wall time), if it has not since: its
@@ -267,13 +255,13 @@ class LanceLog:
                 [Record(first + i, list(ops)) for i, ops in enumerate(batches)],
             )
         self._appends += 1
-        self._ensure_poller()  # it compacts the table after every COMPACT_EVERY appends
+        self._ensure_poller()  # it compacts the tables (tidy.py)
         return last
 
     def _insert(self, table: LogTable, row: dict[str, Any]) -> tuple[bool, int]:
         """Insert `row` unless its `n` exists. An append whose base version was cleaned up
-        meanwhile (this replica idle longer than KEEP_VERSIONS while others wrote and
-        compacted) did not land: it is a lost race like any other, decided again."""
+        meanwhile (this replica stalled longer than tidy.KEEP_VERSIONS while others wrote
+        and compacted) did not land: it is a lost race like any other, decided again."""
         try:
             return table.insert_if_absent(row)
         except Exception as exc:
@@ -293,17 +281,8 @@ class LanceLog:
         ours = (row["first"], row["at"], row["body"])  # another replica may log equal ops
         return any((r["first"], r["at"], r["body"]) == ours for r in found), version
 
-    def _appended_last(self, version: int) -> bool:
-        return self._last_append_version == version
-
-    def _compact(self, table: LogTable) -> None:
-        """Fold the small fragments of recent appends together (off the save path: each
-        append adds one, and an append or read costs a read per fragment)."""
-        try:
-            table.compact(KEEP_VERSIONS)
-            self.compactions += 1
-        except Exception as exc:  # another replica compacting: harmless, try next time
-            logger.debug("compacting the log: %s", exc)
+    def _appended_last(self, gen: int, version: int) -> bool:
+        return self._last_append_version == _v(gen, version)
 
     def rotate(self) -> int:
         return self.last_seq + 1  # rows are already boundaries a checkpoint can fold up to

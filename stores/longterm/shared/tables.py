@@ -158,7 +158,10 @@ class LogTables:
 
 
 def cleaned_up(exc: Exception) -> bool:
-    """Whether LanceDB failed because a version's manifest or transaction file is gone (a
-    compaction's cleanup removed a version this process had checked out)."""
+    """Whether LanceDB failed because a file of a table's version is gone: its manifest or
+    transaction file, or a data or deletion file only it named (a compaction's cleanup removed
+    a version this process had checked out; tidy.py)."""
     text = str(exc)
-    return "Not found" in text and ("_versions/" in text or "_transactions/" in text)
+    return "Not found" in text and any(
+        f".lance/{part}/" in text for part in ("_versions", "_transactions", "data", "_deletions")
+    )

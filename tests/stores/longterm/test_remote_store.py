@@ -32,6 +32,7 @@ from dreamwell.stores.errors import StoreUnreachable
 from dreamwell.stores.longterm import snapshot
 from dreamwell.stores.longterm.lance_table import LogTable
 from dreamwell.stores.longterm.shared import log as lancelog
+from dreamwell.stores.longterm.shared import tidy
 from dreamwell.stores.longterm.store import LongTermStore, Write
 from dreamwell.stores.remote import location as remote
 from dreamwell.stores.remote.blobs import attach
@@ -347,7 +348,7 @@ def test_the_shared_log_is_compacted_and_its_old_versions_removed(
     removed old versions, so each save left a manifest, a transaction file and a fragment for
     good. Now, beside another replica's appends, the objects under log.lance/ stay bounded
     and no acknowledged save is lost."""
-    monkeypatch.setattr(lancelog, "KEEP_VERSIONS", timedelta(seconds=1))
+    monkeypatch.setattr(tidy, "KEEP_VERSIONS", timedelta(seconds=1))
     stores = [replica(), replica()]
     saves = 200  # per replica, one thread each: 400 appends at most
     # a save that kept losing the log's compare-and-set to the other replica says so and
@@ -362,7 +363,7 @@ def test_the_shared_log_is_compacted_and_its_old_versions_removed(
     assert compactions > 0
     # 3 objects per version at most were kept (manifest, transaction, fragment) plus what
     # the versions since the last compaction added: far below the 3 per append of before
-    eventually(lambda: log_objects(s3, s3_prefix) < 3 * 4 * lancelog.COMPACT_EVERY, within=10.0)
+    eventually(lambda: log_objects(s3, s3_prefix) < 3 * 4 * tidy.COMPACT_EVERY, within=10.0)
     for store in stores:
         try:
             eventually(lambda s=store: s.count() == len(acknowledged), within=10.0)  # type: ignore[misc]

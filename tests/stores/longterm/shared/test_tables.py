@@ -11,7 +11,10 @@ its poller and reload, not wait on a table that is gone.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -21,9 +24,11 @@ from dreamwell.stores.longterm.lance_table import LogTable
 from dreamwell.stores.longterm.log import LogGap
 from dreamwell.stores.longterm.shared import log as lancelog
 from dreamwell.stores.longterm.shared import tables as log_tables
-from dreamwell.stores.longterm.shared.tables import LogTables
+from dreamwell.stores.longterm.shared import tidy
+from dreamwell.stores.longterm.shared.tables import LogTables, table_name
 from dreamwell.stores.longterm.store import LongTermStore
 from tests.support.racing import eventually, race_saves
+from tests.support.s3server import SeaweedS3
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 
@@ -179,3 +184,62 @@ def test_a_trim_the_store_refuses_keeps_the_records_for_the_next_checkpoint(
     monkeypatch.setattr(LogTable, "delete", real_delete)
     log.drop_sealed(18)
     assert log.first_seq() == 14
+
+
+def versions(s3: SeaweedS3, prefix: str, gen: int) -> int:
+    """The versions (manifests) generation `gen`'s table holds in the store."""
+    import obstore
+
+    found = obstore.list(s3.store(f"{prefix}/{table_name(gen)}.lance/_versions")).collect()
+    return len(found)
+
+
+def test_a_full_generation_and_a_quiet_log_keep_only_their_last_versions(
+    replica: Callable[..., LongTermStore],
+    s3: SeaweedS3,
+    s3_prefix: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 57: 1,200 saves left ~960 objects (18 KB a memory): every version of a log table
+    costs ~66 KB (its manifest and transaction file each carry the merge_insert's 32 KB key
+    filter), and versions were removed only after COMPACT_EVERY more appended to the same
+    table. A table the log had moved on from, and a log at rest, kept their last versions
+    until a checkpoint dropped the table. Now a full generation and the newest table of a
+    quiet log are compacted and cleaned up to the compaction's versions, and nothing is lost."""
+    monkeypatch.setattr(tidy, "KEEP_VERSIONS", timedelta(seconds=0.5))
+    a, b = replica(), replica()
+    kept = [a.save(f"memory number {i} about gardening", "garden").entry.id for i in range(6)]
+    kept += [b.save(f"b's memory {i} about gardening", "garden").entry.id for i in range(5)]
+    assert generations(a) == [0, 1, 2]  # appends 1-4, 5-8 and 9-11
+    assert versions(s3, s3_prefix, 0) >= 4  # one per append, and the table's creation
+    # a compaction commits twice (its fragments reserved, then the rewrite): two small versions
+    eventually(lambda: all(versions(s3, s3_prefix, g) <= 2 for g in (0, 1, 2)), within=10.0)
+    late = replica()  # everything is still there, read from the first table on
+    for store in (a, b, late):
+        eventually(lambda s=store: {e.id for e in s.entries()} == set(kept))  # type: ignore[misc]
+
+
+def test_a_replica_reading_while_another_compacts_and_cleans_up_reads_afresh(
+    replica: Callable[..., LongTermStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The window a short KEEP_VERSIONS opens: a replica checks out a version of a log table,
+    another appends, compacts and removes every version but its latest before the first reads
+    the rows; the data files that version named are gone ("Not found: .../data/...lance").
+    That read is tried again afresh and gets every row, the new one too."""
+    a, log_a = saved(replica, 2)
+    late = lancelog.LanceLog(log_a.remote)  # a replica that has read nothing of it yet
+    other = LogTables(log_a.remote)
+    real_rows = LogTable.rows
+    meanwhile: list[str] = []
+    reader = threading.current_thread()  # not a replica's own catch-up thread
+
+    def compacted_first(table: LogTable, where: str, *args: Any) -> list[dict[str, Any]]:
+        if not meanwhile and threading.current_thread() is reader:
+            meanwhile.append(a.save("saved while the other was reading", "garden").entry.id)
+            other.read(0, lambda t, _: t.compact(timedelta(0)))
+        return real_rows(table, where, *args)
+
+    monkeypatch.setattr(LogTable, "rows", compacted_first)
+    late.start_at(0)
+    assert [r.seq for r in late.read_new()] == [1, 2, 3] and meanwhile
+    late.close()
