@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -271,13 +272,15 @@ def test_the_backfill_still_wakes_when_the_runtime_serves_a_second_event_loop(
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")
 async def test_the_backfill_embeds_at_lower_cpu_priority_and_a_search_does_not(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 24: a backfill at the searches' priority took the cores a search needed (search
     p99 109 ms beside another process saving 78/s). The backfill's embedding now runs on a
-    thread whose nice value is NICENESS higher; the query of a search on the caller's."""
+    thread whose nice value is NICENESS higher; the query of a search on the caller's. Issue
+    57: the vectors are logged (under the write lock saves queue behind) at normal priority."""
     from dreamwell.server.background import NICENESS
     from dreamwell.stores.index.relevance import REFERENCES
+    from dreamwell.stores.longterm.vectors import Vectors
     from tests.support.embedders import HashEmbedder
 
     def nice() -> int:
@@ -298,6 +301,14 @@ async def test_the_backfill_embeds_at_lower_cpu_priority_and_a_search_does_not(
             self.queries.append(nice())
             return super().embed([text])[0]
 
+    logged: list[int] = []  # the nice value of the thread planning the vectors' log record
+    still_wanted = Vectors._still_wanted
+
+    def noted(self: Vectors, *args: Any) -> Any:
+        logged.append(nice())
+        return still_wanted(self, *args)
+
+    monkeypatch.setattr(Vectors, "_still_wanted", noted)
     runtime = Runtime(Settings(data_dir=tmp_path, embedder="minilm"))  # its hybrid weights
     noting = runtime.embedder = Noting()
     tenant = await runtime.tenant()
@@ -311,6 +322,7 @@ async def test_the_backfill_embeds_at_lower_cpu_priority_and_a_search_does_not(
     assert tenant.longterm.search("sailing trip")
     assert noting.batches and set(noting.batches) == {nice() + NICENESS}
     assert noting.queries == [nice()]
+    assert logged and set(logged) == {nice()}
 
 
 async def test_the_heap_is_handed_back_once_a_run_of_backfill_rounds_is_over(
