@@ -55,7 +55,7 @@ CANDIDATES = 100
 # The analysed terms of this many indexed entries are kept between searches: each search
 # analysed every hit's text and its neighbours' again to weigh its share of the query's words
 # (30 hits: 3-6 ms of a hybrid search at 1,000 memories, most of its distance from its floor).
-DOC_TERMS_KEPT = 1024  # ~3 KB each
+DOC_TERMS_KEPT = 1024  # ~6 KB each (a LoCoMo turn with its neighbours): 6.5 MB at most
 Scored = list[tuple[str, float]]
 
 
