@@ -111,6 +111,24 @@ def on_two_threads(
     return out
 
 
+def lowered(fn: Callable[..., T], *args: Any) -> T:
+    """`fn(*args)` on a background thread, the calling thread waiting for it."""
+    future: Future[T] = Future()
+    _pool.submit((fn, args, future))
+    return future.result()
+
+
+def on_lower_threads(
+    embed: Callable[[Sequence[str]], list[list[float]]], texts: Sequence[str]
+) -> list[list[float]]:
+    """`on_two_threads`, both halves on threads of lower priority, for a caller at normal
+    priority: the backfill embeds at low priority but logs the vectors (under the store's
+    write lock, which saves queue behind) from its caller's thread. Logged from a thread of
+    lower priority, the scheduler on a busy machine left the lock's holder waiting for a core
+    while saves waited for the lock (issue 57)."""
+    return lowered(on_two_threads, embed, texts)
+
+
 async def run(fn: Callable[..., T], *args: Any) -> T:
     """`fn(*args)` on a background thread. Cancelling the caller abandons the wait, not the
     work (as anyio's `abandon_on_cancel`)."""

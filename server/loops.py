@@ -84,7 +84,8 @@ async def backfill_forever(
         done, full, failed, busy = 0, False, False, False
         for tenant in runtime.opened():
             try:
-                found = await background.run(_backfill, tenant)
+                # at normal priority: the embedding alone runs on threads of lower priority
+                found = await anyio.to_thread.run_sync(_backfill, tenant, abandon_on_cancel=True)
                 busy = busy or found is None
                 done, full = done + (found or 0), full or (found or 0) >= BACKFILL_BATCH
             except (StoreError, OSError) as exc:  # e.g. the store is busy: later
@@ -193,17 +194,21 @@ def _backfill(tenant: Tenant) -> int | None:
     this data directory) holds `backfill.lock`: its vectors reach this one through the log,
     so the same memories are not embedded twice."""
     if not tenant.longterm.vectors_loaded:  # this process's own copy, even on a read-only disk
-        tenant.longterm.load_vectors()
-        give_back_freed()  # reading every stored vector left its Arrow batches freed, mapped
+        background.lowered(_load_vectors, tenant)
     claim = FileLock(str(DataDir(tenant.data_dir).backfill_lock), timeout=0)
     try:
         claim.acquire()
     except Timeout:
         return None
     try:
-        return tenant.longterm.backfill(BACKFILL_BATCH, background.on_two_threads)
+        return tenant.longterm.backfill(BACKFILL_BATCH, background.on_lower_threads)
     finally:
         claim.release()
+
+
+def _load_vectors(tenant: Tenant) -> None:
+    tenant.longterm.load_vectors()
+    give_back_freed()  # reading every stored vector left its Arrow batches freed, mapped
 
 
 def _checkpoint(tenant: Tenant) -> None:

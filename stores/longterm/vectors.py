@@ -33,13 +33,28 @@ SEARCH_EMBED_CHARS = 1_000  # ~40 ms
 SEARCH_EMBEDS = 8  # and this many entries at most (8 short ones: ~33 ms on one core)
 # While they wait, a hybrid search ranks them by their keywords (`rank_hits`' without_vector).
 HOLD_STALL = 2.0  # seconds without a new vector after which a held save goes ahead
-HOLD_MAX = 2.0  # seconds a save waits at most (a slow embedder: Ollama on a CPU)
+# A save over the bound waits a short while for the backfill, not until the backfill has
+# embedded and logged its whole batch (issue 57: 350-500 ms of e5 for 64 LoCoMo turns inside
+# one save in each batch, the save tail's p99 168 ms and max 501 ms over 1,000 saves): a
+# burst is paced by many short waits. HOLD_STEP while at most HOLD_CEILING x the bound wait;
+# past that (an embedder slower than the saves so paced: about 50 a second) the wait grows
+# with the backlog, to HOLD_LONGEST.
+HOLD_STEP = 0.018
+HOLD_CEILING = 2
+HOLD_LONGEST = 0.1
 # A backlog over this many times the bound is not a burst to pace but an import or a new
 # embedder working through the store: waiting for it would hold every save for minutes.
 HOLD_SCALE = 10
 
 
 Embed = Callable[[Callable[[Sequence[str]], list[list[float]]], Sequence[str]], list[list[float]]]
+
+
+def _hold_for(waiting: int, backlog: int) -> float:
+    """Seconds a save waits at most while `waiting` memories wait for a vector (bound
+    `backlog`): HOLD_STEP, longer past HOLD_CEILING x the bound, HOLD_LONGEST at most."""
+    over = waiting / (HOLD_CEILING * backlog)
+    return min(HOLD_LONGEST, HOLD_STEP * max(1.0, over))
 
 
 def _direct(
@@ -168,8 +183,8 @@ class Vectors:
 
     def hold_save(self, backlog: int) -> None:
         """Before a save: while more than `backlog` of this process's memories wait for a
-        vector, wait for the backfill (HOLD_MAX seconds at most), as long as it logs vectors
-        at least every HOLD_STALL seconds (an embedder that is down or a process without a
+        vector, give the backfill a short while (`_hold_for`), as long as it logs vectors at
+        least every HOLD_STALL seconds (an embedder that is down or a process without a
         backfill holds nothing) and the backlog is a burst's (at most HOLD_SCALE x `backlog`).
         A burst of saves is then paid for by its saver, at the embedder's pace, instead of by
         every search after it: those rank hundreds of memories by keywords alone until the
@@ -178,17 +193,19 @@ class Vectors:
         m = self.parts.mirror
         if self.embedder is None:
             return
-        deadline = time.monotonic() + HOLD_MAX
+        limit: float | None = None
         with m.vectors_came:
             while True:
                 now = time.monotonic()
-                stall, quiet = HOLD_STALL, now - m.vector_progress
-                if quiet >= stall or now >= deadline:
-                    return
+                quiet = now - m.vector_progress
                 waiting = m.view.live_count - m.rows.vector_count() - len(m.claimed())
-                if not backlog < waiting <= HOLD_SCALE * backlog:
+                if quiet >= HOLD_STALL or not backlog < waiting <= HOLD_SCALE * backlog:
                     return
-                m.vectors_came.wait(min(stall - quiet, deadline - now))
+                if limit is None:
+                    limit = now + _hold_for(waiting, backlog)
+                if now >= limit:
+                    return
+                m.vectors_came.wait(min(HOLD_STALL - quiet, limit - now))
 
     def missing(self) -> int:
         if self.embedder is None:

@@ -17,7 +17,6 @@ from dreamwell.stores.index.rows import Rows
 from dreamwell.stores.index.text_index import TextIndex
 from tests.support.embedders import SeededEmbedder
 
-
 # searched by its own text: with seeded vectors a memory's meaning answers only a query that
 # is its text (the relevance rule drops words whose meaning stands far behind unrelated text)
 TEXT = "the lighthouse keeper logs the tides at dawn"
