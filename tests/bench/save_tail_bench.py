@@ -30,12 +30,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from overlaps import Span, pct, show_slowest, show_spans
+
 from dreamwell.server.heap import quiet_collections
 from dreamwell.stores import LongTermStore
 from dreamwell.stores.index import text_index
 from dreamwell.stores.longterm import checkpoint, lance_files, lance_table, snapshot, table_writes
-
-Span = tuple[str, float, float]
 
 
 def say(line: str) -> None:
@@ -111,11 +111,6 @@ def checkpoints(store: LongTermStore, stop: threading.Event) -> None:
             store.checkpoint()
 
 
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--saves", type=int, default=10_000)
@@ -154,19 +149,8 @@ def main() -> None:
     for names, count in blame.most_common(8):
         say(f"    {count:5d}  {names}")
     say("  the five slowest saves, with the phases they overlapped (ms into each):")
-    for a, b in sorted(saves, key=lambda ab: ab[0] - ab[1])[:5]:
-        inside = [
-            f"{n} {1000 * (min(b, e) - max(a, s)):.0f}" for n, s, e in spans if s < b and e > a
-        ]
-        say(f"    {1000 * (b - a):6.1f} ms  {', '.join(inside) or '(no checkpoint phase)'}")
-    by_phase: dict[str, list[float]] = {}
-    for n, s, e in spans:
-        by_phase.setdefault(n, []).append(1000 * (e - s))
-    for n, values in sorted(by_phase.items(), key=lambda kv: -max(kv[1])):
-        say(
-            f"  phase {n:16s} {len(values):5d}×  p50 {statistics.median(values):7.1f}  "
-            f"max {max(values):7.1f} ms"
-        )
+    show_slowest(saves, spans, say, "(no checkpoint phase)")
+    show_spans(spans, say, "phase")
     say(f"load average {os.getloadavg()[0]:.2f} at the end")
 
 

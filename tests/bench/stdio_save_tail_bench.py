@@ -30,11 +30,11 @@ from pathlib import Path
 
 import anyio
 from mcp import Client, StdioServerParameters
+from overlaps import Span, show_slowest, show_spans
 from scale_bench import _until_idle, pct, serve_pids
 from tune_hybrid import find_shared
 
 HERE = Path(__file__).parent
-Span = tuple[str, float, float]
 
 
 def say(line: str) -> None:
@@ -152,19 +152,8 @@ def attribute(saves: list[tuple[float, float]], spans: list[Span], slow_ms: floa
     for names, count in blame.most_common(10):
         say(f"    {count:5d}  {names}")
     say("  the five slowest saves, with what overlapped them (ms of it inside the save):")
-    for a, b in sorted(saves, key=lambda ab: ab[0] - ab[1])[:5]:
-        parts = [
-            f"{n} {1000 * (min(b, e) - max(a, s)):.0f}" for n, s, e in spans if s < b and e > a
-        ]
-        say(f"    {1000 * (b - a):6.1f} ms  {', '.join(parts) or '(nothing)'}")
-    by_name: dict[str, list[float]] = {}
-    for n, s, e in spans:
-        by_name.setdefault(n, []).append(1000 * (e - s))
-    for n, values in sorted(by_name.items(), key=lambda kv: -max(kv[1])):
-        say(
-            f"  span {n:28s} {len(values):6d}x  p50 {statistics.median(values):7.2f}  "
-            f"p99 {pct(values, 0.99):7.1f}  max {max(values):7.1f} ms"
-        )
+    show_slowest(saves, spans, say, "(nothing)")
+    show_spans(spans, say, "span")
 
 
 def main() -> None:
