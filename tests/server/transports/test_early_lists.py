@@ -330,6 +330,7 @@ def gated(data: Path, gate: Path) -> subprocess.Popen[bytes]:
             [sys.executable, "-c", GATED, str(gate), *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
+            bufsize=0,  # lines_before selects on the pipe: no frame may wait in a buffer
             stderr=log,
             env=env | {"DREAMWELL_EMBEDDER": "none"},
         )
