@@ -324,7 +324,9 @@ def test_every_claude_code_hook_is_a_command_and_the_silent_ones_run_in_the_back
 ) -> None:
     """No `http` hook, no URL, no token: each event runs the lean client, which reaches the
     resident over the user's own Unix socket; Claude Code does not wait for the hooks that
-    print nothing (`async`). Install twice changes nothing; uninstall takes exactly ours."""
+    print nothing (`async`) but the stop: a `claude -p` run ending during an async stop
+    cancelled it and then waited ~1.4 s (4 of 10 runs). Install twice changes nothing;
+    uninstall takes exactly ours."""
     settings = tmp_path / ".claude" / "settings.json"
     settings.parent.mkdir()
     theirs = {"type": "http", "url": "http://127.0.0.1:9000/audit"}
@@ -336,7 +338,7 @@ def test_every_claude_code_hook_is_a_command_and_the_silent_ones_run_in_the_back
         assert (said == "already as asked; nothing to change\n") == (i == 1), said
         hooks = read(settings)["hooks"]
         ours = {n: [h for g in v for h in g["hooks"] if h != theirs] for n, v in hooks.items()}
-        background = {"Stop", "PreCompact", "SessionEnd"}
+        background = {"PreCompact", "SessionEnd"}
         assert ours == {
             name: [
                 {"type": "command", "command": f"{HOOK} {event}", "timeout": 10}
