@@ -64,8 +64,10 @@ class Handover:
         loaded_then: list[str] | None = None,
         lists: early_lists.ListCache | None = None,
         listed: dict[Any, str] | None = None,
+        legacy: bool = False,
     ) -> None:
         self.data = data
+        self.legacy = legacy  # the client opened with a 2025 `initialize`
         self.answered = {} if answered is None else answered
         self.loaded_then = loaded_then  # of WATCHED, loaded at the first reply (None: none sent)
         self.lists = lists  # for the SDK's answers to list requests
@@ -218,17 +220,14 @@ class EarlyStdio:
 
     def _listable(self, frame: Any) -> bool:
         """Whether `frame` is a list request answered here from the last server's answers
-        (kept for these settings, see early_lists.py): any list, to a client whose
-        `subscriptions/listen` was acknowledged here (it is told when the SDK's answer
-        differs); `tools/list` alone after a 2025 `initialize` (no client of that era is told
-        of a change: the tools are the same eight for the version and settings the answers
-        were kept for, so that answer is exact; prompts list the skills, which may differ)."""
+        (kept for these settings, see early_lists.py), to a client that is told when the
+        SDK's answer differs: one whose `subscriptions/listen` was acknowledged here, or one
+        that opened with a 2025 `initialize`, whose answer declares `listChanged` for the
+        lists that can change (it gets a 2025 `notifications/*/list_changed`)."""
         wanted = early_lists.of_request(frame)
         if not self._vouched or wanted is None:
             return False
-        if self._legacy:
-            return wanted == ("tools/list", "")
-        return any(isinstance(key, tuple) and key[0] == "ack" for key in self._sent)
+        return self._legacy or any(isinstance(key, tuple) and key[0] == "ack" for key in self._sent)
 
     def _listed_early(self, frame: Any) -> dict[str, Any] | None:
         """The kept answer to list request `frame` when it is `_listable` (None: the SDK's)."""
@@ -287,7 +286,12 @@ class EarlyStdio:
             kept = [line for line in self._lines if not self._superseded(line)]
             answered = {key: sent for key, sent in self._sent.items() if sent}
             return Handover(
-                b"".join(kept) + self._tail, answered, self._loaded_then, self._lists, self._listed
+                b"".join(kept) + self._tail,
+                answered,
+                self._loaded_then,
+                self._lists,
+                self._listed,
+                self._legacy,
             )
 
     def _superseded(self, line: bytes) -> bool:

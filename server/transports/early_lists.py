@@ -10,9 +10,11 @@ They are given to a client that listens for list changes (a `subscriptions/liste
 acknowledged early): when the SDK has loaded, that client is told that every list it listens
 to changed (server/transports/stdio.py) and asks again, so a skill added since the last
 session is seen at once. A client that opened with a 2025 `initialize` (Codex, which waits for
-`tools/list` before its first model request) is never told of a change, so it gets only
-`tools/list` from here: the eight tools are the same for the version and settings the answers
-were kept for; the prompts list skills, which may have changed, and wait for the SDK.
+`tools/list` before its first model request; Gemini CLI, which asks `prompts/list` first) gets
+them too: our answer to its `initialize` declares `listChanged` for the prompts and resources,
+so a list the SDK answers otherwise is announced with a 2025 `notifications/*/list_changed`
+(server/transports/stdio.py; Gemini CLI asks again on one). The tools are the same eight for
+the version and settings the answers were kept for.
 
 The answers vouch for the data directory too: they are kept with its `format.json` as it was
 (a newer dreamwell's mark), so a directory that cannot hold this version's store holds no

@@ -21,7 +21,7 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
-from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
+from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, JSONRPCNotification
 from pydantic import ValidationError
 
 from dreamwell.server.mcp import sdk
@@ -159,6 +159,12 @@ def _changed_meanwhile(ack: Any, body: dict[str, Any], kinds: set[str] | None = 
     ]
 
 
+def _changed_2025(kind: str) -> SessionMessage:
+    """The 2025 notification that the `kind` list changed (our `initialize` answer declared
+    `listChanged` for it)."""
+    return SessionMessage(JSONRPCNotification(jsonrpc="2.0", method=_LIST_CHANGED[kind]))
+
+
 class AnsweringWriteStream:
     """The transport's write stream, noting which requests have been answered; a reply to a
     request answered before the SDK loaded (`early`) is not sent twice."""
@@ -201,7 +207,9 @@ class AnsweringWriteStream:
         sent = self._early.take(sent_key(ours))
         listed = self._early.listed.pop(ours.get("id"), None) if sent is not None else None
         if listed is not None:  # answered from the last server's lists: announce a change
-            if sent != ours and self._ack is not None:
+            if sent != ours and self._early.legacy:  # as a 2025 server announces one
+                self._catch_up = [_changed_2025(_KIND_OF_LIST[listed])]
+            elif sent != ours and self._ack is not None:
                 self._catch_up = _changed_meanwhile(*self._ack, {_KIND_OF_LIST[listed]})
             elif sent != ours:  # before the SDK acknowledged the listen: announced then
                 self._stale.add(_KIND_OF_LIST[listed])

@@ -336,43 +336,59 @@ def gated(data: Path, gate: Path) -> subprocess.Popen[bytes]:
         )
 
 
-def test_a_2025_client_gets_the_tools_before_the_server_and_stores_load(tmp_path: Path) -> None:
-    """The window: Codex waits for `tools/list` before its first model request. With the
-    answers kept by the last server for these settings, the tools are answered while the
-    stores and the SDK have not loaded (here: not before the test lets them); the prompts,
-    which list skills that may have changed since, wait for the SDK (a 2025 client is never
-    told of a change); once loaded the SDK answers the rest, and the tools not twice."""
+def test_a_2025_client_gets_the_lists_before_the_server_and_stores_load(tmp_path: Path) -> None:
+    """The window: Codex waits for `tools/list`, Gemini CLI for `prompts/list` (then the
+    tools and resources), before the first model request. With the answers kept by the last
+    server for these settings, the lists are answered while the stores and the SDK have not
+    loaded (here: not before the test lets them); once loaded the SDK answers the rest and
+    nothing twice. A skill added since the kept answers is announced as a 2025 server
+    announces it (our `initialize` answer declares `listChanged` for prompts): the client
+    asks again and gets it."""
     data, gate = tmp_path / "data", tmp_path / "gate"
     gate.touch()  # a first server, loading at once, answers and keeps its lists
     first = gated(data, gate)
     out, _ = first.communicate(b"".join(json.dumps(f).encode() + b"\n" for f in CODEX), 60)
     sdk = {a["id"]: a for a in map(json.loads, out.splitlines()) if "id" in a}
     assert len(sdk[1]["result"]["tools"]) == 8 and "prompts" in sdk[2]["result"], sdk
+    source = tmp_path / "src" / "go-release"
+    source.mkdir(parents=True)
+    (source / "SKILL.md").write_text(SKILL)
+    imported = dreamwell("skills", "import", str(source.parent), "--data-dir", str(data))
+    assert imported.returncode == 0, imported
     gate.unlink()
     process = gated(data, gate)
     assert process.stdin is not None and process.stdout is not None
     try:
         process.stdin.write(b"".join(json.dumps(f).encode() + b"\n" for f in CODEX))
         process.stdin.flush()
-        early = lines_before(process, 2, 20)
-        assert [f.get("id") for f in early] == [0, 1], early
-        assert early[1] == sdk[1]  # the SDK's very answer
+        early = lines_before(process, 3, 20)
+        assert [f.get("id") for f in early] == [0, 1, 2], early
+        assert early[1:] == [sdk[1], sdk[2]]  # the last SDK's very answers
         gate.touch()
         call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call"}
         call["params"] = {"name": "list_memory_categories", "arguments": {}}
         process.stdin.write(json.dumps(call).encode() + b"\n")
+        process.stdin.flush()
+        rest = lines_before(process, 2, 60)
+        again = {"jsonrpc": "2.0", "id": 4, "method": "prompts/list"}
+        process.stdin.write(json.dumps(again).encode() + b"\n")
         process.stdin.close()
-        rest = lines_before(process, 9, 60)
+        rest += lines_before(process, 9, 60)
         process.wait(30)
     finally:  # a server still held at the gate
         process.kill()
         process.wait()
         process.stdout.close()
     log = (tmp_path / "serve.log").read_text()
-    assert [f.get("id") for f in rest] == [2, 3], rest
-    assert rest[0] == sdk[2] and "error" not in rest[1], rest
-    found = ANSWERED.search(log)  # not the prompts: they waited for the SDK
-    assert found is not None and found.group(1) == "tools/list", log
+    assert sorted(str(f.get("id", f.get("method"))) for f in rest[:2]) == [
+        "3",
+        "notifications/prompts/list_changed",
+    ], rest
+    assert "error" not in next(f for f in rest if f.get("id") == 3), rest
+    assert [f.get("id") for f in rest[2:]] == [4], rest  # nothing answered twice
+    assert "go-release" in [p["name"] for p in rest[2]["result"]["prompts"]], rest
+    found = ANSWERED.search(log)
+    assert found is not None and found.group(1) == "prompts/list, tools/list", log
 
 
 def test_a_client_that_leaves_with_all_it_asked_answered_early_does_not_wait_for_the_load(
