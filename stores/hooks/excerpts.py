@@ -71,7 +71,7 @@ def shares(lengths: Sequence[int], room: int) -> list[int | None]:
 
 def query_words(query: str) -> set[str]:
     """The words of `query` that say what it is about, roughly stemmed."""
-    return {_stem(w) for w in _WORD.findall(query.lower()) if w not in ENGLISH_STOPWORDS}
+    return {stem(w) for w in _WORD.findall(query.lower()) if w not in ENGLISH_STOPWORDS}
 
 
 def excerpt(text: str, query: str, cap: int) -> str:
@@ -84,7 +84,7 @@ def excerpt(text: str, query: str, cap: int) -> str:
     hits = [
         (m.start(), m.end(), w)
         for m in _WORD.finditer(text)
-        if (w := _stem(m.group().lower())) in wanted
+        if (w := stem(m.group().lower())) in wanted
     ]
     best = len({w for _, e, w in hits if e <= cap - 1})
     start, width = 0, cap - 1
@@ -117,8 +117,9 @@ def _word_start(text: str, at: int) -> int:
     return found.start() if found is not None else at
 
 
-def _stem(word: str) -> str:
-    """`word` without a plural's or a tense's ending (the index's stemmer, roughly)."""
+def stem(word: str) -> str:
+    """`word` without a plural's or a tense's ending (the index's stemmer, roughly): the
+    hooks' words, here and in quick_recall.py."""
     for suffix in ("ing", "ed", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: -len(suffix)]

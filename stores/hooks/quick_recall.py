@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from dreamwell.stores.hooks.excerpts import stem
 from dreamwell.stores.index.hybrid_rank import rank_hits
 from dreamwell.stores.index.relevance import (
     Meaning,
@@ -231,14 +232,12 @@ class QuickRecall:
         """The log's live entries by the share of `text`'s words (stop-words left out) they
         hold, kept as the relevance rule keeps hits by words (without an index to weigh
         them, each word weighs the same)."""
-        asked = {
-            _stem(w) for w in re.findall(r"\w+", text.casefold()) if w not in ENGLISH_STOPWORDS
-        }
+        asked = {stem(w) for w in re.findall(r"\w+", text.casefold()) if w not in ENGLISH_STOPWORDS}
         hits = []
         for entry in self._tail.overlay.values():
             if entry is None or not entry.live or not _of(entry, project) or not asked:
                 continue
-            held = len(asked & {_stem(w) for w in re.findall(r"\w+", entry.content.casefold())})
+            held = len(asked & {stem(w) for w in re.findall(r"\w+", entry.content.casefold())})
             words = Words(held / len(asked), held, len(asked))
             if Rule().answers(Meaning(), words):
                 hits.append((entry.id, words.share))
@@ -317,11 +316,3 @@ def _state_file(path: Path) -> StateFile:
     changed, and a resident hook process reads it at every call (its journal of ids made
     that 3-5 ms at 10,000 memories)."""
     return StateFile(path)
-
-
-def _stem(word: str) -> str:
-    """`word` without a plural's or a tense's ending (the index's stemmer, roughly)."""
-    for suffix in ("ing", "ed", "es", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word

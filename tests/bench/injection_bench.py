@@ -75,6 +75,18 @@ def answer_kept(answer: str, texts: list[str], lines: list[str]) -> list[float]:
     return out
 
 
+def saved_turns(store: LongTermStore, turns: Any) -> dict[str, str]:
+    """`turns` saved one at a time, embedded and checkpointed: each memory's id -> its turn's
+    dia_id (the evidence the questions name)."""
+    key = {}
+    for t in turns:
+        key[store.save(t.content, t.category, t.tags, caller="bench").entry.id] = t.dia_id
+    while store.backfill(batch=256):
+        pass
+    store.checkpoint()
+    return key
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--conversations", default="0-4")
@@ -98,12 +110,7 @@ def main() -> None:
             answers = {q["question"]: str(q.get("answer", "")) for q in data[conv]["qa"]}
             root = Path(tmp) / f"c{conv}"
             store = LongTermStore(root, embedder=model, min_similarity=0.7, keyword_weight=0.4)
-            key = {}
-            for t in turns:
-                key[store.save(t.content, t.category, t.tags, caller="bench").entry.id] = t.dia_id
-            while store.backfill(batch=256):
-                pass
-            store.checkpoint()
+            key = saved_turns(store, turns)
             write_snapshot(DataDir(root), store.entries(), 0)
             quick = QuickRecall(DataDir(root))
             rankers = {paths[1]: StoreRanker(store), paths[2]: quick}

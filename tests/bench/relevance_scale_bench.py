@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from injection_bench import SHARED, load_bench
+from injection_bench import SHARED, load_bench, saved_turns
 from million_data import embedded
 
 from dreamwell.server.recall_text import memory_line
@@ -137,13 +137,7 @@ def build(
         while store.backfill(batch=5000):
             pass
         store.checkpoint()
-    key = {}
-    for t in turns:
-        key[store.save(t.content, t.category, t.tags, caller="bench").entry.id] = t.dia_id
-    while store.backfill(batch=256):
-        pass
-    store.checkpoint()
-    return store, key
+    return store, saved_turns(store, turns)
 
 
 def main() -> None:
