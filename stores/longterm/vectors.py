@@ -38,8 +38,12 @@ HOLD_STALL = 2.0  # seconds without a new vector after which a held save goes ah
 # one save in each batch, the save tail's p99 168 ms and max 501 ms over 1,000 saves): a
 # burst is paced by many short waits. HOLD_STEP while at most HOLD_CEILING x the bound wait;
 # past that (an embedder slower than the saves so paced: about 50 a second) the wait grows
-# with the backlog, to HOLD_LONGEST.
-HOLD_STEP = 0.018
+# with the backlog, to HOLD_LONGEST. A held save goes ahead early once the backlog is
+# HOLD_SLACK under the bound: the backfill lends each vector as it comes, and going ahead at
+# the first one held every save of a burst a few ms (its p50), where a few saves held a step
+# pay the same wait (the embedder's pace) with the others not held at all.
+HOLD_STEP = 0.012
+HOLD_SLACK = 4
 HOLD_CEILING = 2
 HOLD_LONGEST = 0.1
 # A backlog over this many times the bound is not a burst to pace but an import or a new
@@ -108,7 +112,7 @@ class Vectors:
             return 0
         try:
             texts = [e.content for e in missing]
-            vectors = (embed or _direct)(self.embedder.embed, texts)
+            vectors = (embed or _direct)(self._lending(missing), texts)
         except EmbedderError as exc:
             logger.warning("backfill paused: %s", exc)
             return 0
@@ -119,6 +123,27 @@ class Vectors:
             return logged, len(logged)
 
         return self.group.commit(plan)
+
+    def _lending(self, entries: list[MemoryEntry]) -> Callable[[Sequence[str]], list[list[float]]]:
+        """The embedder's `embed` for a backfill of `entries`, one text at a time, each vector
+        lent to this process's searches and to held saves as it comes (`_lend`), not when the
+        batch is logged: a held save went ahead only when a whole batch of 64 landed, so that
+        every save of the burst meanwhile waited its full HOLD_STEP (issue 57: the save tail's
+        p99 at 30 ms). Texts are embedded alone anyway (`BATCH_SIZE`)."""
+        assert self.embedder is not None
+        embedder = self.embedder
+        by_text: dict[str, list[MemoryEntry]] = {}
+        for entry in entries:
+            by_text.setdefault(entry.content, []).append(entry)
+
+        def embed(texts: Sequence[str]) -> list[list[float]]:
+            out: list[list[float]] = []
+            for text in texts:
+                out.extend(vector := embedder.embed([text]))
+                self._lend(by_text.get(text, []), vector * len(by_text.get(text, [])))
+            return out
+
+        return embed
 
     def _still_wanted(
         self, s: Scratch, embedded: list[MemoryEntry], model: str, vectors: list[list[float]]
@@ -183,7 +208,8 @@ class Vectors:
 
     def hold_save(self, backlog: int) -> None:
         """Before a save: while more than `backlog` of this process's memories wait for a
-        vector, give the backfill a short while (`_hold_for`), as long as it logs vectors at
+        vector, give the backfill a short while (`_hold_for`; less once the backlog is
+        HOLD_SLACK under the bound), as long as it embeds vectors at
         least every HOLD_STALL seconds (an embedder that is down or a process without a
         backfill holds nothing) and the backlog is a burst's (at most HOLD_SCALE x `backlog`).
         A burst of saves is then paid for by its saver, at the embedder's pace, instead of by
@@ -199,11 +225,13 @@ class Vectors:
                 now = time.monotonic()
                 quiet = now - m.vector_progress
                 waiting = m.view.live_count - m.rows.vector_count() - len(m.claimed())
-                if quiet >= HOLD_STALL or not backlog < waiting <= HOLD_SCALE * backlog:
+                if quiet >= HOLD_STALL or waiting > HOLD_SCALE * backlog:
                     return
                 if limit is None:
+                    if waiting <= backlog:
+                        return
                     limit = now + _hold_for(waiting, backlog)
-                if now >= limit:
+                elif now >= limit or waiting <= backlog - HOLD_SLACK:
                     return
                 m.vectors_came.wait(min(HOLD_STALL - quiet, limit - now))
 
@@ -239,17 +267,26 @@ class Vectors:
         return counted > 0 or rows.vector_count() > 0  # recounted only if there were none
 
     def _embed_here(self, entries: list[MemoryEntry]) -> None:
-        """Give these entries vectors in memory; the backfill logs them without embedding."""
+        """Give these entries vectors in memory; the backfill logs them."""
         assert self.embedder is not None
-        m = self.parts.mirror
         try:
             vectors = self.embedder.embed([e.content for e in entries])
         except EmbedderError as exc:
             logger.warning("embedding at search time failed (%s); ranked by keywords", exc)
             return
-        with m.lock:
+        self._lend(entries, vectors)
+
+    def _lend(self, entries: Sequence[MemoryEntry], vectors: Sequence[list[float]]) -> None:
+        """Give these entries (their text unchanged since) vectors in memory, to be logged by
+        the backfill (`unlogged`), and wake the saves held for vectors."""
+        assert self.embedder is not None
+        m = self.parts.mirror
+        with m.vectors_came:
             for entry, vector in zip(entries, vectors, strict=True):
                 current = m.view.get(entry.id)
-                if current is not None and current.content == entry.content:
+                if current is not None and current.live and current.content == entry.content:
                     m.rows.set_vector(entry.id, self.embedder.name, vector)
                     m.unlogged.add(entry.id)
+            if entries:
+                m.vector_progress = time.monotonic()
+                m.vectors_came.notify_all()
