@@ -20,8 +20,6 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from filelock import FileLock, Timeout
-
 from dreamwell.dream import directives, feeding
 from dreamwell.dream.llm import LLM, LLMCancelled, LLMError, LLMUnavailable
 from dreamwell.dream.report import Change, PassResult, Report, save_report
@@ -34,6 +32,7 @@ from dreamwell.stores import (
     MemoryEntry,
     StoreError,
     Write,
+    claimed,
     new_id,
     utcnow,
 )
@@ -67,15 +66,8 @@ def enrich_queued(
     nothing waits, or another process (a second server on this data directory) is enriching
     this store: the queue is worked by one process at a time, so no memory goes to the LLM
     twice."""
-    claim = FileLock(str(DataDir(store.data_dir).enrich_lock), timeout=0)
-    try:
-        claim.acquire()
-    except Timeout:
-        return None
-    try:
-        return _enrich_claimed(store, llm, limit, cancel, now)
-    finally:
-        claim.release()
+    with claimed(DataDir(store.data_dir).enrich_lock) as mine:
+        return _enrich_claimed(store, llm, limit, cancel, now) if mine else None
 
 
 def _enrich_claimed(

@@ -106,23 +106,14 @@ def maybe_start(data_dir: Path, tenant: str, auto: AutoDream) -> int | None:
     dirs = DataDir(data_dir).tenant(tenant)
     if not due(dirs, auto):  # the common case: a few stat() calls, nothing more imported
         return None
-    from filelock import FileLock, Timeout
+    from dreamwell.stores import claimed, write_atomic
 
-    from dreamwell.stores import write_atomic
-
-    lock = FileLock(str(dirs.auto_dream_lock), timeout=0)
-    try:
-        lock.acquire()
-    except Timeout:  # another trigger is deciding right now
-        return None
-    try:
-        if not due(dirs, auto) or _dreaming(dirs):
+    with claimed(dirs.auto_dream_lock) as mine:  # not: another trigger is deciding right now
+        if not mine or not due(dirs, auto) or _dreaming(dirs):
             return None
         pid = _spawn(data_dir, tenant, auto.flags)
         write_atomic(dirs.auto_dream_started, f"{pid}\n")
         return pid
-    finally:
-        lock.release()
 
 
 def _spawn(data_dir: Path, tenant: str, given: tuple[str, ...]) -> int:

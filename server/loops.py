@@ -22,7 +22,6 @@ from typing import Any
 import anyio
 import anyio.to_thread
 from anyio.abc import TaskGroup
-from filelock import FileLock, Timeout
 
 from dreamwell.server import background
 from dreamwell.server.auto_dream import dream_when_idle
@@ -31,7 +30,7 @@ from dreamwell.server.dreaming import dream_in_thread, tenant_names
 from dreamwell.server.flags import parse_every
 from dreamwell.server.heap import FULL_COLLECTION_EVERY, give_back_freed, tidy
 from dreamwell.server.runtime import Runtime, Tenant
-from dreamwell.stores import DataDir, StoreError
+from dreamwell.stores import DataDir, StoreError, claimed
 
 logger = logging.getLogger(__name__)
 
@@ -195,15 +194,10 @@ def _backfill(tenant: Tenant) -> int | None:
     so the same memories are not embedded twice."""
     if not tenant.longterm.vectors_loaded:  # this process's own copy, even on a read-only disk
         background.lowered(_load_vectors, tenant)
-    claim = FileLock(str(DataDir(tenant.data_dir).backfill_lock), timeout=0)
-    try:
-        claim.acquire()
-    except Timeout:
-        return None
-    try:
-        return tenant.longterm.backfill(BACKFILL_BATCH, background.on_lower_threads)
-    finally:
-        claim.release()
+    with claimed(DataDir(tenant.data_dir).backfill_lock) as mine:
+        return (
+            tenant.longterm.backfill(BACKFILL_BATCH, background.on_lower_threads) if mine else None
+        )
 
 
 def _load_vectors(tenant: Tenant) -> None:

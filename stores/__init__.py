@@ -87,7 +87,7 @@ if TYPE_CHECKING:
         RECALL,
         JsonlLog,
     )
-    from dreamwell.stores.lease import Held, LeaseLost, exclusive
+    from dreamwell.stores.lease import Held, LeaseLost, claimed, exclusive
     from dreamwell.stores.longterm.store import (
         ANY,
         CHECKPOINT_SECONDS,
@@ -160,6 +160,7 @@ _LAZY = {
     "ReportChanged": "dream_reports",
     "Held": "lease",
     "LeaseLost": "lease",
+    "claimed": "lease",
     "exclusive": "lease",
     "InvalidSkill": "skills.skill_md",
     "SkillFolder": "skills.skill_md",
@@ -283,6 +284,7 @@ __all__ = [
     "check_own_namespace",
     "check_tags",
     "check_tenant",
+    "claimed",
     "entry_from_dict",
     "entry_project",
     "entry_to_dict",

@@ -3,6 +3,9 @@ backfill): a file lock on a local data directory, a lease object on an object st
 
     with exclusive(data_dir, "dream"):   # raises Held when another process has it
         ...
+    with claimed(dirs.backfill_lock) as mine:   # work another process is doing is skipped
+        if mine:
+            ...
 
 The lease is the object `leases/<name>.json` = `{"holder", "expires"}` (seconds since the
 epoch). It is taken by creating the object (`If-None-Match: *`: exactly one of racing
@@ -148,6 +151,22 @@ def _expires(data: bytes) -> float:
         return 0.0
 
 
+@contextmanager
+def claimed(lock: Path) -> Iterator[bool]:
+    """Hold the file lock `lock` for the block if no other process holds it, without waiting:
+    the block gets whether this process holds it (False: another does the work; skip it)."""
+    flock = FileLock(str(lock), timeout=0)
+    try:
+        flock.acquire()
+    except Timeout:
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        flock.release()
+
+
 def _held_locally() -> None:
     """A file lock cannot be taken over while its holder lives: nothing to confirm."""
 
@@ -160,15 +179,10 @@ def exclusive(data_dir: Path, name: str, lock: Path, what: str) -> Iterator[Conf
     dirs = DataDir(data_dir)
     remote = dirs.remote
     if remote is None:
-        flock = FileLock(str(lock), timeout=0)
-        try:
-            flock.acquire()
-        except Timeout as exc:
-            raise Held(f"{what} is already running on this data directory") from exc
-        try:
+        with claimed(lock) as mine:
+            if not mine:
+                raise Held(f"{what} is already running on this data directory")
             yield _held_locally
-        finally:
-            flock.release()
         return
     from dreamwell.stores.remote.blobs import Blobs
 

@@ -12,7 +12,6 @@ logs their vectors, as a server's backfill does."""
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import logging
 import threading
@@ -111,11 +110,9 @@ class Hybrid:
     def _backfill_forever(self, store: Any) -> None:
         """Log the vectors of memories no process logged (their savers are gone), as a
         server's backfill does, under the same lock (one process embeds each memory)."""
-        from filelock import FileLock, Timeout
-
         from dreamwell.server.heap import give_back_freed
+        from dreamwell.stores import claimed
 
-        claim = FileLock(str(self.dirs.backfill_lock), timeout=0)
         while not self._stopped:
             soon = store.vectors_claimed_for()
             self._wanted.wait(BACKFILL_IDLE if soon is None else min(BACKFILL_IDLE, soon + 0.05))
@@ -123,9 +120,9 @@ class Hybrid:
             if self._stopped:
                 return
             done = 0
-            with contextlib.suppress(Timeout), claim:
+            with claimed(self.dirs.backfill_lock) as mine:
                 try:
-                    while (n := store.backfill(BACKFILL_BATCH)) > 0:
+                    while mine and (n := store.backfill(BACKFILL_BATCH)) > 0:
                         done += n
                 except Exception as exc:  # never take the resident down
                     hooks_log(self.dirs, f"resident: backfill failed: {exc}")

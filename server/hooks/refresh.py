@@ -38,15 +38,12 @@ def start_refresh(dirs: DataDir) -> None:
 
 def refresh(dirs: DataDir) -> bool:
     """Rebuild the snapshot now; False when another refresher holds the lock."""
-    from filelock import FileLock, Timeout
+    from dreamwell.stores import claimed
 
     dirs.hooks.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(dirs.hook_refresh_lock), timeout=0)
-    try:
-        lock.acquire()
-    except Timeout:  # another refresher is at it: no need to import LanceDB here
-        return False
-    try:
+    with claimed(dirs.hook_refresh_lock) as mine:
+        if not mine:  # another refresher is at it: no need to import LanceDB here
+            return False
         from dreamwell.stores import LongTermStore
         from dreamwell.stores.hooks import write_snapshot
         from dreamwell.stores.longterm import StateFile
@@ -56,8 +53,6 @@ def refresh(dirs: DataDir) -> bool:
         store = LongTermStore(dirs.root)
         write_snapshot(dirs, store.entries(), seq)
         dirs.hook_refresh_failed.unlink(missing_ok=True)
-    finally:
-        lock.release()
     return True
 
 
