@@ -11,7 +11,7 @@ by pytest; in process, on real stores in a temporary directory with the shipped 
 
 Each is run under every rule of RULES: "today" returns every hit (as before issue 44),
 "shipped" is `stores/index/relevance.py`'s default, the others are variants of it.
-Run: python tests/bench/precision_bench.py [--embedder e5|minilm|none] [--conversations 0-4]
+Run: python tests/bench/precision_bench.py [--embedder e5|minilm|bge|none] [--conversations 0-4]
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from dreamwell.stores.index.relevance import Rule
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from tests.bench.candidate_embedders import OnnxBge
 from tests.support.everyday import (
     ANSWERABLE,
     GIBBERISH,
@@ -45,8 +46,8 @@ SHARED = next(
     (p / "shared" for p in Path(__file__).resolve().parents if (p / "shared/bench").is_dir()),
     Path("../shared"),
 )
-MIN_SIMILARITY = {"e5": 0.7, "minilm": 0.2}  # server/runtime.py's defaults
-KEYWORD_WEIGHT = {"e5": 0.4, "minilm": 0.6}
+MIN_SIMILARITY = {"e5": 0.7, "minilm": 0.2, "bge": 0.6}  # server/runtime.py's defaults
+KEYWORD_WEIGHT = {"e5": 0.4, "minilm": 0.6, "bge": 0.4}
 
 
 def say(line: str) -> None:
@@ -168,13 +169,13 @@ def locomo(name: str, embedder: Embedder | None, root: Path, conversations: rang
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--embedder", default="e5", choices=("e5", "minilm", "none"))
+    parser.add_argument("--embedder", default="e5", choices=("e5", "minilm", "bge", "none"))
     parser.add_argument("--conversations", default="0-4")
     parser.add_argument("--skip-locomo", action="store_true")
     args = parser.parse_args()
     first, _, last = args.conversations.partition("-")
     conversations = range(int(first), int(last or first) + 1)
-    embedder = {"e5": OnnxE5, "minilm": OnnxMiniLM}.get(args.embedder)
+    embedder = {"e5": OnnxE5, "minilm": OnnxMiniLM, "bge": OnnxBge}.get(args.embedder)
     model = QueryCache(embedder()) if embedder is not None else None
     say(f"precision, embedder {args.embedder}; load average {os.getloadavg()[0]:.2f} at start")
     started = time.monotonic()

@@ -25,7 +25,9 @@ and R@5/R@10 per category. Options: --prefixes (query prefix rows), --unrelated 
 share of the links points at another session: the cost of bad gating), --costs (each step's
 CPU per search at 10,000 memories), --only 'a|b' (rows whose name contains a or b),
 --no-joined (leave out the levers that need a second embedding: 3 minutes less the first
-time). About 1-5 minutes once the vectors are cached.
+time), --candidate NAME (rows with a candidate embedder's vectors in the same scheme, its own
+vector cache, and one text's embedding time beside e5's; tests/bench/candidate_embedders.py).
+About 1-5 minutes once the vectors are cached.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import importlib.util
 import itertools
 import json
 import math
+import os
 import re
 import statistics
 import sys
@@ -61,6 +64,10 @@ from dreamwell.stores.index.text_index import (
     _distinct,
     _prepare,
 )
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.bench.candidate_embedders import DequantisedE5, OnnxBge, dequantised_bge
 
 Hits = list[tuple[str, float]]
 # contextual window: weights of the neighbours at distance 1, 2, ... on both sides, or a pair
@@ -418,7 +425,8 @@ class Conv:
     df: Counter[str]
     surface: dict[str, str]  # stem -> a word that analyses to it (for expansion queries)
     joined: dict[str, np.ndarray] = field(default_factory=dict)  # second-embedding variants
-    norms: dict[Window, np.ndarray] = field(default_factory=dict)  # per window
+    norms: dict[tuple[str, Window], np.ndarray] = field(default_factory=dict)  # per window
+    alt: dict[str, np.ndarray] = field(default_factory=dict)  # --candidate's passage vectors
     chains: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
 
     def chain(self, links_: np.ndarray, distance: int) -> np.ndarray:
@@ -432,17 +440,22 @@ class Conv:
             self.chains[key] = out
         return self.chains[key]
 
-    def norm(self, window: Window) -> np.ndarray:
+    def matrix(self, model: str = "") -> np.ndarray:
+        """The passage vectors of e5 ("") or of a --candidate embedder."""
+        return self.alt[model] if model else self.vec
+
+    def norm(self, window: Window, model: str = "") -> np.ndarray:
         """Norm of each row's window sum of vectors (kept per row by the server, like
         Rows.ctx_norm: computed at save time, not per search)."""
-        if window not in self.norms:
-            total = self.vec.copy()
+        if (model, window) not in self.norms:
+            vec = self.matrix(model)
+            total = vec.copy()
             for links_, d, w in self.around(window):
                 far = self.chain(links_, d)
                 rows = np.flatnonzero(far >= 0)
-                total[rows] += w * self.vec[far[rows]]
-            self.norms[window] = np.maximum(np.linalg.norm(total, axis=1), 1e-6)
-        return self.norms[window]
+                total[rows] += w * vec[far[rows]]
+            self.norms[model, window] = np.maximum(np.linalg.norm(total, axis=1), 1e-6)
+        return self.norms[model, window]
 
     def around(self, window: Window) -> list[tuple[np.ndarray, int, float]]:
         """(links, distance, weight) of a window: `window` backwards and forwards, or a pair
@@ -541,6 +554,10 @@ def lever_conversation(number: int, sample: dict[str, Any], bench: Any, args: An
     conv.df = Counter(t for counts in conv.tf for t in counts)
     if not (args.unrelated or args.no_joined):  # second-embedding levers (minutes, once)
         conv.joined = joined_vectors(conv, args)
+    for name, model in args.candidates.items():
+        conv.alt[name] = vectors(args.cache, "plain", model, texts)
+        # both embedders at once: the cosine with this vector is the mean of their cosines
+        conv.alt[f"e5+{name}"] = np.hstack([plain, conv.alt[name]]) / math.sqrt(2)
     out = []
     for qa in qas:
         if qa["category"] not in CATEGORIES:
@@ -552,6 +569,12 @@ def lever_conversation(number: int, sample: dict[str, Any], bench: Any, args: An
         if args.prefixes:
             qv["passage"] = np.asarray(e5.embed([text])[0], dtype=np.float32)
             qv["none"] = np.asarray(e5._run([text])[0], dtype=np.float32)
+        for name, model in args.candidates.items():
+            started = time.perf_counter()
+            qv[name] = np.asarray(model.embed_query(text), dtype=np.float32)
+            args.costs[f"{name} query"].append(time.perf_counter() - started)
+            qv[f"{name}-plain"] = np.asarray(model.embed([text])[0], dtype=np.float32)
+            qv[f"e5+{name}"] = np.hstack([qv["query"], qv[name]]) / math.sqrt(2)
         started = time.perf_counter()
         bm25s = {(1, CONTEXT_BOOST): idx.search(text, 200)}
         args.costs["bm25"].append(time.perf_counter() - started)
@@ -628,9 +651,12 @@ class Lever:
     rocchio: float = 0.0  # query vector += this x the mean of the top prf_docs' vectors
     rocchio_docs: int = 3
     when: float = 0.0  # a "when" question: a memory that holds a time gains this (temporal)
+    model: str = ""  # passage vectors of a --candidate embedder instead of e5 (prefix: its own)
 
 
-def contextual(conv: Conv, sims: np.ndarray, window: Window, pool: str = "centroid") -> np.ndarray:
+def contextual(
+    conv: Conv, sims: np.ndarray, window: Window, pool: str = "centroid", model: str = ""
+) -> np.ndarray:
     """Rows.vector_top's contextual cosine: (own cosine + weighted neighbours' cosines) / the
     norm of the same weighted sum of vectors (the cosine with the window's centroid); the
     server's window is (1.0,). `pool` "mean" divides by the weights instead, "max" takes the
@@ -644,7 +670,7 @@ def contextual(conv: Conv, sims: np.ndarray, window: Window, pool: str = "centro
         best[rows] = np.maximum(best[rows], sims[far[rows]])
     if pool == "max":
         return best
-    return np.asarray(summed / (weights if pool == "mean" else conv.norm(window)))
+    return np.asarray(summed / (weights if pool == "mean" else conv.norm(window, model)))
 
 
 def top_of(conv: Conv, scores: np.ndarray, depth: int) -> Hits:
@@ -655,9 +681,13 @@ def top_of(conv: Conv, scores: np.ndarray, depth: int) -> Hits:
 
 def fuse(q: LQ, lever: Lever, bm25: Hits, qv: np.ndarray) -> list[tuple[str, float]]:
     conv = q.conv
-    sims = conv.vec @ qv
+    sims = conv.matrix(lever.model) @ qv
     joined = conv.joined.get(lever.joined)
-    ctx = joined @ qv if joined is not None else contextual(conv, sims, lever.window, lever.pool)
+    ctx = (
+        joined @ qv
+        if joined is not None
+        else contextual(conv, sims, lever.window, lever.pool, lever.model)
+    )
     lists = [
         bm25[: lever.depth],
         top_of(conv, sims, lever.depth),
@@ -713,7 +743,7 @@ def lever_rank(q: LQ, lever: Lever) -> list[str]:
     fused = fuse(q, lever, base_bm25, qv)
     if lever.rocchio:
         conv, row = q.conv, {i: n for n, i in enumerate(q.conv.ids)}
-        fb = [conv.vec[row[i]] for i, _ in fused[: lever.rocchio_docs]]
+        fb = [conv.matrix(lever.model)[row[i]] for i, _ in fused[: lever.rocchio_docs]]
         qv = qv + lever.rocchio * np.mean(fb, axis=0)
         qv = qv / np.linalg.norm(qv)
     if lever.prf_docs:
@@ -874,6 +904,78 @@ PREFIX_LEVERS = {
 }
 
 
+# tests/bench/candidate_embedders.py; "bge-mean" checks the pooling (the model was trained on
+# [CLS])
+CANDIDATES: dict[str, Callable[[], Embedder]] = {
+    "bge": OnnxBge,
+    "bge-mean": lambda: OnnxBge(pooling="mean"),
+    "bge-deq": dequantised_bge,  # float activations: is int8 what costs bge its recall?
+    "e5-deq": DequantisedE5,
+}
+
+
+def candidate_levers(name: str) -> dict[str, Lever]:
+    """The server's scheme with a --candidate embedder's vectors instead of e5's: its floor
+    (min_similarity is per embedder, server/runtime.py) and its query instruction vary."""
+    out = {
+        f"{name}: server scheme, min_similarity {m}": Lever(model=name, prefix=name, min_sim=m)
+        for m in (0.0, 0.5, 0.6, 0.65, 0.7)
+    }
+    out |= {
+        f"{name}: query as a memory, min_similarity {m}": Lever(
+            model=name, prefix=f"{name}-plain", min_sim=m
+        )
+        for m in (0.0, 0.6)
+    }
+    out[f"{name}: min_similarity 0.6 + when +0.1"] = Lever(
+        model=name, prefix=name, min_sim=0.6, when=0.1
+    )
+    out["e5 (server) + when +0.1"] = Lever(when=0.1)
+    out |= {  # the server's weights were tuned for e5; and each embedder alone
+        f"{name}: min_similarity 0.5, BM25 {wk}/cos {1 - wk - wc:.1f}/ctx {wc}": Lever(
+            model=name, prefix=name, min_sim=0.5, wk=wk, wc=wc
+        )
+        for wk, wc in ((0.3, 0.2), (0.5, 0.2), (0.4, 0.1), (0.4, 0.3))
+    }
+    out["e5 cosine alone"] = Lever(wk=0.0, wc=0.0, min_sim=0.0)
+    both = f"e5+{name}"  # two embeddings per text: twice the cost, shown for what it would buy
+    out |= {
+        f"{both} (mean cosine), min_similarity {m}": Lever(model=both, prefix=both, min_sim=m)
+        for m in (0.0, 0.65)
+    }
+    out[f"{both} cosine alone"] = Lever(model=both, prefix=both, wk=0.0, wc=0.0, min_sim=0.0)
+    out[f"{name} cosine alone"] = Lever(model=name, prefix=name, wk=0.0, wc=0.0, min_sim=0.0)
+    out[f"{name} cosine alone, query as a memory"] = Lever(
+        model=name, prefix=f"{name}-plain", wk=0.0, wc=0.0, min_sim=0.0
+    )
+    return out
+
+
+def embed_costs(args: Any, questions: list[LQ], out: Any, count: int = 50) -> None:
+    """One text's embedding time on one thread, median of `count`: short queries (the first
+    dev questions) and memories (LoCoMo turns), the embedders taking turns text by text so
+    that the machine's load falls on each alike."""
+    models = {"e5": args.e5, **args.candidates}
+    queries = [q.text for q in questions[:count]]
+    memories = questions[0].conv.texts[:count]
+    for model in models.values():
+        model.embed_query("warm up")
+    got: dict[str, list[float]] = {}
+    for kind, texts in (("query", queries), ("memory", memories)):
+        for text in texts:
+            for name, model in models.items():
+                started = time.perf_counter()
+                model.embed_query(text) if kind == "query" else model.embed([text])
+                got.setdefault(f"{name} {kind}", []).append(time.perf_counter() - started)
+    for label, secs in got.items():
+        out.write(f"{label:20s} p50 {1000 * statistics.median(secs):6.2f} ms ({len(secs)} texts)\n")
+    chars = statistics.mean(len(t) for t in memories)
+    out.write(
+        f"(queries {statistics.mean(len(t) for t in queries):.0f} chars, memories "
+        f"{chars:.0f} chars on average; load {os.getloadavg()})\n"
+    )
+
+
 def lever_table(questions: list[LQ], levers: dict[str, Lever], out: Any) -> None:
     base = recalls(questions, Lever())
     convs = sorted({q.number for q in questions})
@@ -1003,6 +1105,14 @@ def levers_main() -> None:
         "--only", default="", help="run the levers whose name has one of these 'a|b' texts"
     )
     parser.add_argument(
+        "--candidate",
+        action="append",
+        default=[],
+        choices=sorted(CANDIDATES),
+        help="also rank with this embedder's vectors in the server's scheme (own vector cache), "
+        "and time one text's embedding beside e5's",
+    )
+    parser.add_argument(
         "--unrelated",
         type=float,
         default=0.0,
@@ -1017,7 +1127,8 @@ def levers_main() -> None:
     lo, _, hi = args.conversations.partition("-")
     args.e5 = OnnxE5()
     args.costs_ = args.costs
-    args.costs = {"e5 query": [], "bm25": []}
+    args.candidates = {name: CANDIDATES[name]() for name in args.candidate}
+    args.costs = {"e5 query": [], "bm25": [], **{f"{n} query": [] for n in args.candidates}}
     questions: list[LQ] = []
     for number in range(int(lo), int(hi or lo) + 1):
         sys.stderr.write(f"{data[number]['sample_id']}\n")
@@ -1029,6 +1140,7 @@ def levers_main() -> None:
         **MORE,
         **WHEN,
         **(PREFIX_LEVERS if args.prefixes else {}),
+        **{k: v for name in args.candidates for k, v in candidate_levers(name).items()},
     }
     wanted = args.only.split("|")
     levers = {
@@ -1038,6 +1150,8 @@ def levers_main() -> None:
         if not ((args.unrelated or args.no_joined) and lv.joined)
     }
     lever_table(questions, levers, sys.stdout)
+    if args.candidates:
+        embed_costs(args, questions, sys.stdout)
     if args.costs_:
         lever_costs(questions, sys.stdout)
 

