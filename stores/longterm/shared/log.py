@@ -40,7 +40,14 @@ from typing import Any
 from dreamwell.stores.errors import StoreError, StoreUnreachable
 from dreamwell.stores.longterm.lance_table import LogTable
 from dreamwell.stores.longterm.log import LogConflict, LogGap, Op, Record
-from dreamwell.stores.longterm.shared.tables import LogTables, cleaned_up, first_n, generation
+from dreamwell.stores.longterm.shared.tables import (
+    LogTables,
+    begins_next,
+    cleaned_up,
+    first_n,
+    generation,
+    overwritten,
+)
 from dreamwell.stores.longterm.shared.tidy import Tidier
 from dreamwell.stores.remote.location import Remote, describe
 
@@ -256,18 +263,30 @@ class LanceLog:
             )
         self._appends += 1
         self._ensure_poller()  # it compacts the tables (tidy.py)
+        if begins_next(n):
+            self._begin(gen + 1)
         return last
+
+    def _begin(self, gen: int) -> None:
+        """Create generation `gen`'s table ahead of its first append (tables.py says why); the
+        append that called for it has landed, so a failure here is only logged: the first
+        append of `gen` creates it then."""
+        try:
+            self._tables.get(gen, create=True)
+        except Exception as exc:
+            logger.debug("beginning log generation %d: %s", gen, exc)
 
     def _insert(self, table: LogTable, row: dict[str, Any]) -> tuple[bool, int]:
         """Insert `row` unless its `n` exists. An append whose base version was cleaned up
         meanwhile (this replica stalled longer than tidy.KEEP_VERSIONS while others wrote
-        and compacted) did not land: it is a lost race like any other, decided again."""
+        and compacted), or overwritten by another replica's create of the table (tables.py),
+        did not land: it is a lost race like any other, decided again."""
         try:
             return table.insert_if_absent(row)
         except Exception as exc:
-            if not cleaned_up(exc):
+            if not (cleaned_up(exc) or overwritten(exc)):
                 raise
-            logger.debug("appending on a version cleaned up meanwhile: %s", exc)
+            logger.debug("appending on a version gone meanwhile: %s", exc)
             table.latest()
             return False, -1
 

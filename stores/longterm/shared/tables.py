@@ -2,10 +2,17 @@
 
 Append `n` lives in generation `(n - 1) // ROLL_EVERY`: table `log` for the first ROLL_EVERY
 appends (the name a single-table log had, so older locations read on), then `log-1`, `log-2`,
-... A generation's table is created by the append of its first `n` (replicas racing for it
-race for that `n` as for any other: the primary key decides), so a table exists only once
-every append before it has landed, and a reader that reached the end of one generation knows
-where to look next. Whole generations below what checkpoints cover are dropped.
+... A generation's table is begun halfway through the one before it (`begins_next`), by the
+replica whose append landed at that `n`: one replica lands a given `n`, so one creates the
+table, long before any append needs it. Replicas that all created it as their append of its
+first `n` raced: LanceDB commits a create that lost the race as an Overwrite of the table the
+winner made (13 saves of a 20,000-save run failed on it: "This Update transaction is
+incompatible with concurrent transaction Overwrite"), and an Overwrite is compatible with any
+append committed before it, so a late one would have removed an acknowledged append. The
+first append of a generation still creates the table if it is missing (its creator stopped),
+and an append that met such an Overwrite is a lost race, decided again (`overwritten`). A
+reader that reached the end of one generation knows where to look next. Whole generations
+below what checkpoints cover are dropped.
 
 Why not one table for ever: an appended table slows with its age, not its rows (measured in
 docs/benchmarks.md, "The shared log over time": merge_insert and the version check-out grew
@@ -45,6 +52,11 @@ def generation(n: int) -> int:
 def first_n(gen: int) -> int:
     """The first append of generation `gen`."""
     return gen * ROLL_EVERY + 1
+
+
+def begins_next(n: int) -> bool:
+    """Whether the replica whose append `n` landed begins the next generation's table."""
+    return n == first_n(generation(n)) + ROLL_EVERY // 2
 
 
 def table_name(gen: int) -> str:
@@ -155,6 +167,13 @@ class LogTables:
             if not self._gone(gen):
                 raise
         self.forget(gen)
+
+
+def overwritten(exc: Exception) -> bool:
+    """Whether an append failed because another replica's create of the same table committed
+    after the version the append was based on (LanceDB makes that create an Overwrite)."""
+    text = str(exc)
+    return "ncompatible" in text and "concurrent transaction Overwrite" in text
 
 
 def cleaned_up(exc: Exception) -> bool:

@@ -38,6 +38,10 @@ def small_generations(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(log_tables, "ROLL_EVERY", 4)
 
 
+def names(log: lancelog.LanceLog) -> list[str]:
+    return [table_name(g) for g in LogTables(log.remote).listed()]
+
+
 def generations(store: LongTermStore) -> list[int]:
     log = store._wal
     assert isinstance(log, lancelog.LanceLog)
@@ -68,6 +72,50 @@ def test_replicas_racing_across_generations_lose_nothing_and_write_nothing_twice
     for store in [*stores, late]:
         eventually(lambda s=store: s.count() == len(acknowledged), within=10.0)  # type: ignore[misc]
         assert {e.id for e in store.entries()} == set(acknowledged)
+
+
+def test_the_next_generation_is_begun_halfway_through_this_one_by_one_replica(
+    replica: Callable[..., LongTermStore],
+) -> None:
+    """Every replica whose append was a generation's first created its table: a create that
+    lost that race was committed as an Overwrite of the winner's table (13 saves of a 20,000-
+    save run through three replicas failed on it), and an Overwrite is compatible with an
+    append committed before it. The replica that landed the generation's middle append now
+    begins the next table, two appends (of four) before any append needs it."""
+    store, log = saved(replica, 2)
+    assert table_name(1) not in names(log)
+    store.save("the third, the middle of the first generation", "garden")
+    assert table_name(1) in names(log)  # begun, empty, before append 5
+    for i in range(3):
+        store.save(f"one of the next generation {i}", "garden")
+    late = replica()
+    assert late.count() == store.count() == 6 and len(generations(store)) == 2
+
+
+def test_an_append_that_met_another_replicas_create_of_its_table_is_decided_again(
+    replica: Callable[..., LongTermStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The growth run's failed saves: "Incompatible transaction: This Update transaction is
+    incompatible with concurrent transaction Overwrite at version 2" (another replica's create
+    of the same table, committed as an Overwrite). Nothing landed: a lost race, not a store
+    that failed; the save goes again and is acknowledged."""
+    store, log = saved(replica, 1)
+    real = LogTable.insert_if_absent
+    raised: list[int] = []
+
+    def overwritten_once(table: LogTable, row: dict[str, Any]) -> tuple[bool, int]:
+        if not raised:
+            raised.append(row["n"])
+            raise OSError(
+                "lance error: Incompatible transaction: This Update transaction is incompatible"
+                " with concurrent transaction Overwrite at version 2., conflict_resolver.rs"
+            )
+        return real(table, row)
+
+    monkeypatch.setattr(LogTable, "insert_if_absent", overwritten_once)
+    entry = store.save("saved after a lost race", "garden").entry
+    assert raised == [2] and log.conflicts == 1
+    assert replica().get(entry.id) is not None
 
 
 def test_generations_a_stored_snapshot_covers_are_dropped_whole(
@@ -134,7 +182,7 @@ def test_a_table_another_replica_drops_while_this_one_reads_it_is_passed_over(
     assert log.first_seq() == 9  # the first record of log-2: log and log-1 went meanwhile
     assert sorted(dropped) == ["log", "log-1"]
     log.drop_sealed(20)
-    assert generations(a) == [3, 4] and log.first_seq() == 16
+    assert generations(a) == [3, 4, 5] and log.first_seq() == 16  # 5: begun at append 19
     late = lancelog.LanceLog(log.remote)  # a reader from the start hears the gap
     late.start_at(0)
     with pytest.raises(LogGap):
@@ -180,7 +228,7 @@ def test_a_trim_the_store_refuses_keeps_the_records_for_the_next_checkpoint(
     monkeypatch.setattr(LogTable, "delete", refused)
     log.drop_sealed(18)  # below 13: log, log-1, log-2 dropped; log-3's rows <= 13 not
     assert "the next checkpoint tries again" in caplog.text
-    assert generations(a) == [3, 4] and log.first_seq() == 13
+    assert generations(a) == [3, 4, 5] and log.first_seq() == 13  # 5: begun at append 19
     monkeypatch.setattr(LogTable, "delete", real_delete)
     log.drop_sealed(18)
     assert log.first_seq() == 14
@@ -210,7 +258,7 @@ def test_a_full_generation_and_a_quiet_log_keep_only_their_last_versions(
     a, b = replica(), replica()
     kept = [a.save(f"memory number {i} about gardening", "garden").entry.id for i in range(6)]
     kept += [b.save(f"b's memory {i} about gardening", "garden").entry.id for i in range(5)]
-    assert generations(a) == [0, 1, 2]  # appends 1-4, 5-8 and 9-11
+    assert generations(a) == [0, 1, 2, 3]  # appends 1-4, 5-8 and 9-11; 3 begun at 11
     assert versions(s3, s3_prefix, 0) >= 4  # one per append, and the table's creation
     # a compaction commits twice (its fragments reserved, then the rewrite): two small versions
     eventually(lambda: all(versions(s3, s3_prefix, g) <= 2 for g in (0, 1, 2)), within=10.0)
