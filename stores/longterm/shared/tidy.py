@@ -41,8 +41,11 @@ logger = logging.getLogger(__name__)
 COMPACT_EVERY = 16  # versions of the table (appends by any replica) between compactions
 # versions younger than this survive a cleanup; what the log keeps under appends is about its
 # version rate times this (plus COMPACT_EVERY). A reader or writer stalled for longer than
-# this between checking out a version and using it fails once and tries again afresh
-KEEP_VERSIONS = timedelta(seconds=2)
+# this between checking out a version and using it fails once and tries again afresh. Three
+# replicas saving back to back make ~30 versions a second: at 2 s the first 1,000 saves kept
+# 3.4-6.8 KB a memory (issue 57 asks at most 5), at 1 s 3.6-4.4 KB, with no more saves refused
+# (docs/benchmarks.md, "The shared log over time")
+KEEP_VERSIONS = timedelta(seconds=1)
 QUIET_VERSIONS = 4  # versions a quiet table may keep beyond a tidy at rest (~66 KB each)
 
 
