@@ -61,7 +61,7 @@ class Mirror:
         self.mine: set[str] = set()  # ids this process is logging a put for right now
         self.foreign: dict[str, float] = {}  # id -> when another process's save of it arrived
         self.foreign_progress = 0.0  # when a vector another process logged last arrived
-        self.vector_progress = 0.0  # when a vector of this model last arrived in the log
+        self.vector_progress = 0.0  # when a vector of this model last arrived (logged or lent)
         self.vectors_came = threading.Condition(self.lock)  # notified as they arrive
 
     def reset(self, entries: Sequence[MemoryEntry]) -> None:

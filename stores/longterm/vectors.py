@@ -140,7 +140,8 @@ class Vectors:
             out: list[list[float]] = []
             for text in texts:
                 out.extend(vector := embedder.embed([text]))
-                self._lend(by_text.get(text, []), vector * len(by_text.get(text, [])))
+                same = by_text.get(text, [])  # memories of this text
+                self._lend(same, vector * len(same))
             return out
 
         return embed

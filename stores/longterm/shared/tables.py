@@ -172,8 +172,7 @@ class LogTables:
 def overwritten(exc: Exception) -> bool:
     """Whether an append failed because another replica's create of the same table committed
     after the version the append was based on (LanceDB makes that create an Overwrite)."""
-    text = str(exc)
-    return "ncompatible" in text and "concurrent transaction Overwrite" in text
+    return "incompatible with concurrent transaction Overwrite" in str(exc)
 
 
 def cleaned_up(exc: Exception) -> bool:
