@@ -169,7 +169,9 @@ class Searcher:
             hits = [Hit(e, 0.0) for e in found if e is not None and matches(e, f)]
             return hits[:limit]
         t = self.tuning
-        bm25, ok, cosine, context, (vector, floor) = self._candidates(text, view, rows, f)
+        bm25, ok, words, cosine, context, (vector, floor) = self._candidates(
+            text, view, rows, f, limit
+        )
         ok.update(_weights(view, [h for h in [*cosine, *context] if h[0] not in ok], f))
         ranked = rank_hits(
             [h for h in bm25 if h[0] in ok],
@@ -187,43 +189,15 @@ class Searcher:
         ranked = favour_times(text, ranked, lambda i: _content(view, i))
         if t.reranker is not None:
             ranked = self._rerank(t.reranker, text, ranked, view)
-        if t.relevance is not None:
+        if t.relevance is not None and words is not None:
             near = dict(cosine)
             if vector is not None:  # the keyword hits' cosines too, of those judged
                 unknown = [i for i, _ in ranked[: 2 * limit] if i not in near]
                 near.update(cosines(rows, vector, unknown))
-            ranked = self._relevant(t.relevance, text, ranked, near, floor, view, limit)
+            ranked = select(
+                t.relevance, ranked, lambda i: (floor.meaning(near.get(i), i), words.of(i)), limit
+            )
         return [Hit(e, s) for i, s in ranked[:limit] if (e := view.get(i)) is not None]
-
-    def _relevant(
-        self,
-        rule: Rule,
-        text: str,
-        ranked: Scored,
-        cosine: dict[str, float],
-        floor: Baseline,
-        view: View,
-        limit: int,
-    ) -> Scored:
-        """The best `limit` of `ranked` that are relevant enough (`relevance.select`)."""
-        weights = topical(self.parts.index.term_weights(text, self.parts.mirror.terms), text)
-        return select(
-            rule,
-            ranked,
-            lambda i: (floor.meaning(cosine.get(i), i), self._share(i, weights, view)),
-            limit,
-        )
-
-    def _share(self, entry_id: str, weights: dict[str, float], view: View) -> Words:
-        """The query's words (by weight) the entry or its neighbours hold."""
-        m = self.parts.mirror
-        terms = m.terms.get(entry_id)
-        if terms is None:
-            entry = view.get(entry_id)
-            if entry is None:
-                return Words(asked=len(weights))
-            terms = self._terms_of(m.doc(entry))
-        return keyword_share(weights, terms.counts, terms.context)
 
     def _terms_of(self, doc: IndexDoc) -> DocTerms:
         """`doc`'s analysed terms, kept while its text, and its neighbours', stay the same."""
@@ -237,19 +211,39 @@ class Searcher:
         return terms
 
     def _candidates(
-        self, text: str, view: View, rows: Rows, f: Filter
-    ) -> tuple[Scored, dict[str, float], Scored, Scored, tuple[list[float] | None, Baseline]]:
-        """The keyword candidates with the weights of those that pass the filter, and the
-        vector and contextual candidates of a query. With a vector search, the keyword side
-        (Tantivy's search, the pending entries, the weights) runs on a query thread while
-        this one embeds the query and ranks vectors (e5 uses one core and releases the GIL,
-        as Tantivy does), so a search costs about the longest of them, not their sum. The
-        embedding is this thread's own: it never waits for another thread to start it."""
+        self, text: str, view: View, rows: Rows, f: Filter, limit: int
+    ) -> tuple[
+        Scored,
+        dict[str, float],
+        _QueryWords | None,
+        Scored,
+        Scored,
+        tuple[list[float] | None, Baseline],
+    ]:
+        """The keyword candidates with the weights of those that pass the filter, the
+        query's words, and the vector and contextual candidates of a query. With a vector
+        search, the keyword side (Tantivy's search, the pending entries, the weights, and the
+        words the best keyword candidates hold) runs on a query thread while this one embeds
+        the query and ranks vectors (e5 uses one core and releases the GIL, as Tantivy does),
+        so a search costs about the longest of them, not their sum. The embedding is this
+        thread's own: it never waits for another thread to start it."""
         pending = self.parts.mirror.pending  # before the index: a checkpoint moves it there
-        keywords = functools.partial(self._keywords, text, view, pending, f)
-        if not self._vectors_wanted(view):
-            return *keywords(), [], [], (None, Baseline())
-        found = _query_pool().submit(keywords)
+
+        def keywords(judged: int) -> tuple[Scored, dict[str, float], _QueryWords | None]:
+            found, ok = self._keywords(text, view, pending, f)
+            if self.tuning.relevance is None:
+                return found, ok, None
+            words = _QueryWords(self, text, view)
+            for entry_id, _ in found[:judged]:
+                words.of(entry_id)
+            return found, ok, words
+
+        if not self._vectors_wanted(view):  # nothing to do meanwhile: words as they are asked
+            return *keywords(0), [], [], (None, Baseline())
+        # the relevance rule asks of the best 2 x limit hits, most of them keyword candidates
+        # (the words of 20 hits took 2.4 ms of a search at 10,000 memories, after the query
+        # was embedded: most of its distance from its floor, issue 57)
+        found = _query_pool().submit(keywords, 2 * limit)
         vector = self._query_vector(text)
         cosine, context = self._cosine(vector, rows, f)
         return *found.result(), cosine, context, (vector, self._floor(vector, rows))
@@ -388,3 +382,31 @@ class Searcher:
         except EmbedderError as exc:
             logger.warning("query embedding failed (%s); keyword search only", exc)
             return None
+
+
+class _QueryWords:
+    """The query's words by weight (`topical`) and how much of them each memory, or its
+    neighbours, holds (`keyword_share`), worked out once per memory: the relevance rule's
+    second judge."""
+
+    def __init__(self, searcher: Searcher, text: str, view: View) -> None:
+        m = searcher.parts.mirror
+        self._searcher, self._view, self._mirror = searcher, view, m
+        self.weights = topical(searcher.parts.index.term_weights(text, m.terms), text)
+        self._held: dict[str, Words] = {}
+
+    def of(self, entry_id: str) -> Words:
+        held = self._held.get(entry_id)
+        if held is None:
+            held = self._held[entry_id] = self._share(entry_id)
+        return held
+
+    def _share(self, entry_id: str) -> Words:
+        m = self._mirror
+        terms = m.terms.get(entry_id)
+        if terms is None:
+            entry = self._view.get(entry_id)
+            if entry is None:
+                return Words(asked=len(self.weights))
+            terms = self._searcher._terms_of(m.doc(entry))
+        return keyword_share(self.weights, terms.counts, terms.context)
