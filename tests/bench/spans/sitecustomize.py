@@ -119,10 +119,10 @@ def _install():  # type: ignore[no-untyped-def]
     _timed("checkpoint", checkpoint.Checkpointer, "checkpoint")
     _timed("tantivy reload", text_index.TextIndex, "reload")
     from dreamwell.stores.longterm import search as _s
-    for _n in ("_query_vector", "_keywords", "_relevant", "_cosine", "_floor", "_candidates"):
+    for _n in ("_query_vector", "_keywords", "_cosine", "_floor", "_candidates"):
         _timed("search." + _n, _s.Searcher, _n)
-    _timed("search.rank_hits", _s, "rank_hits")
-    _timed("search.favour_times", _s, "favour_times")
+    for _n in ("rank_hits", "favour_times", "select"):
+        _timed("search." + _n, _s, _n)
     _gc_runs()
     _fsyncs()
     threading.Thread(target=_flusher, name="spans", daemon=True).start()
