@@ -119,6 +119,7 @@ def _install():  # type: ignore[no-untyped-def]
     _timed("checkpoint", checkpoint.Checkpointer, "checkpoint")
     _timed("tantivy reload", text_index.TextIndex, "reload")
     from dreamwell.stores.longterm import search as _s
+
     for _n in ("_query_vector", "_keywords", "_cosine", "_floor", "_candidates"):
         _timed("search." + _n, _s.Searcher, _n)
     for _n in ("rank_hits", "favour_times", "select"):
