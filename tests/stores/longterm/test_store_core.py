@@ -547,7 +547,6 @@ def test_a_lent_vector_is_not_set_again_when_its_log_record_is_read_back(
     of the lock for 64, which saves queued behind); a vector lent for the same text is kept
     as it is, and one another process logged is set from its record."""
     from dreamwell.stores.index.rows import Rows
-    from tests.support.embedders import HashEmbedder
 
     store = LongTermStore(tmp_path, embedder=HashEmbedder())
     other_process = LongTermStore(tmp_path, embedder=HashEmbedder())
