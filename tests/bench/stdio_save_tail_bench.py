@@ -18,6 +18,7 @@ Run: python tests/bench/stdio_save_tail_bench.py [--saves 10000] [--searches 200
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import os
 import statistics
@@ -131,6 +132,33 @@ def causes(a: float, b: float, spans: list[Span]) -> list[str]:
     return sorted(names)
 
 
+def held_apart(saves: list[tuple[float, float]], spans: list[Span]) -> None:
+    """The saves the pacing held (its span inside the save 1 ms or more) and the others apart:
+    what a save costs when nothing holds it, and what the pacing adds to the ones it holds."""
+    holds = sorted((s, e) for n, s, e in spans if n == "save held for the backfill")
+    starts = [s for s, _ in holds]
+    free: list[float] = []
+    held: list[tuple[float, float]] = []  # (the save, its hold) in ms
+    for a, b in saves:
+        k = bisect.bisect_left(starts, a)
+        wait = holds[k][1] - holds[k][0] if k < len(holds) and holds[k][0] < b else 0.0
+        if wait >= 0.001:
+            held.append((1000 * (b - a), 1000 * wait))
+        else:
+            free.append(1000 * (b - a))
+    if free:
+        say(
+            f"  not held: {len(free)} saves, p50 {statistics.median(free):.2f} ms  "
+            f"p99 {pct(free, 0.99):.1f}"
+        )
+    if held:
+        took = [t for t, _ in held]
+        say(
+            f"  held: {len(held)} saves, p50 {statistics.median(took):.2f} ms  p99 "
+            f"{pct(took, 0.99):.1f}, the hold p50 {statistics.median(w for _, w in held):.2f} ms"
+        )
+
+
 def attribute(saves: list[tuple[float, float]], spans: list[Span], slow_ms: float) -> None:
     ms = [1000 * (b - a) for a, b in saves]
     say(
@@ -144,6 +172,7 @@ def attribute(saves: list[tuple[float, float]], spans: list[Span], slow_ms: floa
             f"  of which in the store: p50 {statistics.median(inside):.2f} ms  "
             f"max {max(inside):.1f} ms"
         )
+    held_apart(saves, spans)
     slow = [(a, b) for a, b in saves if 1000 * (b - a) > slow_ms]
     blame: Counter[str] = Counter()
     for a, b in slow:
