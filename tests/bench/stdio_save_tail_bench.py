@@ -77,7 +77,9 @@ async def _call(client: Client, tool: str, args: dict[str, str]) -> tuple[float,
 async def run(args: argparse.Namespace, tmp: Path) -> tuple[list[tuple[float, float]], dict]:
     turns, questions = turns_and_questions()
     data, spans = tmp / "data", tmp / "spans.tsv"
-    env = {"PYTHONPATH": str(HERE / "spans"), "DREAMWELL_SPANS": str(spans)}
+    env = (
+        {} if args.no_spans else {"PYTHONPATH": str(HERE / "spans"), "DREAMWELL_SPANS": str(spans)}
+    )
     floor_env = {"DREAMWELL_EMBEDDER": "none", "PYTHONPATH": str(HERE / "floor")}
     searches: dict[str, list[float]] = {"right after": [], "server": [], "floor": []}
     async with AsyncExitStack() as stack:
@@ -146,7 +148,7 @@ def held_apart(saves: list[tuple[float, float]], spans: list[Span]) -> None:
             held.append((1000 * (b - a), 1000 * wait))
         else:
             free.append(1000 * (b - a))
-    if free:
+    if free and held:
         say(
             f"  not held: {len(free)} saves, p50 {statistics.median(free):.2f} ms  "
             f"p99 {pct(free, 0.99):.1f}"
@@ -195,6 +197,11 @@ def main() -> None:
     parser.add_argument("--slow-ms", type=float, default=25.0)
     parser.add_argument("--serve", default="dreamwell", help="the dreamwell script to run")
     parser.add_argument("--idle-limit", type=float, default=600.0)
+    parser.add_argument(
+        "--no-spans",
+        action="store_true",
+        help="run the server without the timeline (what it costs; a baseline that cannot run it)",
+    )
     args = parser.parse_args()
     if args.saves < 1 or args.searches < 1:
         parser.error("--saves and --searches must be at least 1")
@@ -210,7 +217,8 @@ def main() -> None:
         f"one request, side by side): {mid['server'] - mid['floor']:+.1f} ms"
     )
     inside = [1000 * (e - b) for n, b, e in spans if n == "search (store)"][-args.searches :]
-    say(f"  of which in the store (once idle): p50 {statistics.median(inside):.1f} ms")
+    if inside:
+        say(f"  of which in the store (once idle): p50 {statistics.median(inside):.1f} ms")
     say(f"load average at the end {os.getloadavg()}")
 
 
