@@ -7,12 +7,16 @@ each numbered so that none reinforces another). The server runs with spans/sitec
 on its PYTHONPATH, which writes its timeline (each save and search as the store ran it,
 backfill rounds and their embedding, saves held for the backfill, checkpoint phases, fsyncs,
 garbage collections, heap hand-backs): each slow save (over --slow-ms) is attributed to the
-spans that overlapped it, and the five slowest are shown with them. Then searches: the saving
+spans that overlapped it, and the five slowest are shown with them; the saves the pacing held
+(`Vectors.hold_save`) are shown apart from the others. The timeline costs the server time
+(about 1.5 ms of the save p50 at 10,000): --no-spans runs it as users do, for the headline
+figures and for a baseline too old to load the timeline. Then searches: the saving
 server against the floor (a second server on the same data, BM25-only, that embeds each
 query with e5 first: floor/sitecustomize.py), each query sent to both in alternating order.
 
 Run: python tests/bench/stdio_save_tail_bench.py [--saves 10000] [--searches 200]
      [--slow-ms 25] [--serve PATH-TO-dreamwell] (another checkout's script: a baseline)
+     [--no-spans]
 """
 
 from __future__ import annotations
