@@ -25,6 +25,7 @@ import stat
 import threading
 import zlib
 from collections.abc import Iterator, Sequence
+from itertools import pairwise
 from pathlib import Path
 
 from filelock import FileLock, Timeout
@@ -327,11 +328,12 @@ class Wal:
         checkpoint parsed thousands of folded records again to fold 512 (160-200 ms of its
         ~250, under the interpreter lock beside the saves; issue 57)."""
         segments = self.segments()
-        for k, first in enumerate(segments):
+        folded = set(_all_at_or_before(segments, after))
+        for first in segments:
             if first > through:
                 break
-            if k + 1 < len(segments) and segments[k + 1] - 1 <= after:
-                continue  # the next segment starts at or before after + 1
+            if first in folded:
+                continue
             try:
                 data = self.path(first).read_bytes()
             except FileNotFoundError:
@@ -344,11 +346,15 @@ class Wal:
     def drop_sealed(self, through: int) -> None:
         """Delete segments whose records are all <= `through`, keeping the newest of them for
         readers that are a little behind."""
-        segments = self.segments()
-        done = [s for i, s in enumerate(segments[:-1]) if segments[i + 1] - 1 <= through]
-        for first in done[:-1]:
+        for first in _all_at_or_before(self.segments(), through)[:-1]:
             with contextlib.suppress(FileNotFoundError):
                 self.path(first).unlink()
+
+
+def _all_at_or_before(segments: Sequence[int], seq: int) -> list[int]:
+    """The segments (by first seq, in order) whose records all have seqs <= `seq`: those the
+    next segment starts after. The last is never among them (it may still grow)."""
+    return [first for first, next_first in pairwise(segments) if next_first - 1 <= seq]
 
 
 def _fsync_dir(folder: Path) -> None:
