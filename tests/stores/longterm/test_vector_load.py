@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from dreamwell.stores import LongTermStore
 from dreamwell.stores.index.rows import Rows
@@ -26,7 +27,10 @@ def _rows_state(rows: Rows) -> list[np.ndarray]:
     ]
 
 
-def test_vectors_set_in_blocks_make_the_rows_that_setting_them_one_by_one_makes() -> None:
+@pytest.mark.parametrize("step", [None, 8])  # 8: each new centre's bits over ~90 vectors
+def test_vectors_set_in_blocks_make_the_rows_that_setting_them_one_by_one_makes(
+    step: int | None,
+) -> None:
     rng = np.random.default_rng(3)
     now = utcnow()
     entries = [
@@ -37,7 +41,8 @@ def test_vectors_set_in_blocks_make_the_rows_that_setting_them_one_by_one_makes(
     vectors = rng.standard_normal((700, 16)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     order = rng.permutation(700)
-    one, blocks = Rows(rescore=20), Rows(rescore=20)  # centred at 21, 84, 336 vectors
+    more = {} if step is None else {"centre_step": step}
+    one, blocks = Rows(rescore=20, **more), Rows(rescore=20, **more)  # centred at 21, 84, 336
     for rows in (one, blocks):
         for e in entries:
             rows.put(e)
