@@ -4,9 +4,9 @@ Owns BM25 through Tantivy (text_index.py, the only module that imports tantivy, 
 postings.py for documents not indexed yet and stopwords.py), the embedders and the
 cross-encoder (embedders.py, the only module that imports onnxruntime, and its models/),
 the readers' immutable view of the entries (view.py, packed_entries.py, duplicate_map.py),
-the columnar mirror for top-k (row_columns.py, tagsets.py, rows.py), vectors as held for
-search (held_vectors.py, sign_codes.py, ivf.py, vector_rank.py) and the hybrid ranking as pure
-functions (hybrid_rank.py).
+the columnar mirror for top-k (row_columns.py, tagsets.py, centred_rows.py, rows.py),
+vectors as held for search (held_vectors.py, sign_codes.py, ivf.py, vector_rank.py) and the
+hybrid ranking as pure functions (hybrid_rank.py).
 
 May import: the stores root only (model, errors, files). Knows nothing of logs or LanceDB.
 

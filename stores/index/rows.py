@@ -1,6 +1,7 @@
 """The columnar mirror for top-k: `Rows` adds to the columns of stores/index/row_columns.py
-the embedder's vectors, their sign bits from a centre, the lists over them (stores/index/ivf.py)
-and every row's contextual norm, kept as rows and vectors change.
+the embedder's vectors and their sign bits from a centre (`CentredRows`,
+stores/index/centred_rows.py), the lists over them (stores/index/ivf.py) and every row's
+contextual norm, kept as rows and vectors change.
 
 Vectors are held as float32 while a store has no more than RESCORE of them, then as one int8
 per dimension from their mean (`stores/index/held_vectors.py`: a quarter of float32's memory,
@@ -12,96 +13,39 @@ cosines within ~1e-3 of float32's). Every hit is checked against the View
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from dreamwell.stores.index import ivf, vector_rank
+from dreamwell.stores.index.centred_rows import CENTRE_STEP, RESCORE, CentredRows, widened
 from dreamwell.stores.index.held_vectors import Held
-from dreamwell.stores.index.row_columns import RowColumns
 from dreamwell.stores.index.sign_codes import sign_words
 from dreamwell.stores.model import MemoryEntry, VectorLike
 
 Matrix = npt.NDArray[np.float32]
-RESCORE = 2048  # rows given an exact cosine after the sign-bit scan
-# A new centre's sign bits are computed this many rows at a time, a step with each vector
-# set after it (~1.2 ms at 2,048), while the old centre's bits serve the searches: all at
-# once, re-centring at 32,784 vectors held the store's lock 69 ms (the running sum aside),
-# and in a server beside the backfill's embedding a save waited 186 ms for it (issue 57).
-CENTRE_STEP = 2048
-SUM_BLOCK = 1024  # rows widened to float64 at a time by `_summed`
 
 
-def _summed(total: npt.NDArray[np.float64], values: Matrix) -> npt.NDArray[np.float64]:
-    """`total` plus each row of `values` in turn, in float64: added one row after another,
-    so that the sum is the same to the bit however the rows were grouped into calls."""
-    for start in range(0, len(values), SUM_BLOCK):
-        chunk = values[start : start + SUM_BLOCK].astype(np.float64)
-        chunk[0] += total
-        # over the slow axis numpy adds row after row (its pairwise sum is for the fast axis),
-        # which tests/stores/longterm/test_vector_load.py checks to the bit
-        total = np.add.reduce(chunk, axis=0)
-    return total
-
-
-@dataclass
-class _Centring:
-    """A new centre whose sign bits are being computed: rows below `done` have theirs."""
-
-    centre: Matrix
-    bits: npt.NDArray[np.uint64]
-    done: int = 0
-
-
-def _widened(bits: npt.NDArray[np.uint64], capacity: int) -> npt.NDArray[np.uint64]:
-    """Sign bits (words x rows, word-major: a scan reads each word's row contiguously) with
-    room for `capacity` rows."""
-    out = np.zeros((bits.shape[0], capacity), dtype=np.uint64)
-    out[:, : bits.shape[1]] = bits
-    return out
-
-
-class Rows(RowColumns):
-    """The row columns with each row's vector, sign bits, lists and contextual norm."""
+class Rows(CentredRows):
+    """The held rows with each row's contextual norm and the lists over them."""
 
     def __init__(
         self, capacity: int = 1024, rescore: int = RESCORE, centre_step: int = CENTRE_STEP
     ) -> None:
-        super().__init__(capacity)
-        self.rescore = rescore
-        self.centre_step = centre_step
-        self._set = 0  # vectors set since the matrix was made (at least the rows with one)
-        self.vec: Held | None = None  # rows x dim: float32, int8 past RESCORE vectors
-        # (centre, words x rows): sign bits of (vector - centre), word-major; None until the
-        # store has more than RESCORE vectors. One tuple, swapped whole, so that a reader
-        # always pairs bits with the centre they were made from.
-        self.codes: tuple[Matrix, npt.NDArray[np.uint64]] | None = None
-        self._centred_at = 0  # vectors set when the centre was last computed
-        # the held vectors of the rows that have one, summed (the centre is their mean)
-        self._total: npt.NDArray[np.float64] | None = None
-        self._next: _Centring | None = None  # a new centre, its sign bits being computed
+        super().__init__(capacity, rescore, centre_step)
         # from ivf.INDEX_AT vectors: lists over the rows (stores/index/ivf.py), and every row's
         # contextual vector's sign bits (words x rows, from the same centre)
         self.index: ivf.Index | None = None
         self.defer_index = False  # while a store's vectors load: the lists once at the end
         self.ctx_bits: npt.NDArray[np.uint64] | None = None
-        self.model: str | None = None
 
     def _grow(self, capacity: int) -> None:
         super()._grow(capacity)
-        if self.vec is not None:
-            self.vec = self.vec.grown(capacity)
-        if self.codes is not None:
-            self.codes = (self.codes[0], _widened(self.codes[1], capacity))
         if self.ctx_bits is not None:
-            self.ctx_bits = _widened(self.ctx_bits, capacity)
-        if self._next is not None:
-            self._next.bits = _widened(self._next.bits, capacity)
+            self.ctx_bits = widened(self.ctx_bits, capacity)
 
-    def vector_count(self) -> int:
-        n = self.n
-        return int(np.count_nonzero(self.has_vec[:n] & self.live[:n]))  # .sum(): 8x slower
+    def _centred(self) -> None:
+        self._index()
 
     def _refresh(self, row: int) -> None:
         """Recompute the contextual norms of `row` and of every row whose context holds it."""
@@ -147,39 +91,7 @@ class Rows(RowColumns):
         makes no object per vector."""
         if len(rows) == 0:
             return
-        if self.model != model or self.vec is None or self.vec.dim != block.shape[1]:
-            self.model = model
-            self.vec = Held.empty(len(self.live), block.shape[1])
-            self.codes = None
-            self.index = self.ctx_bits = None
-            self._centred_at = 0
-            self.has_vec[:] = False
-            self._set = 0
-            self._total = np.zeros(block.shape[1], dtype=np.float64)
-            self._next = None
-        assert self.vec is not None
-        done = 0
-        while done < len(rows):
-            if self.codes is None:  # centred once the count passes RESCORE
-                room = max(self.rescore + 1 - self._set, 1)
-            elif self._next is not None:  # up to the vector whose step ends the new bits
-                room = max(-(-(self.n - self._next.done) // self.centre_step), 1)
-            else:  # and again when it reaches four times the count at the last centring
-                room = max(4 * self._centred_at - self._set, 1)
-            part = rows[done : done + room]
-            held = self._put(part, block[done : done + room])
-            self._set += len(part)
-            done += len(part)
-            if self.codes is None:
-                if self._set > self.rescore:
-                    self._centre()
-                continue
-            centre, bits = self.codes
-            bits[:, part] = sign_words(held - centre).T
-            if self._next is not None:
-                self._step(part, held)
-            elif self._set >= 4 * self._centred_at:
-                self._recentre()
+        self._hold(model, block, rows)
         index = self.index
         if index is None and self.codes is not None and self._set >= ivf.INDEX_AT:
             self._index()
@@ -272,97 +184,6 @@ class Rows(RowColumns):
         if self.index is None:
             self._index()
 
-    def _put(self, rows: npt.NDArray[np.int64], block: Matrix) -> Matrix:
-        """Hold `block` as the vectors of `rows` and give them as held (float32), keeping the
-        running sum: each row's old vector out, then its new one in, one row after another."""
-        assert self.vec is not None and self._total is not None
-        had = self.has_vec[rows]
-        old = self.vec.rows(rows[had]) if had.any() else None
-        self.vec.put(rows, block)
-        self.has_vec[rows] = True
-        held = self.vec.rows(rows)
-        if old is None:
-            self._total = _summed(self._total, held)
-            return held
-        at = np.cumsum(1 + had) - 1  # where each row's new vector comes in the sequence
-        sequence = np.empty((len(rows) + len(old), held.shape[1]), dtype=np.float32)
-        sequence[at] = held
-        sequence[at[had] - 1] = -old
-        self._total = _summed(self._total, sequence)
-        return held
-
-    def _unheld(self, entry_id: str) -> None:
-        """`entry_id`'s vector leaves the running sum (it is removed or dropped)."""
-        row = self.row_of.get(entry_id)
-        if row is not None and self.has_vec[row] and self.vec is not None:
-            assert self._total is not None
-            self._total = _summed(self._total, -self.vec.rows([row]))
-
-    def _recount(self) -> npt.NDArray[np.float64]:
-        """The running sum made afresh from the rows held."""
-        assert self.vec is not None
-        have = np.flatnonzero(self.has_vec[: self.n])
-        total = np.zeros(self.vec.dim, dtype=np.float64)
-        for start in range(0, len(have), 16384):  # in slices: no float32 copy of it all
-            total = _summed(total, self.vec.rows(have[start : start + 16384]))
-        return total
-
-    def _mean(self) -> tuple[Matrix, int]:
-        """The mean of the held vectors (from the running sum) and their count."""
-        assert self._total is not None
-        count = int(np.count_nonzero(self.has_vec[: self.n]))
-        return (self._total / max(count, 1)).astype(np.float32), count
-
-    def _bits(self, centre: Matrix, rows: slice) -> npt.NDArray[np.uint64]:
-        assert self.vec is not None
-        return sign_words(self.vec.rows(rows) - centre).T
-
-    def _centre(self) -> None:
-        """The centre as the mean vector and every row's sign bits from it, at once: when the
-        store first has more than RESCORE vectors (when the held rows become int8 steps from
-        that first centre, which then stays) and when its vectors are taken whole."""
-        assert self.vec is not None
-        n = self.n
-        centre, count = self._mean()
-        if not self.vec.quantized:
-            self.vec = self.vec.to_int8(centre, n)
-            self._total = self._recount()  # what is held changed
-        bits = np.zeros((-(-self.vec.dim // 64), len(self.live)), dtype=np.uint64)
-        for start in range(0, n, 16384):
-            part = slice(start, min(n, start + 16384))
-            bits[:, part] = self._bits(centre, part)
-        self.codes = (centre, bits)
-        self._next = None
-        self._centred_at = self._set = count
-        self._index()
-
-    def _recentre(self) -> None:
-        """The vectors quadrupled since the centre was computed: a new one from the running
-        sum, whose sign bits `_step` computes a step with each vector set after this one
-        (the old centre and its bits serve the searches meanwhile)."""
-        assert self.codes is not None
-        centre, count = self._mean()
-        self._next = _Centring(centre, np.zeros_like(self.codes[1]))
-        self._centred_at = self._set = count
-
-    def _step(self, rows: npt.NDArray[np.int64], held: Matrix) -> None:
-        """`rows` were just set (held as `held`) while a new centre's bits are computed: those
-        of them already passed get the new centre's bits, then the bits go on a step per
-        vector; done, the new centre and bits replace the old (swapped whole)."""
-        step = self._next
-        assert step is not None
-        passed = rows < step.done
-        step.bits[:, rows[passed]] = sign_words(held[passed] - step.centre).T
-        end = min(self.n, step.done + len(rows) * self.centre_step)
-        for start in range(step.done, end, 16384):
-            part = slice(start, min(end, start + 16384))
-            step.bits[:, part] = self._bits(step.centre, part)
-        step.done = end
-        if end >= self.n:
-            self.codes = (step.centre, step.bits)
-            self._next = None
-            self._index()
-
     def compacted(self, entries: Iterable[MemoryEntry]) -> Rows:
         """A new Rows with rows for `entries` only (the rows of deleted entries dropped) and
         the vectors this one holds for them, as a store opened afresh would have them: a link
@@ -390,17 +211,7 @@ class Rows(RowColumns):
         centre, the sign bits and the contextual norms: what set_vector does a row at a time
         (held rows are copied as they are: int8 ones keep their centre and are not rounded
         a second time)."""
-        self.model = model
-        self.vec = held
-        self.has_vec[:] = False
-        self.has_vec[rows] = True
-        self.codes = None
-        self._next = None
-        self._centred_at = 0
-        self._set = len(rows)
-        self._total = self._recount()
-        if self._set > self.rescore:
-            self._centre()
+        self._take(model, held, rows)
         n = self.n
         for row in np.flatnonzero((self.prev[:n] >= 0) | (self.next[:n] >= 0)).tolist():
             self.ctx_norm[row] = self._ctx_norm(row)
@@ -411,14 +222,6 @@ class Rows(RowColumns):
         if row is not None:
             self.has_vec[row] = False
             self._refresh(row)
-
-    def remove(self, entry_id: str) -> None:
-        self._unheld(entry_id)
-        super().remove(entry_id)
-
-    def has_vector(self, entry_id: str) -> bool:
-        row = self.row_of.get(entry_id)
-        return row is not None and bool(self.has_vec[row])
 
     def without_vector(self, limit: int) -> list[str]:
         """Ids of up to `limit` live rows without a vector, oldest row first: one mask over

@@ -85,7 +85,7 @@ def _fsyncs():  # type: ignore[no-untyped-def]
 def _install():  # type: ignore[no-untyped-def]
     from dreamwell.server import background
     from dreamwell.server import loops as app  # where the loops call them from
-    from dreamwell.stores.index import rows, text_index
+    from dreamwell.stores.index import centred_rows, text_index
     from dreamwell.stores.longterm import (
         checkpoint,
         group_commit,
@@ -104,8 +104,8 @@ def _install():  # type: ignore[no-untyped-def]
     _timed("backfill round", vectors.Vectors, "backfill")
     _timed("backfill embedding", background, "on_two_threads")
     _timed("vectors lent", vectors.Vectors, "_lend")
-    _timed("sign bits centred at once", rows.Rows, "_centre")
-    _timed("a step of a new centre's bits", rows.Rows, "_step")
+    _timed("sign bits centred at once", centred_rows.CentredRows, "_centre")
+    _timed("a step of a new centre's bits", centred_rows.CentredRows, "_step")
     _timed("group commit", group_commit.GroupCommit, "commit")
     _timed("heap hand-back", app, "give_back_freed")
     _timed("tidy (gc + hand-back)", app, "tidy")

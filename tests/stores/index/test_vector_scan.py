@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from dreamwell.stores.index import rows as rows_module
+from dreamwell.stores.index import centred_rows
 from dreamwell.stores.index import sign_codes as signs
 from dreamwell.stores.index.held_vectors import quantize
 from dreamwell.stores.index.row_columns import RADIUS
@@ -294,7 +294,7 @@ def test_a_new_centre_is_worked_out_a_step_per_vector_while_the_old_one_serves(
     a centring all at once makes."""
     vectors = clustered(6_000, 21)
     done: list[int] = []  # per vector set: the rows whose sign bits it computed
-    real = rows_module.sign_words
+    real = centred_rows.sign_words
 
     def counted(block: npt.NDArray[np.float32]) -> npt.NDArray[np.uint64]:
         if counting:
@@ -302,7 +302,7 @@ def test_a_new_centre_is_worked_out_a_step_per_vector_while_the_old_one_serves(
         return real(block)
 
     counting = False
-    monkeypatch.setattr(rows_module, "sign_words", counted)
+    monkeypatch.setattr(centred_rows, "sign_words", counted)
     rows, at_once = Rows(8, rescore=512), Rows(8, rescore=512, centre_step=10**9)
     now = utcnow()
     centres: list[tuple[int, npt.NDArray[np.float32]]] = []
@@ -320,7 +320,7 @@ def test_a_new_centre_is_worked_out_a_step_per_vector_while_the_old_one_serves(
     # centred at 513 vectors at once (the rows become int8), then at 2,052 over two more
     assert [count for count, _ in centres] == [513, 2_054]
     assert done[512] == 513  # the first centring, at once
-    assert max(done[513:]) == done[2_052] == 1 + rows_module.CENTRE_STEP
+    assert max(done[513:]) == done[2_052] == 1 + centred_rows.CENTRE_STEP
     assert done[2_051] == 1  # the count reached: the new centre, its bits to come
     assert rows.codes is not None and at_once.codes is not None
     for a, b in zip(rows.codes, at_once.codes, strict=True):
