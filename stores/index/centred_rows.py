@@ -28,6 +28,7 @@ RESCORE = 2048  # rows given an exact cosine after the sign-bit scan
 # and in a server beside the backfill's embedding a save waited 186 ms for it (issue 57).
 CENTRE_STEP = 2048
 SUM_BLOCK = 1024  # rows widened to float64 at a time by `_summed`
+BLOCK = 16_384  # rows read as float32 at a time for a sum or for sign bits
 
 
 def _summed(total: npt.NDArray[np.float64], values: Matrix) -> npt.NDArray[np.float64]:
@@ -186,8 +187,8 @@ class CentredRows(RowColumns):
         assert self.vec is not None
         have = np.flatnonzero(self.has_vec[: self.n])
         total = np.zeros(self.vec.dim, dtype=np.float64)
-        for start in range(0, len(have), 16384):  # in slices: no float32 copy of it all
-            total = _summed(total, self.vec.rows(have[start : start + 16384]))
+        for start in range(0, len(have), BLOCK):  # in slices: no float32 copy of it all
+            total = _summed(total, self.vec.rows(have[start : start + BLOCK]))
         return total
 
     def _mean(self) -> tuple[Matrix, int]:
@@ -196,9 +197,15 @@ class CentredRows(RowColumns):
         count = int(np.count_nonzero(self.has_vec[: self.n]))
         return (self._total / max(count, 1)).astype(np.float32), count
 
-    def _bits(self, centre: Matrix, rows: slice) -> npt.NDArray[np.uint64]:
+    def _fill_bits(
+        self, bits: npt.NDArray[np.uint64], centre: Matrix, start: int, end: int
+    ) -> None:
+        """The sign bits from `centre` of rows `start` to `end` into `bits`, BLOCK rows at a
+        time (no float32 copy of them all)."""
         assert self.vec is not None
-        return sign_words(self.vec.rows(rows) - centre).T
+        for at in range(start, end, BLOCK):
+            part = slice(at, min(end, at + BLOCK))
+            bits[:, part] = sign_words(self.vec.rows(part) - centre).T
 
     def _centre(self) -> None:
         """The centre as the mean vector and every row's sign bits from it, at once: when the
@@ -211,9 +218,7 @@ class CentredRows(RowColumns):
             self.vec = self.vec.to_int8(centre, n)
             self._total = self._recount()  # what is held changed
         bits = np.zeros((-(-self.vec.dim // 64), len(self.live)), dtype=np.uint64)
-        for start in range(0, n, 16384):
-            part = slice(start, min(n, start + 16384))
-            bits[:, part] = self._bits(centre, part)
+        self._fill_bits(bits, centre, 0, n)
         self.codes = (centre, bits)
         self._next = None
         self._centred_at = self._set = count
@@ -237,9 +242,7 @@ class CentredRows(RowColumns):
         passed = rows < step.done
         step.bits[:, rows[passed]] = sign_words(held[passed] - step.centre).T
         end = min(self.n, step.done + len(rows) * self.centre_step)
-        for start in range(step.done, end, 16384):
-            part = slice(start, min(end, start + 16384))
-            step.bits[:, part] = self._bits(step.centre, part)
+        self._fill_bits(step.bits, step.centre, step.done, end)
         step.done = end
         if end >= self.n:
             self.codes = (step.centre, step.bits)
