@@ -11,6 +11,7 @@ import os
 import re
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -515,6 +516,7 @@ class LogTable:
 
     def __init__(self, db: Any, name: str = LOG_TABLE) -> None:
         self._table = self._open(db, name)
+        self.checked_at = time.monotonic()  # when the version read was the latest
 
     @staticmethod
     def existing(db: Any, name: str) -> LogTable | None:
@@ -525,6 +527,7 @@ class LogTable:
             return None
         found = LogTable.__new__(LogTable)
         found._table = table
+        found.checked_at = time.monotonic()
         return found
 
     @staticmethod
@@ -541,7 +544,9 @@ class LogTable:
 
     def latest(self) -> int:
         """Check out the newest version (one LIST) and return its number."""
+        began = time.monotonic()
         self._table.checkout_latest()
+        self.checked_at = began
         return int(self._table.version)
 
     def rows(self, where: str, columns: Sequence[str] = _LOG_COLUMNS) -> list[dict[str, Any]]:
@@ -558,7 +563,10 @@ class LogTable:
     def insert_if_absent(self, row: dict[str, Any]) -> tuple[bool, int]:
         """Insert the row unless one with its `n` exists: (inserted, the version it made)."""
         data = pa.Table.from_pylist([row], schema=_LOG_SCHEMA)
+        began = time.monotonic()
         result = self._table.merge_insert("n").when_not_matched_insert_all().execute(data)
+        if result.num_inserted_rows == 1:
+            self.checked_at = began  # its commit was the latest version at some point since
         return result.num_inserted_rows == 1, int(self._table.version)
 
     def delete(self, where: str) -> None:

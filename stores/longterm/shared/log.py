@@ -23,7 +23,8 @@ Lance `Rewrite`, which concurrent appends are rebased over (a conflicting one is
 or lost harmlessly to the next try); the cleanup never touches the latest version nor files
 newer than the cut (Lance keeps unreferenced files of a write still in progress for 7 days),
 readers here check out the latest version right before they read, and a read or append that
-used a version removed meanwhile goes again afresh.
+used a version removed meanwhile goes again afresh; an append checks out again first when its
+handle's version may have been removed (FRESH_BASE).
 """
 
 from __future__ import annotations
@@ -48,12 +49,18 @@ from dreamwell.stores.longterm.shared.tables import (
     generation,
     overwritten,
 )
-from dreamwell.stores.longterm.shared.tidy import Tidier
+from dreamwell.stores.longterm.shared.tidy import KEEP_VERSIONS, Tidier
 from dreamwell.stores.remote.location import Remote, describe
 
 logger = logging.getLogger(__name__)
 
 KEEP_RECORDS = 256  # records kept below a drop point, for replicas a little behind
+# An append is based on the version its table's handle last checked out. LanceDB commits an
+# insert whose base version a cleanup removed without seeing an insert of the same `n` made
+# since (that one's version removed too): two rows for one `n`. So an append checks out the
+# table again when its handle's version may be that old, and one that took a keep-time from
+# its base to its commit checks that its row is alone (tests/stores/longterm/shared).
+FRESH_BASE = KEEP_VERSIONS.total_seconds() / 4
 
 
 @contextlib.contextmanager
@@ -211,6 +218,8 @@ class LanceLog:
         """Add generation `gen`'s rows after `last_seq` to `records`; returns `version`."""
         rows = table.rows(f"last > {self.last_seq}")
         for row in rows:
+            if int(row["n"]) <= self._tail_n and records:
+                continue  # a second row of one `n` (see FRESH_BASE): the first read is kept
             expected = (records[-1].seq if records else self.last_seq) + 1
             if row["first"] > expected:
                 raise LogGap(f"record {expected} was dropped from the log")
@@ -277,18 +286,35 @@ class LanceLog:
             logger.debug("beginning log generation %d: %s", gen, exc)
 
     def _insert(self, table: LogTable, row: dict[str, Any]) -> tuple[bool, int]:
-        """Insert `row` unless its `n` exists. An append whose base version was cleaned up
-        meanwhile (this replica stalled longer than tidy.KEEP_VERSIONS while others wrote
-        and compacted), or overwritten by another replica's create of the table (tables.py),
+        """Insert `row` unless its `n` exists, on a version checked out within FRESH_BASE.
+        An append whose base version was cleaned up meanwhile (LanceDB read a removed file:
+        "Not found"), or overwritten by another replica's create of the table (tables.py),
         did not land: it is a lost race like any other, decided again."""
         try:
-            return table.insert_if_absent(row)
+            if time.monotonic() - table.checked_at > FRESH_BASE:
+                table.latest()
+            based = table.checked_at
+            inserted, version = table.insert_if_absent(row)
+            if inserted and time.monotonic() - based >= KEEP_VERSIONS.total_seconds():
+                inserted = self._alone(table, row)
+            return inserted, version
         except Exception as exc:
             if not (cleaned_up(exc) or overwritten(exc)):
                 raise
             logger.debug("appending on a version gone meanwhile: %s", exc)
             table.latest()
             return False, -1
+
+    def _alone(self, table: LogTable, row: dict[str, Any]) -> bool:
+        """Whether `row` is the only row of its `n` in the version its insert made (a slow
+        insert's base may have been removed before it committed: see FRESH_BASE). A row
+        found beside it was committed first: this one is taken out again, not acknowledged."""
+        found = table.rows(f"n = {row['n']}", ("n", "at", "body"))
+        if len(found) <= 1:
+            return True
+        logger.warning("append %d met another replica's on a version removed meanwhile", row["n"])
+        table.delete(f"n = {row['n']} AND at = {row['at']!r}")
+        return False
 
     def _landed(self, table: LogTable, row: dict[str, Any]) -> tuple[bool, int]:
         """Whether row `n` holds our body after all: an insert whose commit landed but whose

@@ -20,9 +20,10 @@ keep them few:
 The replica that appended last tidies first; the others wait two to three times as long (a
 random share, so they do not all start at once) and find it done: a compaction with nothing
 to fold makes no version, nor does a cleanup, and a compaction that loses to a concurrent one
-is harmless. Both are safe beside appends and reads (see log.py): a reader or writer that
-checked out a version removed meanwhile hears "Not found" and goes again afresh
-(`tables.cleaned_up`).
+is harmless. Both are safe beside appends and reads (see log.py): a reader that checked out
+a version removed meanwhile hears "Not found" and goes again afresh (`tables.cleaned_up`); a
+writer checks out again first when its version may be that old (`log.FRESH_BASE`: LanceDB does
+not always hear it, and once committed a second row for a number taken).
 """
 
 from __future__ import annotations

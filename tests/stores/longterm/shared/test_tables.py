@@ -12,6 +12,7 @@ its poller and reload, not wait on a table that is gone.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -21,7 +22,7 @@ import pytest
 from dreamwell.stores.errors import StoreBusy, StoreUnreachable
 from dreamwell.stores.longterm import snapshot
 from dreamwell.stores.longterm.lance_table import LogTable
-from dreamwell.stores.longterm.log import LogGap
+from dreamwell.stores.longterm.log import LogConflict, LogGap
 from dreamwell.stores.longterm.shared import log as lancelog
 from dreamwell.stores.longterm.shared import tables as log_tables
 from dreamwell.stores.longterm.shared import tidy
@@ -291,3 +292,35 @@ def test_a_replica_reading_while_another_compacts_and_cleans_up_reads_afresh(
     late.start_at(0)
     assert [r.seq for r in late.read_new()] == [1, 2, 3] and meanwhile
     late.close()
+
+
+@pytest.mark.parametrize("checked_out_first", [True, False], ids=["fresh base", "slow insert"])
+def test_an_append_on_a_version_cleaned_up_meanwhile_does_not_take_a_number_taken(
+    replica: Callable[..., LongTermStore], monkeypatch: pytest.MonkeyPatch, checked_out_first: bool
+) -> None:
+    """The three-replica race's duplicate: a replica read the log (its handle checked out
+    version V), then another appended the next number and compacted, removing every version
+    older than KEEP_VERSIONS. LanceDB commits an insert on a removed base without seeing the
+    insert of the same key in between (a second row with that number, both appends
+    acknowledged: one fact saved twice on two replicas). The append checks out the table
+    again first when its handle is older than that, so it finds the number taken; and one
+    whose insert took a keep-time from its base (here: never checked out again) sees the row
+    before its own in the version it made, takes its own out and hears LogConflict."""
+    if not checked_out_first:
+        monkeypatch.setattr(lancelog, "FRESH_BASE", float("inf"))
+    _, log = saved(replica, 1)
+    first, second = lancelog.LanceLog(log.remote), lancelog.LanceLog(log.remote)
+    for each in (first, second):
+        each.start_at(0)
+        assert [r.seq for r in each.read_new()] == [1]
+    time.sleep(tidy.KEEP_VERSIONS.total_seconds() + 0.2)  # quiet: V is older than the keep
+    first.append([[{"op": "note", "by": "first"}]])
+    time.sleep(tidy.KEEP_VERSIONS.total_seconds() + 0.2)
+    LogTables(log.remote).read(0, lambda t, _: t.compact(tidy.KEEP_VERSIONS))
+    with pytest.raises(LogConflict):
+        second.append([[{"op": "note", "by": "second"}]])
+    rows = LogTables(log.remote).read(0, lambda t, _: t.rows("n = 2", ("n", "body")))
+    assert rows is not None and [r["body"] for r in rows] == ['[[{"op":"note","by":"first"}]]']
+    assert [r.ops for r in second.read_new()] == [[{"op": "note", "by": "first"}]]
+    for each in (first, second):
+        each.close()
