@@ -85,11 +85,18 @@ class Follower:
     def fresh(self) -> None:
         """Pick up what any process wrote: a few stat() calls when nothing changed. A log on
         object storage that cannot be reached, or answers slowly, leaves reads with what this
-        process holds (writes still hear the error)."""
-        if self.state.unchanged() and not self.log.has_news():
-            return
+        process holds (writes still hear the error).
+
+        On a local log the look is taken under the catch-up's lock: a catch-up under way on
+        another thread may have read what this read needs (the log's offset is past it, so
+        there is no news) and not applied it yet (the two-server run served a memory another
+        process had deleted)."""
         if not getattr(self.log, "blocking", False):
-            self._serving_catch_up()
+            with self._catching:
+                if not (self.state.unchanged() and not self.log.has_news()):
+                    self._serving_catch_up()
+            return
+        if self.state.unchanged() and not self.log.has_news():
             return
         with self._aside_lock:
             running = self._aside

@@ -13,6 +13,9 @@ from pathlib import Path
 import pytest
 
 from dreamwell.stores import LongTermStore
+from dreamwell.stores.longterm import state
+from dreamwell.stores.longterm.log import Record
+from dreamwell.stores.longterm.wal import Wal
 
 
 @pytest.fixture
@@ -88,3 +91,44 @@ def test_has_unread_never_fstats_a_descriptor_another_thread_closes(
     assert log.has_unread() is False
     closer.join(timeout=5)
     assert not closer.is_alive()
+
+
+def test_a_read_waits_for_the_catch_up_another_thread_began_with_what_it_needs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The two-server run's flake ("deleted ..., searched on server 0: Found 1 memory
+    entry"): one thread's catch-up had read another process's delete from the log and not yet
+    applied it (the view's lock was busy) when a search on another thread checked for news.
+    The log's offset was past the delete already, so there was none: the search served the
+    deleted memory. A read now waits for a catch-up under way before it looks."""
+    monkeypatch.setattr(state, "_RECHECK_SECONDS", 60.0)  # the state file's stamp is trusted
+    writer, reader = LongTermStore(tmp_path), LongTermStore(tmp_path)
+    entry = writer.save("the lighthouse keeper's logbook", "notes").entry
+    writer.checkpoint()  # a state file, whose stamp then says nothing changed
+    assert [h.entry.id for h in reader.search("lighthouse")] == [entry.id]
+    writer.delete(entry.id)
+    held, release = threading.Event(), threading.Event()
+    real_read = Wal.read_new
+
+    def waited_for_the_view(wal: Wal) -> list[Record]:
+        records = real_read(wal)
+        if records and threading.current_thread().name == "first":
+            held.set()  # read, and waiting for the view's lock (a save or a lend holds it)
+            release.wait(10)
+        return records
+
+    monkeypatch.setattr(Wal, "read_new", waited_for_the_view)
+    first = threading.Thread(target=reader.search, args=("anything",), name="first")
+    first.start()
+    assert held.wait(10)
+    found: list[list[str]] = []
+    second = threading.Thread(
+        target=lambda: found.append([h.entry.id for h in reader.search("lighthouse")])
+    )
+    second.start()
+    second.join(0.3)
+    waited = second.is_alive()  # for the catch-up that holds the delete
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert found == [[]] and waited
