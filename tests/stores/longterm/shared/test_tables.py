@@ -324,3 +324,24 @@ def test_an_append_on_a_version_cleaned_up_meanwhile_does_not_take_a_number_take
     assert [r.ops for r in second.read_new()] == [[{"op": "note", "by": "first"}]]
     for each in (first, second):
         each.close()
+
+
+def test_a_reader_that_meets_two_rows_of_one_number_takes_the_records_once(
+    replica: Callable[..., LongTermStore],
+) -> None:
+    """Should a second row of one append number stand in the log (LanceDB's insert on a
+    removed version, before its writer took it out again), a reader applies one of them, not
+    both: each record once, in order."""
+    _, log = saved(replica, 1)
+    row = {"n": 2, "first": 2, "last": 2, "at": time.time(), "body": '[[{"op":"note","k":1}]]'}
+    tables = LogTables(log.remote)
+    table = tables.get(0)
+    assert table is not None
+    for body in ('[[{"op":"note","k":1}]]', '[[{"op":"note","k":2}]]'):
+        table._table.add([{**row, "body": body}])  # past merge_insert: a second row of n 2
+    reader = lancelog.LanceLog(log.remote)
+    reader.start_at(0)
+    records = reader.read_new()
+    assert [r.seq for r in records] == [1, 2]
+    assert records[1].ops in ([{"op": "note", "k": 1}], [{"op": "note", "k": 2}])
+    reader.close()
