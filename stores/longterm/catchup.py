@@ -93,10 +93,10 @@ class Follower:
         process had deleted)."""
         if not getattr(self.log, "blocking", False):
             with self._catching:
-                if not (self.state.unchanged() and not self.log.has_news()):
+                if self._news():
                     self._serving_catch_up()
             return
-        if self.state.unchanged() and not self.log.has_news():
+        if not self._news():
             return
         with self._aside_lock:
             running = self._aside
@@ -107,6 +107,11 @@ class Follower:
             )
             running.start()
         running.join(READ_WAIT)
+
+    def _news(self) -> bool:
+        """Whether another process may have written: the state file or the log changed (a
+        few stat() calls; True may be a false alarm)."""
+        return not self.state.unchanged() or self.log.has_news()
 
     def _serving_catch_up(self) -> None:
         try:
