@@ -109,24 +109,11 @@ class CentredRows(RowColumns):
         """Hold `block` (float32) as the vectors of `rows`, in that order, as one by one: the
         centres are computed at the same counts, and their sign bits at the same steps."""
         if self.model != model or self.vec is None or self.vec.dim != block.shape[1]:
-            self.model = model
-            self.vec = Held.empty(len(self.live), block.shape[1])
-            self.codes = None
-            self._centred_at = 0
-            self.has_vec[:] = False
-            self._set = 0
-            self._total = np.zeros(block.shape[1], dtype=np.float64)
-            self._next = None
-            self._centred()
+            self._emptied(model, block.shape[1])
         assert self.vec is not None
         done = 0
         while done < len(rows):
-            if self.codes is None:  # centred once the count passes RESCORE
-                room = max(self.rescore + 1 - self._set, 1)
-            elif self._next is not None:  # up to the vector whose step ends the new bits
-                room = max(-(-(self.n - self._next.done) // self.centre_step), 1)
-            else:  # and again when it reaches four times the count at the last centring
-                room = max(4 * self._centred_at - self._set, 1)
+            room = self._room()
             part = rows[done : done + room]
             held = self._put(part, block[done : done + room])
             self._set += len(part)
@@ -141,6 +128,27 @@ class CentredRows(RowColumns):
                 self._step(part, held)
             elif self._set >= 4 * self._centred_at:
                 self._recentre()
+
+    def _emptied(self, model: str, dim: int) -> None:
+        """No vector held, for `model`'s of `dim` dimensions (a new model, or the first)."""
+        self.model = model
+        self.vec = Held.empty(len(self.live), dim)
+        self.codes = None
+        self._centred_at = 0
+        self.has_vec[:] = False
+        self._set = 0
+        self._total = np.zeros(dim, dtype=np.float64)
+        self._next = None
+        self._centred()
+
+    def _room(self) -> int:
+        """How many vectors `_hold` may set before the next centring or step is due."""
+        if self.codes is None:  # centred once the count passes RESCORE
+            return max(self.rescore + 1 - self._set, 1)
+        if self._next is not None:  # up to the vector whose step ends the new bits
+            return max(-(-(self.n - self._next.done) // self.centre_step), 1)
+        # and again when it reaches four times the count at the last centring
+        return max(4 * self._centred_at - self._set, 1)
 
     def _take(self, model: str, held: Held, rows: npt.NDArray[np.int64]) -> None:
         """`held` as the vectors, `rows` being those that have one, centred at once."""
