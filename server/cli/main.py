@@ -297,6 +297,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.stderr.write(f"dreamwell: {line}\n")
     from dreamwell.server.cli.outcome import run_command
 
+    if command not in SERVING:  # from here on run_command says a Ctrl-C, how far it got
+        _loaded()  # (a server's own signal receiver takes over from the loading's: ui.py)
+
     def run(settings: Settings, args: argparse.Namespace) -> int:
         attach_remote(settings)
         return COMMANDS[command](settings, args)
@@ -368,6 +371,25 @@ def _interrupted_at_terminal(_signum: int, _frame: object) -> None:
     os._exit(130)
 
 
+def _interrupted_while_loading(_signum: int, _frame: object) -> None:
+    """Ctrl-C before a command began: nothing done to say, one line and 130 rather than a
+    KeyboardInterrupt's traceback from whatever was being imported."""
+    sys.stderr.write("dreamwell: interrupted (Ctrl-C)\n")
+    _flush()
+    os._exit(130)
+
+
+def _loaded() -> None:
+    """SIGINT back to Python's KeyboardInterrupt if `run` had taken it for the loading. Not
+    for a server: a KeyboardInterrupt caught there still ended it by SIGINT, not 130, when
+    it had passed through an `exec` of text (CPython marks it unhandled there, and each
+    dataclass anyio makes as it loads is one)."""
+    import _signal  # `signal` imports `enum`: ~10 ms
+
+    if _signal.getsignal(_signal.SIGINT) is _interrupted_while_loading:
+        _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+
+
 def _flag(given: list[str], name: str) -> str | None:
     """The value of a flag, read before the command line is parsed (the last one wins)."""
     found = None
@@ -394,6 +416,10 @@ def run() -> NoReturn:
     exit, in none of 120). Such a command has written and synced everything before it
     returns (files through descriptors, LanceDB's commits) and runs nothing after: only
     what sys.stdout, sys.stderr and logging buffer is left, and it is flushed here."""
+    if sys.argv[1:2] not in (["serve"], ["hook"]):  # each says a Ctrl-C its own way
+        import _signal
+
+        _signal.signal(_signal.SIGINT, _interrupted_while_loading)
     if sys.argv[1:2] and sys.argv[1] in SERVING:
         main()
         raise SystemExit(0)

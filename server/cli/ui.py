@@ -42,12 +42,9 @@ def ui_command(settings: Settings) -> int:
         sock.listen(128)
         port, secret = sock.getsockname()[1], new_secret()
         app = RequireSecret(with_ui(Starlette(), runtime), secret, f"dreamwell-ui-{port}")
-        sys.stderr.write(
-            f"dreamwell ui: http://127.0.0.1:{port}/?{QUERY}={secret} (open this address; "
-            "Ctrl-C stops it)\n"
-        )
-        sys.stderr.flush()
-        stopped_by = anyio.run(_serve_and_backfill, app, runtime, settings, sock)
+        address = f"http://127.0.0.1:{port}/?{QUERY}={secret}"
+        ready = f"dreamwell ui: {address} (open this address; Ctrl-C stops it)"
+        stopped_by = anyio.run(_serve_and_backfill, app, runtime, settings, sock, ready)
     if stopped_by == signal.SIGINT:
         sys.stderr.write("dreamwell: interrupted (Ctrl-C); the browser is stopped\n")
         return 130
@@ -55,10 +52,13 @@ def ui_command(settings: Settings) -> int:
 
 
 async def _serve_and_backfill(
-    app: ASGIApp, runtime: Runtime, settings: Settings, sock: Any
+    app: ASGIApp, runtime: Runtime, settings: Settings, sock: Any, ready: str
 ) -> int | None:
     """Serve the page and, like `serve`, embed the memories that have no vector yet and fold
-    the log into LanceDB and Tantivy now and then, until Ctrl-C or SIGTERM (returned)."""
+    the log into LanceDB and Tantivy now and then, until Ctrl-C or SIGTERM (returned).
+    `ready` (the address) is printed once a Ctrl-C stops the server: from then on."""
+    import sys
+
     import anyio
 
     received: list[int] = []
@@ -69,6 +69,8 @@ async def _serve_and_backfill(
         from dreamwell.server.transports.uvicorn_server import uvicorn_server
 
         server = uvicorn_server(app, settings, own_signals=False)
+        sys.stderr.write(f"{ready}\n")
+        sys.stderr.flush()
 
         async def stop_on_signal() -> None:
             async for signum in signals:

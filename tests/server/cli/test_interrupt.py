@@ -5,7 +5,10 @@ with nothing half-written (issue 44)."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from dreamwell.stores import LongTermStore
@@ -103,4 +106,88 @@ def test_ctrl_c_between_dream_cycles_is_one_line(tmp_path: Path) -> None:
         env=NO_EMBEDDER,
     )
     assert stopped.returncode == 130
+    assert one_line(stopped.stderr) == "dreamwell: interrupted (Ctrl-C)"
+
+
+def self_interrupting(tmp_path: Path, setup: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`dreamwell ARGS` in a process that sends itself SIGINT at the moment `setup` (Python
+    run first, with `os`, `signal` and `sys` imported and `ctrl_c()` defined) arranges:
+    a Ctrl-C at one exact instant, where a test that signals from outside would only
+    sometimes hit it. Run by `python -m`, as tests.support.cli runs `dreamwell` (how the
+    interpreter ends differs from a script's)."""
+    (tmp_path / "ctrl_c_at.py").write_text(
+        "import os, signal, sys\n"
+        "def ctrl_c():\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        f"{setup}\n"
+        "sys.argv = ['dreamwell', *sys.argv[1:]]\n"
+        "from dreamwell.server.cli.main import run\n"
+        "run()\n"
+    )
+    path = os.pathsep.join([str(tmp_path), *sys.path])
+    return subprocess.run(
+        [sys.executable, "-m", "ctrl_c_at", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **NO_EMBEDDER, "PYTHONPATH": path},
+        timeout=120,
+        check=False,
+    )
+
+
+def test_ctrl_c_while_a_command_is_still_loading_is_one_line(tmp_path: Path) -> None:
+    # the moment the command line is read: before the command runs, after ~all imports
+    stopped = self_interrupting(
+        tmp_path,
+        "import dreamwell.server.heap as heap\nheap.steady_malloc = ctrl_c",
+        "stats",
+        "--data-dir",
+        str(tmp_path / "d"),
+    )
+    assert stopped.returncode == 130, stopped.stderr
+    assert one_line(stopped.stderr) == "dreamwell: interrupted (Ctrl-C)"
+
+
+def test_ctrl_c_the_moment_the_browser_says_it_stops_it_stops_it(tmp_path: Path) -> None:
+    # the address and "Ctrl-C stops it" are printed only once a Ctrl-C does stop it
+    stopped = self_interrupting(
+        tmp_path,
+        "class Said:\n"
+        "    def __init__(self, stream): self.stream = stream\n"
+        "    def __getattr__(self, name): return getattr(self.stream, name)\n"
+        "    def write(self, text):\n"
+        "        self.stream.write(text)\n"
+        "        if 'Ctrl-C stops it' in text: self.stream.flush(); ctrl_c()\n"
+        "        return len(text)\n"
+        "sys.stderr = Said(sys.stderr)",
+        "ui",
+        "--data-dir",
+        str(tmp_path / "d"),
+        "--port",
+        "0",
+    )
+    assert stopped.returncode == 130, stopped.stderr
+    assert one_line(stopped.stderr, after="Ctrl-C stops it") == (
+        "dreamwell: interrupted (Ctrl-C); the browser is stopped"
+    )
+
+
+def test_ctrl_c_while_the_browser_starts_is_one_line_and_130(tmp_path: Path) -> None:
+    # a KeyboardInterrupt that passed through an exec of text (as each dataclass made while
+    # anyio loads does) and was caught still made CPython end the process by SIGINT (-2)
+    stopped = self_interrupting(
+        tmp_path,
+        "import dreamwell.server.ui.secret as secret\n"
+        "made = secret.new_secret\n"
+        "def new_secret():\n"
+        "    exec('ctrl_c()\\nfor _ in range(100): pass', {'ctrl_c': ctrl_c})\n"
+        "    return made()\n"
+        "secret.new_secret = new_secret",
+        "ui",
+        "--data-dir",
+        str(tmp_path / "d"),
+        "--port",
+        "0",
+    )
+    assert stopped.returncode == 130, stopped.stderr
     assert one_line(stopped.stderr) == "dreamwell: interrupted (Ctrl-C)"
