@@ -310,8 +310,10 @@ class LanceLog:
         insert's base may have been removed before it committed: see FRESH_BASE). A row
         found beside it was committed first: this one is taken out again, not acknowledged."""
         found = table.rows(f"n = {row['n']}", ("n", "at", "body"))
-        if len(found) <= 1:
-            return True
+        return len(found) <= 1 or self._taken_out(table, row)
+
+    def _taken_out(self, table: LogTable, row: dict[str, Any]) -> bool:
+        """Take our `row` out again: another replica's row of its `n` stands beside it. False."""
         logger.warning("append %d met another replica's on a version removed meanwhile", row["n"])
         table.delete(f"n = {row['n']} AND at = {row['at']!r}")
         return False
@@ -320,11 +322,14 @@ class LanceLog:
         """Whether row `n` holds our body after all: an insert whose commit landed but whose
         answer was lost (the store answered too late, LanceDB retried the merge and then found
         its own row) reports no insert; refusing that save would be a lie, and retrying it
-        would count it twice."""
+        would count it twice. Nor one that landed beside another replica's row of its `n`
+        (an insert on a removed base whose `_alone` check failed on a removed version too)."""
         version = table.latest()
         found = table.rows(f"n = {row['n']}", ("n", "first", "at", "body"))
         ours = (row["first"], row["at"], row["body"])  # another replica may log equal ops
-        return any((r["first"], r["at"], r["body"]) == ours for r in found), version
+        if not any((r["first"], r["at"], r["body"]) == ours for r in found):
+            return False, version
+        return len(found) == 1 or self._taken_out(table, row), version
 
     def _appended_last(self, gen: int, version: int) -> bool:
         return self._last_append_version == _v(gen, version)

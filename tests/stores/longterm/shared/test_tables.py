@@ -326,6 +326,36 @@ def test_an_append_on_a_version_cleaned_up_meanwhile_does_not_take_a_number_take
         each.close()
 
 
+def test_an_append_whose_own_check_met_a_removed_version_is_not_acknowledged_beside_another(
+    replica: Callable[..., LongTermStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The slow insert above, whose look for a row beside its own (`_alone`) itself read a
+    version removed meanwhile: the append then asks whether its row landed after all
+    (`_landed`), which must not say yes while another replica's row of that number stands
+    beside it."""
+    monkeypatch.setattr(lancelog, "FRESH_BASE", float("inf"))
+
+    def removed(*_: object) -> bool:
+        raise OSError("Not found: log/0.lance/_versions/7.manifest")
+
+    monkeypatch.setattr(lancelog.LanceLog, "_alone", removed)
+    _, log = saved(replica, 1)
+    first, second = lancelog.LanceLog(log.remote), lancelog.LanceLog(log.remote)
+    for each in (first, second):
+        each.start_at(0)
+        assert [r.seq for r in each.read_new()] == [1]
+    time.sleep(tidy.KEEP_VERSIONS.total_seconds() + 0.2)
+    first.append([[{"op": "note", "by": "first"}]])
+    time.sleep(tidy.KEEP_VERSIONS.total_seconds() + 0.2)
+    LogTables(log.remote).read(0, lambda t, _: t.compact(tidy.KEEP_VERSIONS))
+    with pytest.raises(LogConflict):
+        second.append([[{"op": "note", "by": "second"}]])
+    rows = LogTables(log.remote).read(0, lambda t, _: t.rows("n = 2", ("n", "body")))
+    assert rows is not None and [r["body"] for r in rows] == ['[[{"op":"note","by":"first"}]]']
+    for each in (first, second):
+        each.close()
+
+
 def test_a_reader_that_meets_two_rows_of_one_number_takes_the_records_once(
     replica: Callable[..., LongTermStore],
 ) -> None:
