@@ -59,13 +59,14 @@ def test_an_interrupted_import_says_how_far_it_got_and_a_second_run_finishes(
     assert LongTermStore(data).count() == 15_000
 
 
+def browser(tmp_path: Path) -> tuple[str, ...]:
+    """`dreamwell ui`'s arguments: a data directory of its own, any free port."""
+    return ("ui", "--data-dir", str(tmp_path / "d"), "--port", "0")
+
+
 def test_ctrl_c_in_the_browser_is_one_line(tmp_path: Path) -> None:
     stopped = interrupted(
-        "ui",
-        "--data-dir",
-        str(tmp_path / "d"),
-        "--port",
-        "0",
+        *browser(tmp_path),
         when="Ctrl-C stops it",
         env=NO_EMBEDDER,
     )
@@ -160,11 +161,7 @@ def test_ctrl_c_the_moment_the_browser_says_it_stops_it_stops_it(tmp_path: Path)
         "        if 'Ctrl-C stops it' in text: self.stream.flush(); ctrl_c()\n"
         "        return len(text)\n"
         "sys.stderr = Said(sys.stderr)",
-        "ui",
-        "--data-dir",
-        str(tmp_path / "d"),
-        "--port",
-        "0",
+        *browser(tmp_path),
     )
     assert stopped.returncode == 130, stopped.stderr
     assert one_line(stopped.stderr, after="Ctrl-C stops it") == (
@@ -183,11 +180,7 @@ def test_ctrl_c_while_the_browser_starts_is_one_line_and_130(tmp_path: Path) -> 
         "    exec('ctrl_c()\\nfor _ in range(100): pass', {'ctrl_c': ctrl_c})\n"
         "    return made()\n"
         "secret.new_secret = new_secret",
-        "ui",
-        "--data-dir",
-        str(tmp_path / "d"),
-        "--port",
-        "0",
+        *browser(tmp_path),
     )
     assert stopped.returncode == 130, stopped.stderr
     assert one_line(stopped.stderr) == "dreamwell: interrupted (Ctrl-C)"

@@ -294,9 +294,15 @@ def test_a_replica_reading_while_another_compacts_and_cleans_up_reads_afresh(
     late.close()
 
 
-@pytest.mark.parametrize("checked_out_first", [True, False], ids=["fresh base", "slow insert"])
+def _removed(*_: object) -> bool:
+    raise OSError("Not found: log/0.lance/_versions/7.manifest")
+
+
+@pytest.mark.parametrize(
+    "insert", ["fresh base", "slow insert", "slow insert, its check on a removed version"]
+)
 def test_an_append_on_a_version_cleaned_up_meanwhile_does_not_take_a_number_taken(
-    replica: Callable[..., LongTermStore], monkeypatch: pytest.MonkeyPatch, checked_out_first: bool
+    replica: Callable[..., LongTermStore], monkeypatch: pytest.MonkeyPatch, insert: str
 ) -> None:
     """The three-replica race's duplicate: a replica read the log (its handle checked out
     version V), then another appended the next number and compacted, removing every version
@@ -305,9 +311,13 @@ def test_an_append_on_a_version_cleaned_up_meanwhile_does_not_take_a_number_take
     acknowledged: one fact saved twice on two replicas). The append checks out the table
     again first when its handle is older than that, so it finds the number taken; and one
     whose insert took a keep-time from its base (here: never checked out again) sees the row
-    before its own in the version it made, takes its own out and hears LogConflict."""
-    if not checked_out_first:
+    before its own in the version it made, takes its own out and hears LogConflict. Should
+    that look (`_alone`) itself read a removed version, the append asks whether its row
+    landed after all (`_landed`), which must not say yes beside another replica's row."""
+    if insert != "fresh base":
         monkeypatch.setattr(lancelog, "FRESH_BASE", float("inf"))
+    if insert.endswith("removed version"):
+        monkeypatch.setattr(lancelog.LanceLog, "_alone", _removed)
     _, log = saved(replica, 1)
     first, second = lancelog.LanceLog(log.remote), lancelog.LanceLog(log.remote)
     for each in (first, second):
@@ -322,36 +332,6 @@ def test_an_append_on_a_version_cleaned_up_meanwhile_does_not_take_a_number_take
     rows = LogTables(log.remote).read(0, lambda t, _: t.rows("n = 2", ("n", "body")))
     assert rows is not None and [r["body"] for r in rows] == ['[[{"op":"note","by":"first"}]]']
     assert [r.ops for r in second.read_new()] == [[{"op": "note", "by": "first"}]]
-    for each in (first, second):
-        each.close()
-
-
-def test_an_append_whose_own_check_met_a_removed_version_is_not_acknowledged_beside_another(
-    replica: Callable[..., LongTermStore], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The slow insert above, whose look for a row beside its own (`_alone`) itself read a
-    version removed meanwhile: the append then asks whether its row landed after all
-    (`_landed`), which must not say yes while another replica's row of that number stands
-    beside it."""
-    monkeypatch.setattr(lancelog, "FRESH_BASE", float("inf"))
-
-    def removed(*_: object) -> bool:
-        raise OSError("Not found: log/0.lance/_versions/7.manifest")
-
-    monkeypatch.setattr(lancelog.LanceLog, "_alone", removed)
-    _, log = saved(replica, 1)
-    first, second = lancelog.LanceLog(log.remote), lancelog.LanceLog(log.remote)
-    for each in (first, second):
-        each.start_at(0)
-        assert [r.seq for r in each.read_new()] == [1]
-    time.sleep(tidy.KEEP_VERSIONS.total_seconds() + 0.2)
-    first.append([[{"op": "note", "by": "first"}]])
-    time.sleep(tidy.KEEP_VERSIONS.total_seconds() + 0.2)
-    LogTables(log.remote).read(0, lambda t, _: t.compact(tidy.KEEP_VERSIONS))
-    with pytest.raises(LogConflict):
-        second.append([[{"op": "note", "by": "second"}]])
-    rows = LogTables(log.remote).read(0, lambda t, _: t.rows("n = 2", ("n", "body")))
-    assert rows is not None and [r["body"] for r in rows] == ['[[{"op":"note","by":"first"}]]']
     for each in (first, second):
         each.close()
 
