@@ -4,6 +4,7 @@ prints, with the process's background work (server/loops.py) beside it until Ctr
 from __future__ import annotations
 
 import signal
+import sys
 from typing import Any
 
 from starlette.applications import Starlette
@@ -18,7 +19,6 @@ from dreamwell.server.ui.app import with_ui
 def ui_command(settings: Settings) -> int:
     """Serve the browser on 127.0.0.1 only; prints the address once it accepts connections."""
     import socket
-    import sys
 
     import anyio
 
@@ -57,8 +57,6 @@ async def _serve_and_backfill(
     """Serve the page and, like `serve`, embed the memories that have no vector yet and fold
     the log into LanceDB and Tantivy now and then, until Ctrl-C or SIGTERM (returned).
     `ready` (the address) is printed once a Ctrl-C stops the server: from then on."""
-    import sys
-
     import anyio
 
     received: list[int] = []
