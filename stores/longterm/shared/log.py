@@ -309,11 +309,12 @@ class LanceLog:
         """Whether `row` is the only row of its `n` in the version its insert made (a slow
         insert's base may have been removed before it committed: see FRESH_BASE). A row
         found beside it was committed first: this one is taken out again, not acknowledged."""
-        found = table.rows(f"n = {row['n']}", ("n", "at", "body"))
-        return len(found) <= 1 or self._taken_out(table, row)
+        return self._only(table, row, table.rows(f"n = {row['n']}", ("n", "at", "body")))
 
-    def _taken_out(self, table: LogTable, row: dict[str, Any]) -> bool:
-        """Take our `row` out again: another replica's row of its `n` stands beside it. False."""
+    def _only(self, table: LogTable, row: dict[str, Any], found: list[dict[str, Any]]) -> bool:
+        """Whether our `row` is the only one `found` of its `n`; if not, it is taken out."""
+        if len(found) <= 1:
+            return True
         logger.warning("append %d met another replica's on a version removed meanwhile", row["n"])
         table.delete(f"n = {row['n']} AND at = {row['at']!r}")
         return False
@@ -329,7 +330,7 @@ class LanceLog:
         ours = (row["first"], row["at"], row["body"])  # another replica may log equal ops
         if not any((r["first"], r["at"], r["body"]) == ours for r in found):
             return False, version
-        return len(found) == 1 or self._taken_out(table, row), version
+        return self._only(table, row, found), version
 
     def _appended_last(self, gen: int, version: int) -> bool:
         return self._last_append_version == _v(gen, version)
