@@ -16,7 +16,13 @@ query with e5 first: floor/sitecustomize.py), each query sent to both in alterna
 
 Run: python tests/bench/stdio_save_tail_bench.py [--saves 10000] [--searches 200]
      [--slow-ms 25] [--serve PATH-TO-dreamwell] (another checkout's script: a baseline)
-     [--no-spans]
+     [--no-spans] [--unpaced | --embedder-elsewhere]
+
+Two variants ask where the saves' time beside the embedder goes (each implies --no-spans):
+--unpaced runs the server with its saves never held for the backfill (unpaced/);
+--embedder-elsewhere runs it with no embedder (DREAMWELL_EMBEDDER=none) while another process
+of nice 10 embeds LoCoMo turns with e5 on two threads for as long as the saves last: the
+cores the embedder takes, without its share of the server's interpreter lock.
 """
 
 from __future__ import annotations
@@ -26,11 +32,13 @@ import bisect
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -78,12 +86,63 @@ async def _call(client: Client, tool: str, args: dict[str, str]) -> tuple[float,
     return began, ended
 
 
+def server_env(args: argparse.Namespace, spans: Path) -> dict[str, str]:
+    if args.unpaced:
+        return {"PYTHONPATH": str(HERE / "unpaced")}
+    if args.embedder_elsewhere:
+        return {"DREAMWELL_EMBEDDER": "none"}
+    if args.no_spans:
+        return {}
+    return {"PYTHONPATH": str(HERE / "spans"), "DREAMWELL_SPANS": str(spans)}
+
+
+EMBED_ELSEWHERE = """
+import os, sys, threading
+os.nice(10)
+sys.path.insert(0, sys.argv[1])
+from stdio_save_tail_bench import turns_and_questions
+from dreamwell.stores.index.embedders import E5_DIR, OnnxE5
+turns = turns_and_questions()[0]
+e5 = OnnxE5(E5_DIR, threads=1)
+e5.embed(["warm up"])
+def embed_every_other(i):
+    while True:
+        e5.embed([turns[i % len(turns)]])
+        i += 2
+for k in (0, 1):
+    threading.Thread(target=embed_every_other, args=(k,), daemon=True).start()
+print("embedding", flush=True)
+sys.stdin.read()
+"""
+
+
+@asynccontextmanager
+async def embedding_elsewhere(wanted: bool) -> AsyncIterator[None]:
+    """While inside: with `wanted`, another process embeds with e5 on two threads at nice 10
+    (EMBED_ELSEWHERE), stopped by its pid after."""
+    if not wanted:
+        yield
+        return
+    child = subprocess.Popen(
+        [sys.executable, "-c", EMBED_ELSEWHERE, str(HERE)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        if child.stdout.readline().strip() != "embedding":
+            raise SystemExit("the embedding process did not start")
+        yield
+    finally:
+        child.kill()
+        child.wait()
+
+
 async def run(args: argparse.Namespace, tmp: Path) -> tuple[list[tuple[float, float]], dict]:
     turns, questions = turns_and_questions()
     data, spans = tmp / "data", tmp / "spans.tsv"
-    env = (
-        {} if args.no_spans else {"PYTHONPATH": str(HERE / "spans"), "DREAMWELL_SPANS": str(spans)}
-    )
+    env = server_env(args, spans)
     floor_env = {"DREAMWELL_EMBEDDER": "none", "PYTHONPATH": str(HERE / "floor")}
     searches: dict[str, list[float]] = {"right after": [], "server": [], "floor": []}
     async with AsyncExitStack() as stack:
@@ -91,10 +150,11 @@ async def run(args: argparse.Namespace, tmp: Path) -> tuple[list[tuple[float, fl
         pid = min(serve_pids(data), default=None)
         await client.call_tool("search_memory", {"query": "warm up"})
         await _until_idle(pid)  # the model loaded, the first stores opened
-        saves = [
-            await _call(client, "save_memory", {"content": text(turns, i), "category": "chat"})
-            for i in range(args.saves)
-        ]
+        async with embedding_elsewhere(args.embedder_elsewhere):
+            saves = [
+                await _call(client, "save_memory", {"content": text(turns, i), "category": "chat"})
+                for i in range(args.saves)
+            ]
         say(f"  saves done; load average {os.getloadavg()[0]:.2f}")
         for q in questions[: args.searches]:
             b, e = await _call(client, "search_memory", {"query": q})
@@ -172,6 +232,7 @@ def attribute(saves: list[tuple[float, float]], spans: list[Span], slow_ms: floa
         f"{pct(ms, 0.99):.1f}  max {max(ms):.1f} ms  mean {statistics.mean(ms):.2f} ms  "
         f"({len(ms) / (saves[-1][1] - saves[0][0]):.0f} saves/s)"
     )
+    say("  deciles: " + "  ".join(f"{q}% {pct(ms, q / 100):.2f}" for q in range(10, 100, 10)))
     inside = [1000 * (e - s) for n, s, e in spans if n == "save (store)"]
     if inside:
         say(
@@ -201,12 +262,20 @@ def main() -> None:
     parser.add_argument("--slow-ms", type=float, default=25.0)
     parser.add_argument("--serve", default="dreamwell", help="the dreamwell script to run")
     parser.add_argument("--idle-limit", type=float, default=600.0)
+    variant = parser.add_mutually_exclusive_group()
+    variant.add_argument("--unpaced", action="store_true", help="saves never held (unpaced/)")
+    variant.add_argument(
+        "--embedder-elsewhere",
+        action="store_true",
+        help="no embedder in the server, e5 on two threads in another process of nice 10",
+    )
     parser.add_argument(
         "--no-spans",
         action="store_true",
         help="run the server without the timeline (what it costs; a baseline that cannot run it)",
     )
     args = parser.parse_args()
+    args.no_spans = args.no_spans or args.unpaced or args.embedder_elsewhere
     if args.saves < 1 or args.searches < 1:
         parser.error("--saves and --searches must be at least 1")
     say(f"stdio save tail, {args.saves} saves, {args.serve}; load {os.getloadavg()}")
