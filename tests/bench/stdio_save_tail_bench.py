@@ -96,35 +96,15 @@ def server_env(args: argparse.Namespace, spans: Path) -> dict[str, str]:
     return {"PYTHONPATH": str(HERE / "spans"), "DREAMWELL_SPANS": str(spans)}
 
 
-EMBED_ELSEWHERE = """
-import os, sys, threading
-os.nice(10)
-sys.path.insert(0, sys.argv[1])
-from stdio_save_tail_bench import turns_and_questions
-from dreamwell.stores.index.embedders import E5_DIR, OnnxE5
-turns = turns_and_questions()[0]
-e5 = OnnxE5(E5_DIR, threads=1)
-e5.embed(["warm up"])
-def embed_every_other(i):
-    while True:
-        e5.embed([turns[i % len(turns)]])
-        i += 2
-for k in (0, 1):
-    threading.Thread(target=embed_every_other, args=(k,), daemon=True).start()
-print("embedding", flush=True)
-sys.stdin.read()
-"""
-
-
 @asynccontextmanager
 async def embedding_elsewhere(wanted: bool) -> AsyncIterator[None]:
     """While inside: with `wanted`, another process embeds with e5 on two threads at nice 10
-    (EMBED_ELSEWHERE), stopped by its pid after."""
+    (`e5_turn_bench.py --forever`), stopped by its pid after."""
     if not wanted:
         yield
         return
     child = subprocess.Popen(
-        [sys.executable, "-c", EMBED_ELSEWHERE, str(HERE)],
+        [sys.executable, str(HERE / "e5_turn_bench.py"), "--forever"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
